@@ -1,0 +1,34 @@
+// Allocator: where a device's tensor memory comes from.
+//
+// An Allocator hands out aligned raw blocks and counts what is in use. The CPU
+// allocator returns 64-byte aligned memory (one cache line, the widest SIMD load).
+// Implementations are thread-safe. Allocate returns nullptr when memory runs out;
+// callers turn that into ResourceExhausted naming the request.
+#ifndef TOWERFLOW_CORE_ALLOCATOR_H_
+#define TOWERFLOW_CORE_ALLOCATOR_H_
+
+#include <atomic>
+#include <cstddef>
+#include <string>
+
+namespace tw {
+
+inline constexpr size_t kTensorAlignment = 64;
+
+class Allocator {
+ public:
+  virtual ~Allocator() = default;
+  virtual std::string Name() const = 0;
+  // Returns nullptr on exhaustion. A 0-byte request returns a valid unique pointer.
+  virtual void* Allocate(size_t bytes) = 0;
+  virtual void Deallocate(void* ptr, size_t bytes) = 0;
+  // Bytes currently handed out through this allocator.
+  virtual size_t BytesInUse() const = 0;
+};
+
+// The process-wide host allocator (aligned_alloc), shared by CPU devices.
+Allocator* CpuAllocator();
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_CORE_ALLOCATOR_H_

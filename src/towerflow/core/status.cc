@@ -1,0 +1,55 @@
+#include "towerflow/core/status.h"
+
+#include <cstdio>
+#include <cstdlib>
+
+namespace tw {
+
+std::string_view CodeName(Code code) {
+  switch (code) {
+    case Code::kOk: return "OK";
+    case Code::kCancelled: return "Cancelled";
+    case Code::kUnknown: return "Unknown";
+    case Code::kInvalidArgument: return "InvalidArgument";
+    case Code::kDeadlineExceeded: return "DeadlineExceeded";
+    case Code::kNotFound: return "NotFound";
+    case Code::kAlreadyExists: return "AlreadyExists";
+    case Code::kPermissionDenied: return "PermissionDenied";
+    case Code::kResourceExhausted: return "ResourceExhausted";
+    case Code::kFailedPrecondition: return "FailedPrecondition";
+    case Code::kAborted: return "Aborted";
+    case Code::kOutOfRange: return "OutOfRange";
+    case Code::kUnimplemented: return "Unimplemented";
+    case Code::kInternal: return "Internal";
+    case Code::kUnavailable: return "Unavailable";
+    case Code::kDataLoss: return "DataLoss";
+  }
+  return "Unknown";
+}
+
+Status::Status(Code code, std::string message) {
+  if (code != Code::kOk) state_ = std::make_shared<const State>(State{code, std::move(message)});
+}
+
+const std::string& Status::message() const {
+  static const std::string kEmpty;
+  return ok() ? kEmpty : state_->message;
+}
+
+std::string Status::ToString() const {
+  if (ok()) return "OK";
+  return std::string(CodeName(code())) + ": " + state_->message;
+}
+
+Status Status::WithContext(std::string_view context) const {
+  if (ok()) return *this;
+  return Status(code(), std::string(context) + ": " + state_->message);
+}
+
+void Status::Check() const {
+  if (ok()) return;
+  std::fprintf(stderr, "towerflow: fatal: %s\n", ToString().c_str());
+  std::abort();
+}
+
+}  // namespace tw

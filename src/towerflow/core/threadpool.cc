@@ -1,0 +1,86 @@
+#include "towerflow/core/threadpool.h"
+
+#include <algorithm>
+#include <pthread.h>
+
+namespace tw {
+
+ThreadPool::ThreadPool(std::string name, int num_threads) {
+  num_threads = std::max(1, num_threads);
+  threads_.reserve(static_cast<size_t>(num_threads));
+  for (int i = 0; i < num_threads; ++i) {
+    threads_.emplace_back([this] { WorkerLoop(); });
+    std::string thread_name = (name + "/" + std::to_string(i)).substr(0, 15);
+    pthread_setname_np(threads_.back().native_handle(), thread_name.c_str());
+  }
+}
+
+ThreadPool::~ThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ThreadPool::Schedule(std::function<void()> fn) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    queue_.push_back(std::move(fn));
+  }
+  cv_.notify_one();
+}
+
+void ThreadPool::WorkerLoop() {
+  for (;;) {
+    std::function<void()> fn;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+      if (queue_.empty()) return;  // stopping and drained
+      fn = std::move(queue_.front());
+      queue_.pop_front();
+    }
+    fn();
+  }
+}
+
+void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
+                             const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  // Below ~20k cycles of work a hand-off to another thread costs more than it saves.
+  constexpr int64_t kMinCostPerShard = 20000;
+  const int64_t total = n * std::max<int64_t>(cost_per_unit, 1);
+  int64_t shards = std::min<int64_t>({n, NumThreads() + 1, std::max<int64_t>(1, total / kMinCostPerShard)});
+  if (shards <= 1) {
+    fn(0, n);
+    return;
+  }
+  const int64_t block = (n + shards - 1) / shards;
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  int64_t pending = (n - 1) / block;  // shards other than the caller's
+  for (int64_t begin = block; begin < n; begin += block) {
+    const int64_t end = std::min(n, begin + block);
+    Schedule([&, begin, end] {
+      fn(begin, end);
+      std::lock_guard<std::mutex> lock(done_mu);
+      if (--pending == 0) done_cv.notify_one();
+    });
+  }
+  fn(0, std::min(n, block));
+  std::unique_lock<std::mutex> lock(done_mu);
+  done_cv.wait(lock, [&] { return pending == 0; });
+}
+
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
+                 const std::function<void(int64_t, int64_t)>& fn) {
+  if (pool == nullptr) {
+    if (n > 0) fn(0, n);
+    return;
+  }
+  pool->ParallelFor(n, cost_per_unit, fn);
+}
+
+}  // namespace tw

@@ -1,0 +1,53 @@
+// ThreadPool: a fixed set of worker threads running scheduled closures, with a
+// ParallelFor for data-parallel loops inside kernels.
+//
+// Schedule and ParallelFor are thread-safe. ParallelFor runs one shard on the
+// calling thread and blocks until every shard has finished; shards must not block
+// on other work of the same pool. The destructor runs what is queued, then joins.
+#ifndef TOWERFLOW_CORE_THREADPOOL_H_
+#define TOWERFLOW_CORE_THREADPOOL_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace tw {
+
+class ThreadPool {
+ public:
+  // REQUIRES: num_threads >= 1. Threads are named "<name>/<i>" for debuggers.
+  ThreadPool(std::string name, int num_threads);
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int NumThreads() const { return static_cast<int>(threads_.size()); }
+  void Schedule(std::function<void()> fn);
+
+  // Calls fn(begin, end) over disjoint ranges covering [0, n). `cost_per_unit` is
+  // a rough count of cycles per unit; small loops run inline on the caller.
+  void ParallelFor(int64_t n, int64_t cost_per_unit,
+                   const std::function<void(int64_t, int64_t)>& fn);
+
+ private:
+  void WorkerLoop();
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::thread> threads_;
+};
+
+// Runs fn(begin, end) over [0, n) on `pool`, or inline when pool is null.
+void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
+                 const std::function<void(int64_t, int64_t)>& fn);
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_CORE_THREADPOOL_H_

@@ -1,0 +1,102 @@
+#include "towerflow/device/kernel_registry.h"
+
+#include <algorithm>
+
+namespace tw {
+
+KernelRegistry& KernelRegistry::Global() {
+  static KernelRegistry* registry = new KernelRegistry();
+  return *registry;
+}
+
+void KernelRegistry::Register(KernelDef def) {
+  std::string op = def.op;
+  kernels_.emplace(std::move(op), std::move(def));
+}
+
+namespace {
+bool Matches(const KernelDef& k, const Node& node) {
+  if (k.type_attr.empty()) return true;
+  const AttrValue* v = node.attrs().Find(k.type_attr);
+  if (v == nullptr) return false;
+  const DataType* t = std::get_if<DataType>(v);
+  return t != nullptr && std::find(k.types.begin(), k.types.end(), *t) != k.types.end();
+}
+}  // namespace
+
+const KernelDef* KernelRegistry::Find(const Node& node, const std::string& device_type) const {
+  auto [begin, end] = kernels_.equal_range(node.op());
+  for (auto it = begin; it != end; ++it) {
+    if (it->second.device_type == device_type && Matches(it->second, node)) return &it->second;
+  }
+  return nullptr;
+}
+
+std::vector<std::string> KernelRegistry::SupportedDeviceTypes(const Node& node) const {
+  std::vector<std::string> out;
+  for (const char* type : {kDeviceGpu, kDeviceCpu}) {
+    if (Find(node, type) != nullptr) out.push_back(type);
+  }
+  auto [begin, end] = kernels_.equal_range(node.op());
+  for (auto it = begin; it != end; ++it) {
+    const std::string& t = it->second.device_type;
+    if (std::find(out.begin(), out.end(), t) == out.end() && Matches(it->second, node)) out.push_back(t);
+  }
+  return out;
+}
+
+std::string KernelRegistry::DescribeKernels(const std::string& op) const {
+  std::string out;
+  auto [begin, end] = kernels_.equal_range(op);
+  for (auto it = begin; it != end; ++it) {
+    out += "\n  device='" + it->second.device_type + "'";
+    if (!it->second.type_attr.empty()) {
+      out += "; " + it->second.type_attr + " in [";
+      for (size_t i = 0; i < it->second.types.size(); ++i) {
+        out += (i ? ", " : "") + std::string(DataTypeName(it->second.types[i]));
+      }
+      out += "]";
+    }
+  }
+  return out.empty() ? "\n  <no registered kernels>" : out;
+}
+
+StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(const Node& node, Device* device) const {
+  const KernelDef* def = Find(node, device->device_type());
+  if (def == nullptr) {
+    std::string attrs;
+    for (const auto& [name, value] : node.attrs().values()) {
+      if (std::holds_alternative<DataType>(value)) attrs += "; " + name + "=" + AttrValueToString(value);
+    }
+    return errors::Unimplemented("No OpKernel was registered to support Op '", node.op(),
+                                 "' used by node ", node.DebugName(), " with these attrs: [",
+                                 attrs.empty() ? "" : attrs.substr(2), "] on ", device->name(),
+                                 ". Registered kernels:", DescribeKernels(node.op()));
+  }
+  OpKernelConstruction ctx(node, device);
+  std::unique_ptr<OpKernel> kernel = def->factory(&ctx);
+  if (!ctx.status().ok()) return ctx.status().WithContext("creating kernel for " + node.DebugName());
+  return kernel;
+}
+
+std::map<std::string, std::vector<DataType>> KernelRegistry::KernelTypes(const std::string& op) const {
+  std::map<std::string, std::vector<DataType>> out;
+  auto [begin, end] = kernels_.equal_range(op);
+  for (auto it = begin; it != end; ++it) {
+    auto& v = out[it->second.device_type];
+    for (DataType t : it->second.types) {
+      if (std::find(v.begin(), v.end(), t) == v.end()) v.push_back(t);
+    }
+  }
+  for (auto& [type, v] : out) std::sort(v.begin(), v.end());
+  return out;
+}
+
+std::vector<const KernelDef*> KernelRegistry::KernelsFor(const std::string& op) const {
+  std::vector<const KernelDef*> out;
+  auto [begin, end] = kernels_.equal_range(op);
+  for (auto it = begin; it != end; ++it) out.push_back(&it->second);
+  return out;
+}
+
+}  // namespace tw

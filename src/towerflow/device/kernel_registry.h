@@ -1,0 +1,80 @@
+// KernelRegistry: which kernels exist, keyed by op, device type and the dtype of
+// the op's type attr ("T"), and how to build them.
+//
+// Kernels register from one function per kernel file (RegisterMatMulKernels(...)),
+// all called once by EnsureKernelsRegistered() in kernels/register_all.cc (the
+// kernels library sits above device/ in the link order); the registry is then
+// read-only and thread-safe. Lookup failures are Unimplemented with TF's
+// wording: the op, the device type, and the kernels that do exist.
+#ifndef TOWERFLOW_DEVICE_KERNEL_REGISTRY_H_
+#define TOWERFLOW_DEVICE_KERNEL_REGISTRY_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "towerflow/device/op_kernel.h"
+
+namespace tw {
+
+using KernelFactory = std::function<std::unique_ptr<OpKernel>(OpKernelConstruction*)>;
+
+struct KernelDef {
+  std::string op;
+  std::string device_type;
+  // The type attr the kernel is specialised on ("T"); empty for ops without one.
+  std::string type_attr;
+  std::vector<DataType> types;
+  KernelFactory factory;
+};
+
+class KernelRegistry {
+ public:
+  // The process-wide registry. Empty until kernels/register_all.h's
+  // EnsureKernelsRegistered() has run (Session does it).
+  static KernelRegistry& Global();
+
+  void Register(KernelDef def);
+  // Registers Kernel<T> for each T under op/device, specialised on attr "T".
+  template <template <typename> class Kernel, typename... Ts>
+  void RegisterTyped(const std::string& op, const std::string& device_type,
+                     const std::string& type_attr = "T") {
+    (Register(KernelDef{op, device_type, type_attr, {DataTypeOf<Ts>()},
+                        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+                          return std::make_unique<Kernel<Ts>>(c);
+                        }}),
+     ...);
+  }
+  // Registers one kernel class for every dtype in `types` (or untyped if empty).
+  template <typename Kernel>
+  void RegisterUntyped(const std::string& op, const std::string& device_type,
+                       std::string type_attr = "", std::vector<DataType> types = {}) {
+    Register(KernelDef{op, device_type, std::move(type_attr), std::move(types),
+                       [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+                         return std::make_unique<Kernel>(c);
+                       }});
+  }
+
+  // The kernel for `node` on `device_type`, or nullptr.
+  const KernelDef* Find(const Node& node, const std::string& device_type) const;
+  // Device types with a kernel for this node's op and attrs, in priority order.
+  std::vector<std::string> SupportedDeviceTypes(const Node& node) const;
+  // Builds the kernel; Unimplemented (no kernel) or the construction error, both
+  // naming the node.
+  StatusOr<std::unique_ptr<OpKernel>> CreateKernel(const Node& node, Device* device) const;
+  // "device='CPU'; T in [float, double]" lines for error messages.
+  std::string DescribeKernels(const std::string& op) const;
+  // Per device type, the dtypes with a kernel for `op` (untyped kernels list none).
+  std::map<std::string, std::vector<DataType>> KernelTypes(const std::string& op) const;
+  std::vector<const KernelDef*> KernelsFor(const std::string& op) const;
+
+ private:
+  std::multimap<std::string, KernelDef> kernels_;
+};
+
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_DEVICE_KERNEL_REGISTRY_H_

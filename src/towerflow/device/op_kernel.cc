@@ -1,0 +1,46 @@
+#include "towerflow/device/op_kernel.h"
+
+namespace tw {
+
+OpKernelContext::OpKernelContext(const Params& params)
+    : params_(params), outputs_(static_cast<size_t>(params.node->num_outputs())) {}
+
+const Tensor& OpKernelContext::input(int i) const {
+  return (*params_.inputs)[static_cast<size_t>(i)].value;
+}
+
+std::string OpKernelContext::input_name(int i) const { return node().input(i).name(); }
+
+Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
+  auto t = Tensor::Allocate(device()->allocator(), node().output_type(i), shape);
+  if (!t.ok()) {
+    Status s = t.status().WithContext("node " + node().DebugName() + " on " + device()->name());
+    SetStatus(s);
+    return s;
+  }
+  outputs_[static_cast<size_t>(i)].value = std::move(t).value();
+  *out = &outputs_[static_cast<size_t>(i)].value;
+  return Status::OK();
+}
+
+Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
+  auto t = Tensor::Allocate(device()->allocator(), dtype, shape);
+  if (!t.ok()) return t.status().WithContext("node " + node().DebugName() + " on " + device()->name());
+  *out = std::move(t).value();
+  return Status::OK();
+}
+
+void OpKernelContext::set_output(int i, Tensor t) { outputs_[static_cast<size_t>(i)].value = std::move(t); }
+
+void OpKernelContext::set_output_ref(int i, std::mutex* mu, Tensor* ref) {
+  auto& o = outputs_[static_cast<size_t>(i)];
+  o.ref = ref;
+  o.ref_mu = mu;
+}
+
+void OpKernelContext::forward_ref_input_to_ref_output(int in, int out) {
+  const auto& i = (*params_.inputs)[static_cast<size_t>(in)];
+  set_output_ref(out, i.ref_mu, i.ref);
+}
+
+}  // namespace tw

@@ -1,0 +1,147 @@
+// OpKernel: the implementation of one op for one device type, and the contexts
+// it is built and run with.
+//
+// A Session creates one OpKernel per node it runs (OpKernelConstruction gives the
+// node's attrs; a bad attr fails construction with a Status naming the node) and
+// calls Compute once per step with an OpKernelContext holding the step's inputs.
+// Compute reports failure with ctx->SetStatus (or the TW_OP_REQUIRES macros); the
+// executor aborts that step and names the node. Compute may be called from
+// several threads at once for different steps: kernels keep per-step state in the
+// context, and stateful kernels guard their members.
+#ifndef TOWERFLOW_DEVICE_OP_KERNEL_H_
+#define TOWERFLOW_DEVICE_OP_KERNEL_H_
+
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "towerflow/core/tensor.h"
+#include "towerflow/device/device.h"
+#include "towerflow/device/resource_mgr.h"
+#include "towerflow/graph/graph.h"
+
+namespace tw {
+
+class OpKernelConstruction {
+ public:
+  OpKernelConstruction(const Node& node, Device* device) : node_(node), device_(device) {}
+  const Node& node() const { return node_; }
+  Device* device() const { return device_; }
+  template <typename T>
+  Status GetAttr(const std::string& name, T* value) const {
+    auto v = node_.attrs().Get<T>(name);
+    if (!v.ok()) return v.status();
+    *value = std::move(v).value();
+    return Status::OK();
+  }
+  void SetStatus(const Status& s) {
+    if (status_.ok()) status_ = s;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  const Node& node_;
+  Device* device_;
+  Status status_;
+};
+
+// An input or output slot: a value, or a reference to a variable's tensor and
+// the mutex that guards it.
+struct TensorValue {
+  Tensor value;
+  Tensor* ref = nullptr;
+  std::mutex* ref_mu = nullptr;
+  bool is_ref() const { return ref != nullptr; }
+};
+
+class OpKernelContext {
+ public:
+  struct Params {
+    const Node* node = nullptr;
+    Device* device = nullptr;
+    ResourceMgr* resources = nullptr;
+    std::vector<TensorValue>* inputs = nullptr;
+    int64_t step_id = 0;
+  };
+  explicit OpKernelContext(const Params& params);
+
+  const Node& node() const { return *params_.node; }
+  Device* device() const { return params_.device; }
+  ThreadPool* intra_op_pool() const { return params_.device->intra_op_pool(); }
+  ResourceMgr* resource_mgr() const { return params_.resources; }
+  int64_t step_id() const { return params_.step_id; }
+
+  int num_inputs() const { return static_cast<int>(params_.inputs->size()); }
+  // The value of input i (for a ref input: the variable's current tensor,
+  // sharing its buffer).
+  const Tensor& input(int i) const;
+  // For ref inputs: the variable's tensor and its mutex. Hold the mutex while
+  // reading or replacing the tensor.
+  Tensor* mutable_input(int i) const { return (*params_.inputs)[static_cast<size_t>(i)].ref; }
+  std::mutex* input_ref_mutex(int i) const { return (*params_.inputs)[static_cast<size_t>(i)].ref_mu; }
+  bool input_is_ref(int i) const { return (*params_.inputs)[static_cast<size_t>(i)].is_ref(); }
+  // "name:index" of the tensor feeding input i, for error messages.
+  std::string input_name(int i) const;
+
+  // Allocates output i on this device. ResourceExhausted naming node, shape and
+  // bytes in use when memory runs out (also recorded with SetStatus).
+  Status allocate_output(int i, const TensorShape& shape, Tensor** out);
+  // Allocates a scratch tensor that is not an output.
+  Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);
+  void set_output(int i, Tensor t);
+  void set_output_ref(int i, std::mutex* mu, Tensor* ref);
+  // Passes ref input `in` through as ref output `out` (Assign, Apply*).
+  void forward_ref_input_to_ref_output(int in, int out);
+  int num_outputs() const { return static_cast<int>(outputs_.size()); }
+  TensorValue& output(int i) { return outputs_[static_cast<size_t>(i)]; }
+  std::vector<TensorValue>& outputs() { return outputs_; }
+
+  void SetStatus(const Status& s) {
+    if (status_.ok()) status_ = s;
+  }
+  const Status& status() const { return status_; }
+
+ private:
+  Params params_;
+  std::vector<TensorValue> outputs_;
+  Status status_;
+};
+
+class OpKernel {
+ public:
+  explicit OpKernel(OpKernelConstruction* ctx) : node_(ctx->node()) {}
+  virtual ~OpKernel() = default;
+  OpKernel(const OpKernel&) = delete;
+  OpKernel& operator=(const OpKernel&) = delete;
+
+  virtual void Compute(OpKernelContext* ctx) = 0;
+  // True for kernels that may block waiting on other steps' work (queues); the
+  // executor runs them without holding back other nodes.
+  virtual bool IsExpensive() const { return true; }
+  const Node& node() const { return node_; }
+
+ private:
+  const Node& node_;
+};
+
+}  // namespace tw
+
+// Fail the kernel (construction or compute) with `status` and return.
+#define TW_OP_REQUIRES_OK(ctx, expr)  \
+  do {                                \
+    ::tw::Status _tw_s = (expr);      \
+    if (!_tw_s.ok()) {                \
+      (ctx)->SetStatus(_tw_s);        \
+      return;                         \
+    }                                 \
+  } while (0)
+
+#define TW_OP_REQUIRES(ctx, cond, status) \
+  do {                                    \
+    if (!(cond)) {                        \
+      (ctx)->SetStatus(status);           \
+      return;                             \
+    }                                     \
+  } while (0)
+
+#endif  // TOWERFLOW_DEVICE_OP_KERNEL_H_

@@ -1,0 +1,17 @@
+// Registers every op schema of towerflow: one call per op family.
+#include "towerflow/graph/ops/register.h"
+
+namespace tw {
+
+void RegisterAllOps(OpRegistry& registry) {
+  RegisterArrayOps(registry);
+  RegisterShapeOps(registry);
+  RegisterControlFlowOps(registry);
+  RegisterMathOps(registry);
+  RegisterNnOps(registry);
+  RegisterStateOps(registry);
+  RegisterRandomOps(registry);
+  RegisterTrainingOps(registry);
+}
+
+}  // namespace tw

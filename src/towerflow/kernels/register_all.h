@@ -1,0 +1,26 @@
+// Registers every CPU kernel of towerflow in KernelRegistry::Global(), once.
+// Thread-safe (std::call_once); Session and the `towerflow ops` command call it.
+#ifndef TOWERFLOW_KERNELS_REGISTER_ALL_H_
+#define TOWERFLOW_KERNELS_REGISTER_ALL_H_
+
+#include "towerflow/device/kernel_registry.h"
+
+namespace tw {
+
+void EnsureKernelsRegistered();
+
+// One per kernel family; each lives in its kernel file.
+void RegisterArrayKernels(KernelRegistry& registry);
+void RegisterShapeKernels(KernelRegistry& registry);
+void RegisterMathKernels(KernelRegistry& registry);
+void RegisterMatMulKernels(KernelRegistry& registry);
+void RegisterReductionKernels(KernelRegistry& registry);
+void RegisterNnKernels(KernelRegistry& registry);
+void RegisterConvKernels(KernelRegistry& registry);
+void RegisterStateKernels(KernelRegistry& registry);
+void RegisterRandomKernels(KernelRegistry& registry);
+void RegisterTrainingKernels(KernelRegistry& registry);
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_KERNELS_REGISTER_ALL_H_

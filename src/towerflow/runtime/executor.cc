@@ -1,0 +1,193 @@
+#include "towerflow/runtime/executor.h"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace tw {
+namespace {
+
+// The mutable state of one step.
+class StepState {
+ public:
+  StepState(const ExecutorPlan& plan, const std::vector<Tensor>& feeds, ThreadPool* pool,
+            ResourceMgr* resources, int64_t step_id, bool collect_stats)
+      : plan_(plan),
+        feeds_(feeds),
+        pool_(pool),
+        resources_(resources),
+        step_id_(step_id),
+        collect_stats_(collect_stats),
+        entries_(static_cast<size_t>(plan.num_entries)),
+        pending_(plan.items.size()),
+        remaining_(static_cast<int64_t>(plan.items.size())) {
+    for (size_t i = 0; i < plan.items.size(); ++i) {
+      pending_[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
+    }
+  }
+
+  Status Run() {
+    if (plan_.items.empty()) return Status::OK();
+    std::vector<int> ready(plan_.roots.begin(), plan_.roots.end());
+    // Hand all roots but one to the pool so independent branches start at once.
+    while (pool_ != nullptr && ready.size() > 1) {
+      int item = ready.back();
+      ready.pop_back();
+      pool_->Schedule([this, item] { Process(item); });
+    }
+    if (!ready.empty()) Process(ready.front());
+    std::unique_lock<std::mutex> lock(done_mu_);
+    done_cv_.wait(lock, [this] { return done_; });
+    std::lock_guard<std::mutex> status_lock(status_mu_);
+    return status_;
+  }
+
+  // Resolves a value input: feeds, node outputs, and variable references
+  // (read under the variable's lock; uninitialized is FailedPrecondition).
+  Status Resolve(const ExecutorPlan::Input& in, const Node* consumer, int input_index,
+                 TensorValue* out) const {
+    if (in.feed >= 0) {
+      out->value = feeds_[static_cast<size_t>(in.feed)];
+      return Status::OK();
+    }
+    const TensorValue& e = entries_[static_cast<size_t>(in.entry)];
+    if (!e.is_ref()) {
+      out->value = e.value;
+      return Status::OK();
+    }
+    std::lock_guard<std::mutex> lock(*e.ref_mu);
+    if (!e.ref->IsInitialized()) {
+      const Output& src = consumer ? consumer->input(input_index) : Output();
+      return errors::FailedPrecondition("Attempting to use uninitialized value ",
+                                        src.valid() ? src.node->name() : std::string("<fetch>"));
+    }
+    out->value = *e.ref;
+    if (in.is_ref) {
+      out->ref = e.ref;
+      out->ref_mu = e.ref_mu;
+    }
+    return Status::OK();
+  }
+
+  std::vector<Tensor> Fetches(Status* status) const {
+    std::vector<Tensor> out;
+    for (const auto& f : plan_.fetches) {
+      TensorValue v;
+      Status s = Resolve(f, nullptr, 0, &v);
+      if (!s.ok()) {
+        *status = s;
+        return {};
+      }
+      out.push_back(std::move(v.value));
+    }
+    return out;
+  }
+
+  int64_t kernel_ns() const { return kernel_ns_.load(); }
+
+ private:
+  void Process(int first) {
+    std::vector<int> stack{first};
+    std::vector<int> newly_ready;
+    while (!stack.empty()) {
+      const int id = stack.back();
+      stack.pop_back();
+      const ExecutorPlan::Item& item = plan_.items[static_cast<size_t>(id)];
+      if (!aborted_.load(std::memory_order_acquire)) RunNode(item);
+      newly_ready.clear();
+      for (int succ : item.successors) {
+        if (pending_[static_cast<size_t>(succ)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+          newly_ready.push_back(succ);
+        }
+      }
+      // Keep one ready node on this thread; give the others to the pool.
+      for (size_t k = 0; k < newly_ready.size(); ++k) {
+        if (k + 1 == newly_ready.size() || pool_ == nullptr) {
+          stack.push_back(newly_ready[k]);
+        } else {
+          const int succ = newly_ready[k];
+          pool_->Schedule([this, succ] { Process(succ); });
+        }
+      }
+      if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        std::lock_guard<std::mutex> lock(done_mu_);
+        done_ = true;
+        done_cv_.notify_all();
+      }
+    }
+  }
+
+  void RunNode(const ExecutorPlan::Item& item) {
+    const Node* node = item.node;
+    std::vector<TensorValue> inputs(item.inputs.size());
+    for (size_t i = 0; i < item.inputs.size(); ++i) {
+      Status s = Resolve(item.inputs[i], node, static_cast<int>(i), &inputs[i]);
+      if (!s.ok()) return Fail(node, s);
+    }
+    OpKernelContext::Params params;
+    params.node = node;
+    params.device = item.device;
+    params.resources = resources_;
+    params.inputs = &inputs;
+    params.step_id = step_id_;
+    OpKernelContext ctx(params);
+    auto start = collect_stats_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    item.kernel->Compute(&ctx);
+    if (collect_stats_) {
+      kernel_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                               std::chrono::steady_clock::now() - start).count(),
+                           std::memory_order_relaxed);
+    }
+    if (!ctx.status().ok()) return Fail(node, ctx.status());
+    for (int o = 0; o < node->num_outputs(); ++o) {
+      TensorValue& out = ctx.output(o);
+      if (!out.is_ref() && !out.value.IsInitialized()) {
+        return Fail(node, errors::Internal("kernel did not set output ", o));
+      }
+      entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);
+    }
+  }
+
+  void Fail(const Node* node, const Status& s) {
+    std::lock_guard<std::mutex> lock(status_mu_);
+    if (status_.ok()) status_ = s.WithContext("node " + node->DebugName());
+    aborted_.store(true, std::memory_order_release);
+  }
+
+  const ExecutorPlan& plan_;
+  const std::vector<Tensor>& feeds_;
+  ThreadPool* pool_;
+  ResourceMgr* resources_;
+  int64_t step_id_;
+  bool collect_stats_;
+  std::vector<TensorValue> entries_;  // each written once, by its producer, before successors run
+  std::vector<std::atomic<int>> pending_;
+  std::atomic<int64_t> remaining_;
+  std::atomic<bool> aborted_{false};
+  std::atomic<int64_t> kernel_ns_{0};
+  std::mutex status_mu_;
+  Status status_;  // guarded by status_mu_
+  std::mutex done_mu_;
+  std::condition_variable done_cv_;
+  bool done_ = false;  // guarded by done_mu_
+};
+
+}  // namespace
+
+Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
+                   ResourceMgr* resources, bool collect_stats)
+    : plan_(std::move(plan)), pool_(inter_op_pool), resources_(resources), collect_stats_(collect_stats) {}
+
+StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id,
+                                            StepStats* stats) const {
+  StepState step(*plan_, feeds, pool_, resources_, step_id, collect_stats_ || stats != nullptr);
+  TW_RETURN_IF_ERROR(step.Run());
+  Status s;
+  std::vector<Tensor> out = step.Fetches(&s);
+  TW_RETURN_IF_ERROR(s);
+  if (stats) stats->kernel_ns = step.kernel_ns();
+  return out;
+}
+
+}  // namespace tw

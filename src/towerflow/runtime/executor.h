@@ -1,0 +1,67 @@
+// Executor: runs one pruned subgraph (an ExecutorPlan) for one step.
+//
+// The plan is built once per (feeds, fetches, targets) signature and cached by the
+// Session; it lists the nodes the fetches and targets need, each with its kernel,
+// where each input comes from (a node output or a feed), and its successors.
+// A step keeps a pending count per node; ready nodes run on the calling thread,
+// and when several become ready at once the extra ones go to the inter-op pool
+// (TF's "inline the first ready node" rule). A failing kernel aborts the step:
+// nodes not yet started are skipped, and Run returns the first error prefixed by
+// the failing node's name and op. Plans are immutable; Run is thread-safe.
+#ifndef TOWERFLOW_RUNTIME_EXECUTOR_H_
+#define TOWERFLOW_RUNTIME_EXECUTOR_H_
+
+#include <memory>
+#include <vector>
+
+#include "towerflow/device/op_kernel.h"
+
+namespace tw {
+
+struct ExecutorPlan {
+  struct Input {
+    int entry = -1;  // index of a producer output in the step's entry table, or
+    int feed = -1;   // index into the step's feeds
+    bool is_ref = false;  // the consumer takes the variable itself
+  };
+  struct Item {
+    const Node* node = nullptr;
+    OpKernel* kernel = nullptr;
+    Device* device = nullptr;
+    int entry_base = 0;  // entries [entry_base, entry_base + num_outputs)
+    std::vector<Input> inputs;
+    std::vector<int> successors;  // one per edge, so pending counts match
+    int initial_pending = 0;
+  };
+  std::vector<Item> items;
+  int num_entries = 0;
+  std::vector<int> roots;           // items with no pending inputs
+  std::vector<Input> fetches;       // where each fetched value comes from
+};
+
+struct StepStats {
+  // Time spent inside Compute, summed over nodes (ns); step overhead is the
+  // step's wall time minus this.
+  int64_t kernel_ns = 0;
+};
+
+class Executor {
+ public:
+  // `inter_op_pool` may be null: every node then runs on the calling thread.
+  Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
+           ResourceMgr* resources, bool collect_stats);
+
+  // Runs one step. `feeds` must match the plan's feed indices.
+  StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, int64_t step_id,
+                                    StepStats* stats = nullptr) const;
+
+ private:
+  std::shared_ptr<const ExecutorPlan> plan_;
+  ThreadPool* pool_;
+  ResourceMgr* resources_;
+  bool collect_stats_;
+};
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_RUNTIME_EXECUTOR_H_

@@ -1,0 +1,4 @@
+#include "towerflow/runtime/gradient_checker.h"
+namespace tw {
+void AddNnGradChecks(std::vector<GradCheckCase>&) {}
+}  // namespace tw

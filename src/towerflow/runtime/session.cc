@@ -1,0 +1,221 @@
+#include "towerflow/runtime/session.h"
+
+#include <set>
+#include <thread>
+
+#include "towerflow/device/kernel_registry.h"
+
+namespace tw {
+namespace {
+
+int DefaultThreads() { return std::max(1u, std::thread::hardware_concurrency()); }
+
+std::string Signature(const FeedList& feeds, const std::vector<Output>& fetches,
+                      const std::vector<Node*>& targets) {
+  std::string sig = "f:";
+  for (const auto& [out, t] : feeds) sig += std::to_string(out.node->id()) + ":" + std::to_string(out.index) + ",";
+  sig += "|o:";
+  for (const auto& out : fetches) sig += std::to_string(out.node->id()) + ":" + std::to_string(out.index) + ",";
+  sig += "|t:";
+  for (const Node* n : targets) sig += std::to_string(n->id()) + ",";
+  return sig;
+}
+
+}  // namespace
+
+Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_(options) {
+  const int intra = options_.intra_op_threads > 0 ? options_.intra_op_threads : DefaultThreads();
+  const int inter = options_.inter_op_threads > 0 ? options_.inter_op_threads : DefaultThreads();
+  devices_.push_back(std::make_unique<Device>(kDeviceCpu, 0, CpuAllocator(), intra));
+  if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("tw_inter_op", inter);
+}
+
+Session::~Session() {
+  Close();
+  inter_op_pool_.reset();  // joins threads that may still reference kernels
+}
+
+void Session::Close() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (closed_) return;
+    closed_ = true;
+  }
+  resources_.CloseAll();
+}
+
+bool Session::closed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+Status Session::CheckFeed(const Output& output, const Tensor& value) const {
+  if (!output.valid()) return errors::InvalidArgument("a feed key is a null Output");
+  if (output.index >= output.node->num_outputs()) {
+    return errors::InvalidArgument("feed ", output.node->name(), ":", output.index,
+                                   " names an output the node does not have");
+  }
+  if (!value.IsInitialized()) {
+    return errors::InvalidArgument("the value fed to ", output.name(), " is an uninitialized tensor");
+  }
+  if (value.dtype() != output.dtype()) {
+    return errors::InvalidArgument("cannot feed a ", DataTypeName(value.dtype()), " tensor to ",
+                                   output.name(), " of ", output.node->DebugName(), ", which has dtype ",
+                                   DataTypeName(output.dtype()));
+  }
+  if (!output.shape().IsCompatibleWith(PartialShape(value.shape()))) {
+    return errors::InvalidArgument("cannot feed a value of shape ", value.shape().ToString(), " to ",
+                                   output.name(), " of ", output.node->DebugName(),
+                                   ", which has shape ", output.shape().ToString());
+  }
+  return Status::OK();
+}
+
+StatusOr<OpKernel*> Session::GetKernel(const Node* node, Device* device) {
+  // REQUIRES: mu_ held.
+  auto it = kernels_.find(node->id());
+  if (it != kernels_.end()) return it->second.get();
+  TW_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
+                      KernelRegistry::Global().CreateKernel(*node, device));
+  OpKernel* raw = kernel.get();
+  kernels_[node->id()] = std::move(kernel);
+  return raw;
+}
+
+StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList& feeds,
+                                                                 const std::vector<Output>& fetches,
+                                                                 const std::vector<Node*>& targets) {
+  std::map<Output, int> feed_index;
+  for (size_t i = 0; i < feeds.size(); ++i) {
+    if (!feed_index.emplace(feeds[i].first, static_cast<int>(i)).second) {
+      return errors::InvalidArgument(feeds[i].first.name(), " is fed more than once");
+    }
+  }
+  // Prune: walk back from fetches and targets; a fed output cuts its edge.
+  std::vector<char> needed(static_cast<size_t>(graph_.num_nodes()), 0);
+  std::vector<const Node*> stack;
+  auto visit = [&](const Node* n) {
+    if (!needed[static_cast<size_t>(n->id())]) {
+      needed[static_cast<size_t>(n->id())] = 1;
+      stack.push_back(n);
+    }
+  };
+  for (const Output& f : fetches) {
+    if (!f.valid()) return errors::InvalidArgument("a fetch is a null Output (did graph building fail?)");
+    if (f.index >= f.node->num_outputs()) {
+      return errors::InvalidArgument("fetch ", f.node->name(), ":", f.index, " does not exist");
+    }
+    if (!feed_index.count(f)) visit(f.node);
+  }
+  for (const Node* t : targets) {
+    if (t == nullptr) return errors::InvalidArgument("a target is null (did graph building fail?)");
+    visit(t);
+  }
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Output& in : n->inputs()) {
+      if (!feed_index.count(in)) visit(in.node);
+    }
+    for (const Node* c : n->control_inputs()) visit(c);
+  }
+
+  auto plan = std::make_shared<ExecutorPlan>();
+  std::vector<int> item_of(static_cast<size_t>(graph_.num_nodes()), -1);
+  Device* device = devices_.front().get();
+  for (int id = 0; id < graph_.num_nodes(); ++id) {
+    if (!needed[static_cast<size_t>(id)]) continue;
+    const Node* n = graph_.node(id);
+    ExecutorPlan::Item item;
+    item.node = n;
+    item.device = device;
+    TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, device));
+    item.entry_base = plan->num_entries;
+    plan->num_entries += n->num_outputs();
+    item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
+    plan->items.push_back(std::move(item));
+  }
+  // Nodes are added in topological order (inputs exist before consumers), so
+  // producers already have items.
+  for (auto& item : plan->items) {
+    const Node* n = item.node;
+    const int self = item_of[static_cast<size_t>(n->id())];
+    for (int i = 0; i < n->num_inputs(); ++i) {
+      const Output& in = n->input(i);
+      ExecutorPlan::Input src;
+      src.is_ref = n->input_is_ref(i);
+      auto f = feed_index.find(in);
+      if (f != feed_index.end()) {
+        src.feed = f->second;
+      } else {
+        auto& producer = plan->items[static_cast<size_t>(item_of[static_cast<size_t>(in.node->id())])];
+        src.entry = producer.entry_base + in.index;
+        producer.successors.push_back(self);
+        ++item.initial_pending;
+      }
+      item.inputs.push_back(src);
+    }
+    for (const Node* c : n->control_inputs()) {
+      plan->items[static_cast<size_t>(item_of[static_cast<size_t>(c->id())])].successors.push_back(self);
+      ++item.initial_pending;
+    }
+  }
+  for (size_t i = 0; i < plan->items.size(); ++i) {
+    if (plan->items[i].initial_pending == 0) plan->roots.push_back(static_cast<int>(i));
+  }
+  for (const Output& f : fetches) {
+    ExecutorPlan::Input src;
+    auto it = feed_index.find(f);
+    if (it != feed_index.end()) {
+      src.feed = it->second;
+    } else {
+      src.entry = plan->items[static_cast<size_t>(item_of[static_cast<size_t>(f.node->id())])].entry_base + f.index;
+    }
+    plan->fetches.push_back(src);
+  }
+  return std::shared_ptr<const ExecutorPlan>(std::move(plan));
+}
+
+StatusOr<std::shared_ptr<const ExecutorPlan>> Session::GetPlan(const FeedList& feeds,
+                                                               const std::vector<Output>& fetches,
+                                                               const std::vector<Node*>& targets) {
+  for (const Output& f : fetches) {
+    if (!f.valid()) return errors::InvalidArgument("a fetch is a null Output (did graph building fail?)");
+  }
+  for (const Node* t : targets) {
+    if (t == nullptr) return errors::InvalidArgument("a target is null (did graph building fail?)");
+  }
+  const std::string sig = Signature(feeds, fetches, targets);
+  std::lock_guard<std::mutex> lock(mu_);
+  if (closed_) return errors::Cancelled("the session is closed");
+  auto it = plans_.find(sig);
+  if (it != plans_.end()) return it->second;
+  TW_ASSIGN_OR_RETURN(auto plan, BuildPlan(feeds, fetches, targets));
+  plans_[sig] = plan;
+  return plan;
+}
+
+StatusOr<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vector<Output>& fetches,
+                                           const std::vector<Node*>& targets, StepStats* stats) {
+  for (const auto& [out, value] : feeds) TW_RETURN_IF_ERROR(CheckFeed(out, value));
+  TW_ASSIGN_OR_RETURN(auto plan, GetPlan(feeds, fetches, targets));
+  std::vector<Tensor> feed_values;
+  feed_values.reserve(feeds.size());
+  for (const auto& [out, value] : feeds) feed_values.push_back(value);
+  int64_t step_id;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    step_id = next_step_id_++;
+  }
+  Executor executor(plan, inter_op_pool_.get(), &resources_, options_.collect_step_stats);
+  return executor.Run(feed_values, step_id, stats);
+}
+
+StatusOr<std::vector<Tensor>> Session::Run(const std::vector<Output>& fetches,
+                                           const std::vector<Node*>& targets) {
+  return Run(FeedList{}, fetches, targets);
+}
+
+Status Session::Run(Node* target) { return Run(FeedList{}, {}, {target}).status(); }
+
+}  // namespace tw
