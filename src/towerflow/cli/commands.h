@@ -7,7 +7,6 @@
 namespace tw::cli {
 
 int RunOps(int argc, char** argv);
-int RunTrain(int argc, char** argv);
 
 }  // namespace tw::cli
 

@@ -10,13 +10,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: towerflow <command> [options]\n\n"
                  "commands:\n"
-                 "  ops     list registered ops, their kernels and gradients\n"
-                 "  train   train a model on built-in data (see `towerflow train --help`)\n");
+                 "  ops     list registered ops, their kernels and gradients;\n"
+                 "          --json, --check-gradients\n");
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
   if (cmd == "ops") return tw::cli::RunOps(argc - 1, argv + 1);
-  if (cmd == "train") return tw::cli::RunTrain(argc - 1, argv + 1);
   std::fprintf(stderr, "towerflow: unknown command '%s' (try `towerflow --help`)\n", cmd.c_str());
   return 2;
 }

@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/register_all.h"
 
 namespace tw {
 namespace {
@@ -24,6 +25,7 @@ std::string Signature(const FeedList& feeds, const std::vector<Output>& fetches,
 }  // namespace
 
 Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_(options) {
+  EnsureKernelsRegistered();
   const int intra = options_.intra_op_threads > 0 ? options_.intra_op_threads : DefaultThreads();
   const int inter = options_.inter_op_threads > 0 ? options_.inter_op_threads : DefaultThreads();
   devices_.push_back(std::make_unique<Device>(kDeviceCpu, 0, CpuAllocator(), intra));

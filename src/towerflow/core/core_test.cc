@@ -1,0 +1,111 @@
+#include <gtest/gtest.h>
+
+#include "towerflow/core/status.h"
+#include "towerflow/core/tensor.h"
+#include "towerflow/core/threadpool.h"
+
+namespace tw {
+namespace {
+
+TEST(StatusTest, CodesAndMessages) {
+  Status ok;
+  EXPECT_TRUE(ok.ok());
+  EXPECT_EQ(ok.ToString(), "OK");
+  Status s = errors::InvalidArgument("shape ", 3, " is bad");
+  EXPECT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), Code::kInvalidArgument);
+  EXPECT_EQ(s.ToString(), "InvalidArgument: shape 3 is bad");
+  EXPECT_EQ(s.WithContext("node 'x'").message(), "node 'x': shape 3 is bad");
+  EXPECT_TRUE(errors::IsDataLoss(errors::DataLoss("x")));
+}
+
+TEST(StatusTest, StatusOrCarriesValueOrError) {
+  StatusOr<int> v = 3;
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 3);
+  StatusOr<int> e = errors::NotFound("nope");
+  EXPECT_EQ(e.status().code(), Code::kNotFound);
+  StatusOr<int> from_ok = Status::OK();  // a bug in the caller, reported as Internal
+  EXPECT_EQ(from_ok.status().code(), Code::kInternal);
+}
+
+TEST(TensorShapeTest, MakeRejectsNegativeAndOverflow) {
+  EXPECT_EQ(TensorShape({2, 3}).num_elements(), 6);
+  EXPECT_EQ(TensorShape().num_elements(), 1);
+  EXPECT_EQ(TensorShape({4, 0}).num_elements(), 0);
+  EXPECT_EQ(TensorShape::Make({2, -1}).status().code(), Code::kInvalidArgument);
+  auto huge = TensorShape::Make({INT64_MAX / 2, 3});
+  EXPECT_EQ(huge.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(huge.status().message().find("int64"), std::string::npos);
+}
+
+TEST(PartialShapeTest, CompatibilityAndMerge) {
+  PartialShape a({-1, 784});
+  EXPECT_EQ(a.ToString(), "[?,784]");
+  EXPECT_TRUE(a.IsCompatibleWith(PartialShape({100, 784})));
+  EXPECT_FALSE(a.IsCompatibleWith(PartialShape({100, 10})));
+  EXPECT_FALSE(a.IsCompatibleWith(PartialShape({784})));
+  EXPECT_TRUE(PartialShape::Unknown().IsCompatibleWith(a));
+  auto m = a.Merge(PartialShape({100, -1}));
+  ASSERT_TRUE(m.ok());
+  EXPECT_EQ(m->ToString(), "[100,784]");
+  EXPECT_EQ(a.Merge(PartialShape({1, 2})).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(PartialShape::FromDims({-2}).status().code(), Code::kInvalidArgument);
+}
+
+TEST(TensorTest, CopiesShareBufferAndDeepCopyDoesNot) {
+  Tensor t = Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape{2, 2});
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(t.raw_data()) % kTensorAlignment, 0u);
+  Tensor shared = t;
+  EXPECT_TRUE(shared.SharesBufferWith(t));
+  shared.data<float>()[0] = 9;
+  EXPECT_EQ(t.data<float>()[0], 9);
+  Tensor deep = t.DeepCopy();
+  EXPECT_FALSE(deep.SharesBufferWith(t));
+  deep.data<float>()[1] = 7;
+  EXPECT_EQ(t.data<float>()[1], 2);
+  auto r = t.Reshaped(TensorShape{4});
+  ASSERT_TRUE(r.ok());
+  EXPECT_TRUE(r->SharesBufferWith(t));
+  auto bad = t.Reshaped(TensorShape{3});
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("[2,2]"), std::string::npos);
+  EXPECT_NE(bad.status().message().find("[3]"), std::string::npos);
+}
+
+TEST(TensorTest, StringTensorsOwnTheirElements) {
+  Tensor t(kString, TensorShape{3});
+  t.data<std::string>()[0] = std::string(1000, 'x');
+  Tensor c = t.DeepCopy();
+  EXPECT_EQ(c.data<std::string>()[0].size(), 1000u);
+  EXPECT_EQ(c.data<std::string>()[2], "");
+  EXPECT_EQ(Tensor::String("abc").scalar<std::string>(), "abc");
+}
+
+TEST(TensorTest, AllocationFailureIsResourceExhausted) {
+  class TinyAllocator : public Allocator {
+   public:
+    std::string Name() const override { return "tiny"; }
+    void* Allocate(size_t) override { return nullptr; }
+    void Deallocate(void*, size_t) override {}
+    size_t BytesInUse() const override { return 0; }
+  } tiny;
+  auto t = Tensor::Allocate(&tiny, kFloat32, TensorShape{1000, 1000});
+  EXPECT_EQ(t.status().code(), Code::kResourceExhausted);
+  EXPECT_NE(t.status().message().find("tiny"), std::string::npos);
+}
+
+TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
+  ThreadPool pool("test", 3);
+  std::vector<std::atomic<int>> hits(10007);
+  pool.ParallelFor(10007, 100000, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+  });
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+  int calls = 0;
+  ParallelFor(nullptr, 5, 1, [&](int64_t b, int64_t e) { calls += static_cast<int>(e - b); });
+  EXPECT_EQ(calls, 5);
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,105 @@
+#include "towerflow/graph/graph.h"
+
+#include <gtest/gtest.h>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/scope.h"
+
+namespace tw {
+namespace {
+
+TEST(ScopeTest, HierarchicalUniqueNames) {
+  Graph g;
+  Scope root(g);
+  auto a = Const(root, 1.0f);
+  auto b = Const(root, 2.0f);
+  EXPECT_EQ(a.node->name(), "Const");
+  EXPECT_EQ(b.node->name(), "Const_1");
+  Scope tower = root.NewSubScope("tower_0");
+  Scope dense = tower.NewSubScope("dense");
+  auto c = Identity(dense, a);
+  EXPECT_EQ(c.node->name(), "tower_0/dense/Identity");
+  Scope dense_again = tower.NewSubScope("dense");
+  EXPECT_EQ(dense_again.name_scope(), "tower_0/dense_1");
+  auto named = Identity(root.WithOpName("out"), a);
+  EXPECT_EQ(named.node->name(), "out");
+  auto named2 = Identity(root.WithOpName("out"), a);
+  EXPECT_EQ(named2.node->name(), "out_1");
+  EXPECT_EQ(named.name(), "out:0");
+}
+
+TEST(ScopeTest, DeviceAndControlDependenciesAreRecorded) {
+  Graph g;
+  Scope root(g);
+  auto a = Const(root, 1.0f);
+  auto b = Identity(root.WithDevice("/gpu:1").WithControlDependencies({a}), a);
+  EXPECT_EQ(b.node->requested_device(), "/gpu:1");
+  ASSERT_EQ(b.node->control_inputs().size(), 1u);
+  EXPECT_EQ(b.node->control_inputs()[0], a.node);
+  ASSERT_EQ(g.consumers(a.node).size(), 2u);
+}
+
+TEST(ScopeTest, ErrorsAccumulateAndNameTheNode) {
+  Graph g;
+  Scope root(g);
+  auto x = Placeholder(root.WithOpName("x"), kFloat32);
+  Node* bad = NodeBuilder(root.WithOpName("mystery"), "NoSuchOp").Input(x).Finalize();
+  EXPECT_EQ(bad, nullptr);
+  EXPECT_FALSE(root.ok());
+  EXPECT_EQ(root.status().code(), Code::kNotFound);
+  EXPECT_NE(root.status().message().find("'mystery' (NoSuchOp)"), std::string::npos) << root.status().ToString();
+  // A builder given a null input records nothing more: one root cause.
+  auto after = Identity(root, Output(bad));
+  EXPECT_FALSE(after.valid());
+  EXPECT_EQ(root.errors().size(), 1u);
+  // A second, independent error is kept too.
+  NodeBuilder(root, "Identity").Input(x).Attr("T", kInt32).Finalize();
+  EXPECT_EQ(root.errors().size(), 2u);
+  EXPECT_NE(root.status().message().find("(and 1 more errors)"), std::string::npos);
+}
+
+TEST(GraphTest, SchemaChecksInputsAndAttrs) {
+  Graph g;
+  Scope root(g);
+  auto x = Placeholder(root, kFloat32);
+  NodeBuilder(root.WithOpName("cast"), "Cast").Input(x).Attr("DstT", std::string("float")).Finalize();
+  ASSERT_FALSE(root.ok());
+  EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(root.status().message().find("attr 'DstT' must be type"), std::string::npos) << root.status().ToString();
+
+  Graph g2;
+  Scope r2(g2);
+  NodeBuilder(r2.WithOpName("id"), "Identity").Finalize();
+  EXPECT_NE(r2.status().message().find("missing 'input'"), std::string::npos) << r2.status().ToString();
+
+  Graph g3;
+  Scope r3(g3);
+  NodeBuilder(r3, "NoOp").Attr("bogus", int64_t{1}).Finalize();
+  EXPECT_NE(r3.status().message().find("unknown attr 'bogus'"), std::string::npos);
+}
+
+TEST(GraphTest, ShapesAreInferredAtBuildTime) {
+  Graph g;
+  Scope root(g);
+  auto x = Placeholder(root, kFloat32, PartialShape({-1, 784}));
+  EXPECT_EQ(Identity(root, x).shape().ToString(), "[?,784]");
+  auto c = Const(root, Tensor::FromVector<float>({1, 2}, TensorShape{2}));
+  EXPECT_EQ(c.shape().ToString(), "[2]");
+  EXPECT_EQ(Cast(root, c, kInt32).dtype(), kInt32);
+}
+
+TEST(GraphTest, CollectionsAndGroup) {
+  Graph g;
+  Scope root(g);
+  auto a = Const(root, 1.0f);
+  g.AddToCollection(collections::kLosses, a);
+  EXPECT_EQ(g.GetCollection<Output>(collections::kLosses).size(), 1u);
+  EXPECT_TRUE(g.GetCollection<Output>("nothing").empty());
+  Node* grp = Group(root, {a, a});
+  EXPECT_EQ(grp->name(), "group_deps");
+  EXPECT_EQ(grp->control_inputs().size(), 2u);
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,171 @@
+#include "towerflow/runtime/session.h"
+
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "towerflow/device/kernel_registry.h"
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/shape_inference.h"
+#include "towerflow/kernels/register_all.h"
+
+namespace tw {
+namespace {
+
+std::atomic<int> g_counter_runs{0};
+
+// A stateful op that counts its runs, and one that always fails: test-only ops.
+class CounterOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ++g_counter_runs;
+    ctx->set_output(0, Tensor::Scalar<int32_t>(g_counter_runs.load()));
+  }
+};
+class FailOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ctx->SetStatus(errors::InvalidArgument("input value ", ctx->input(0).DebugString(), " rejected"));
+  }
+};
+
+void RegisterTestOps() {
+  static bool done = [] {
+    EnsureKernelsRegistered();
+    OpRegistry::Global().Register(OpDefBuilder("TestCounter").Output("count", "int32").Stateful().Build()).Check();
+    OpRegistry::Global().Register(OpDefBuilder("TestFail").Input("x", "T").Output("y", "T").TypeAttr("T", {})
+                                      .Shape(shape_fns::Unchanged).Build()).Check();
+    KernelRegistry::Global().RegisterUntyped<CounterOp>("TestCounter", kDeviceCpu);
+    KernelRegistry::Global().RegisterUntyped<FailOp>("TestFail", kDeviceCpu);
+    return true;
+  }();
+  (void)done;
+}
+
+class SessionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { RegisterTestOps(); }
+  Graph graph_;
+  Scope root_{graph_};
+};
+
+TEST_F(SessionTest, FetchesConstantThroughIdentity) {
+  auto c = Const(root_, Tensor::FromVector<float>({1, 2, 3}, TensorShape{3}));
+  auto y = Identity(root_, c);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session session(graph_);
+  auto out = session.Run({y});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{1, 2, 3}));
+}
+
+TEST_F(SessionTest, RunComputesOnlyWhatFetchesNeed) {
+  g_counter_runs = 0;
+  Node* counter = NodeBuilder(root_, "TestCounter").Finalize();
+  auto c = Const(root_, 1.0f);
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_);
+  ASSERT_TRUE(session.Run({c}).ok());
+  EXPECT_EQ(g_counter_runs.load(), 0) << "an unfetched stateful op ran";
+  ASSERT_TRUE(session.Run(counter).ok());
+  EXPECT_EQ(g_counter_runs.load(), 1);
+  auto out = session.Run({Output(counter)});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ((*out)[0].scalar<int32_t>(), 2);
+}
+
+TEST_F(SessionTest, ControlDependenciesRunFirst) {
+  g_counter_runs = 0;
+  Node* counter = NodeBuilder(root_, "TestCounter").Finalize();
+  Node* group = Group(root_, {Output(counter)});
+  auto c = Const(root_.WithControlDependencies({Output(group)}), 2.0f);
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_);
+  ASSERT_TRUE(session.Run({c}).ok());
+  EXPECT_EQ(g_counter_runs.load(), 1);
+}
+
+TEST_F(SessionTest, UnfedPlaceholderNamesItself) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32, PartialShape({-1, 2}));
+  auto y = Identity(root_, x);
+  Session session(graph_);
+  auto out = session.Run({y});
+  EXPECT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("placeholder tensor 'x'"), std::string::npos) << out.status().ToString();
+  EXPECT_NE(out.status().message().find("[?,2]"), std::string::npos);
+}
+
+TEST_F(SessionTest, FeedsAreCheckedForDtypeAndShape) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32, PartialShape({-1, 2}));
+  auto y = Identity(root_, x);
+  Session session(graph_);
+  auto ok = session.Run({{x, Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape{2, 2})}}, {y});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0].shape(), TensorShape({2, 2}));
+  auto bad_type = session.Run({{x, Tensor::Vec<int32_t>({1, 2})}}, {y});
+  EXPECT_EQ(bad_type.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad_type.status().message().find("x:0"), std::string::npos);
+  EXPECT_NE(bad_type.status().message().find("int32"), std::string::npos);
+  auto bad_shape = session.Run({{x, Tensor::FromVector<float>({1, 2, 3}, TensorShape{1, 3})}}, {y});
+  EXPECT_EQ(bad_shape.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad_shape.status().message().find("[1,3]"), std::string::npos);
+}
+
+TEST_F(SessionTest, FailingKernelAbortsStepAndSessionStaysUsable) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32);
+  auto bad = NodeBuilder(root_.WithOpName("checker"), "TestFail").Input(x).Finalize();
+  auto good = Identity(root_, x);
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_);
+  auto out = session.Run({{x, Tensor::Scalar<float>(1)}}, {Output(bad)});
+  EXPECT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("'checker' (TestFail)"), std::string::npos) << out.status().ToString();
+  auto again = session.Run({{x, Tensor::Scalar<float>(5)}}, {good});
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ((*again)[0].scalar<float>(), 5);
+}
+
+TEST_F(SessionTest, FeedingAnOutputCutsTheGraphAboveIt) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32);
+  auto bad = Output(NodeBuilder(root_, "TestFail").Input(x).Finalize());
+  auto y = Identity(root_, bad);
+  Session session(graph_);
+  auto out = session.Run({{bad, Tensor::Scalar<float>(3)}}, {y});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].scalar<float>(), 3);
+}
+
+TEST_F(SessionTest, NullFetchAndClosedSessionAreErrors) {
+  Session session(graph_);
+  EXPECT_EQ(session.Run({Output()}).status().code(), Code::kInvalidArgument);
+  auto c = Const(root_, 1.0f);
+  session.Close();
+  EXPECT_EQ(session.Run({c}).status().code(), Code::kCancelled);
+}
+
+TEST_F(SessionTest, ConcurrentRunsShareOneSession) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32);
+  std::vector<Output> chain{x};
+  for (int i = 0; i < 20; ++i) chain.push_back(Identity(root_, chain.back()));
+  Session session(graph_, {.inter_op_threads = 2});
+  std::vector<std::thread> threads;
+  std::atomic<int> wrong{0};
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 200; ++i) {
+        float v = static_cast<float>(t * 1000 + i);
+        auto out = session.Run({{x, Tensor::Scalar<float>(v)}}, {chain.back()});
+        if (!out.ok() || (*out)[0].scalar<float>() != v) ++wrong;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(wrong.load(), 0);
+}
+
+}  // namespace
+}  // namespace tw
