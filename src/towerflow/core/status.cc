@@ -52,4 +52,10 @@ void Status::Check() const {
   std::abort();
 }
 
+int Fail(const Status& status) {
+  if (status.ok()) return 0;
+  std::fprintf(stderr, "towerflow: %s\n", status.ToString().c_str());
+  return 1;
+}
+
 }  // namespace tw

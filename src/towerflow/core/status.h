@@ -119,6 +119,10 @@ TW_DEFINE_ERROR(DataLoss)
 
 using errors::StrCat;
 
+// For main(): prints a non-OK status to stderr as "towerflow: <code>: <message>"
+// and returns the process exit status (0 for OK, 1 otherwise).
+int Fail(const Status& status);
+
 // Either a value or a non-OK Status.
 template <typename T>
 class [[nodiscard]] StatusOr {

@@ -1,4 +1,105 @@
+// CPU kernel of MatMul (float, double): OpenBLAS sgemm / dgemm on row-major
+// operands, each optionally transposed.
+//
+// OpenBLAS runs single-threaded (set once at registration) and the kernel does
+// its own splitting over the device's intra-op threads, so MatMul shares those
+// threads with every other kernel instead of fighting a second pool. The output
+// is cut along its larger dimension in blocks of 16 rows or columns: each shard
+// calls gemm on its slice and repacks the whole of the other operand, so cutting
+// the larger dimension repacks the smaller operand (the MLP's [100,784] x
+// [784,256] cuts N and repacks A's 100 rows, not W's 784).
+#include <cblas.h>
+
+#include <algorithm>
+#include <climits>
+
+#include "towerflow/kernels/cwise_ops.h"
 #include "towerflow/kernels/register_all.h"
+
+extern "C" void openblas_set_num_threads(int);
+
 namespace tw {
-void RegisterMatMulKernels(KernelRegistry&) {}
+namespace {
+
+void Gemm(bool ta, bool tb, int m, int n, int k, const float* a, int lda, const float* b, int ldb,
+          float* c, int ldc) {
+  cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+              1.0f, a, lda, b, ldb, 0.0f, c, ldc);
+}
+void Gemm(bool ta, bool tb, int m, int n, int k, const double* a, int lda, const double* b, int ldb,
+          double* c, int ldc) {
+  cblas_dgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, m, n, k,
+              1.0, a, lda, b, ldb, 0.0, c, ldc);
+}
+
+template <typename T>
+class MatMulOp : public OpKernel {
+ public:
+  explicit MatMulOp(OpKernelConstruction* c) : OpKernel(c) {
+    TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_a", &ta_));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_b", &tb_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    TW_OP_REQUIRES(ctx, a.rank() == 2 && b.rank() == 2,
+                   errors::InvalidArgument("MatMul needs rank-2 inputs: a has shape ", a.shape().ToString(),
+                                           ", b has shape ", b.shape().ToString()));
+    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
+    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
+    TW_OP_REQUIRES(ctx, k == kb,
+                   errors::InvalidArgument("Matrix size-incompatible: a has shape ", a.shape().ToString(),
+                                           ta_ ? " (transposed)" : "", ", b has shape ", b.shape().ToString(),
+                                           tb_ ? " (transposed)" : "", ": inner dimensions ", k, " vs ", kb));
+    TW_OP_REQUIRES(ctx, std::max({a.dim(0), a.dim(1), b.dim(0), b.dim(1)}) <= INT_MAX,
+                   errors::InvalidArgument("MatMul dimensions exceed BLAS's 32-bit range: a ",
+                                           a.shape().ToString(), ", b ", b.shape().ToString()));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{m, n}, &out));
+    T* c = out->data<T>();
+    if (m == 0 || n == 0) return;
+    if (k == 0) {  // an empty sum; gemm with K = 0 is not reliably defined
+      std::fill_n(c, m * n, T(0));
+      return;
+    }
+    const T* ap = a.data<T>();
+    const T* bp = b.data<T>();
+    const int lda = static_cast<int>(a.dim(1)), ldb = static_cast<int>(b.dim(1));
+    const int ni = static_cast<int>(n), ki = static_cast<int>(k);
+
+    constexpr int64_t kBlock = 16;
+    const bool split_rows = m >= n;
+    const int64_t extent = split_rows ? m : n;
+    const int64_t units = (extent + kBlock - 1) / kBlock;
+    // A unit is kBlock rows (or columns) of the output: kBlock * other * k
+    // multiply-adds, at a conservative 8 per cycle.
+    const int64_t cost = kBlock * (split_rows ? n : m) * k / 8;
+    ShardedFor(ctx->intra_op_pool(), units, cost, [&](int64_t u0, int64_t u1) {
+      const int64_t lo = u0 * kBlock, hi = std::min(extent, u1 * kBlock);
+      const int len = static_cast<int>(hi - lo);
+      if (split_rows) {
+        // Rows lo..hi of op(A): rows of A, or columns of A when transposed.
+        const T* a_slice = ta_ ? ap + lo : ap + lo * lda;
+        Gemm(ta_, tb_, len, ni, ki, a_slice, lda, bp, ldb, c + lo * n, ni);
+      } else {
+        // Columns lo..hi of op(B): columns of B, or rows of B when transposed.
+        const T* b_slice = tb_ ? bp + lo * ldb : bp + lo;
+        Gemm(ta_, tb_, static_cast<int>(m), len, ki, ap, lda, b_slice, ldb, c + lo, ni);
+      }
+    });
+  }
+
+ private:
+  bool ta_ = false;
+  bool tb_ = false;
+};
+
+}  // namespace
+
+void RegisterMatMulKernels(KernelRegistry& r) {
+  openblas_set_num_threads(1);
+  r.RegisterTyped<MatMulOp, float, double>("MatMul", kDeviceCpu);
+}
+
 }  // namespace tw

@@ -1,4 +1,319 @@
+// CPU kernels of the element-wise and per-row nn ops: BiasAdd, BiasAddGrad,
+// Relu, ReluGrad, Softmax, SoftmaxCrossEntropyWithLogits,
+// SparseSoftmaxCrossEntropyWithLogits, L2Loss, Dropout. Conv2D and MaxPool are in
+// conv_kernels.cc and pool_kernels.cc.
+//
+// Loops run over contiguous rows (the last dimension) so the compiler
+// vectorises them; big tensors are split over the device's intra-op threads.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <mutex>
+#include <random>
+
+#include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/register_all.h"
+
 namespace tw {
-void RegisterNnKernels(KernelRegistry&) {}
+namespace {
+
+// Rough cycles per element, for ParallelFor's sharding.
+constexpr int64_t kElementwiseCost = 2;
+constexpr int64_t kExpCost = 20;
+
+template <typename T>
+class BiasAddOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& value = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    TW_OP_REQUIRES(ctx, value.rank() >= 1 && bias.rank() == 1 && bias.dim(0) == value.dim(value.rank() - 1),
+                   errors::InvalidArgument("BiasAdd: bias of shape ", bias.shape().ToString(),
+                                           " does not match the last dimension of value of shape ",
+                                           value.shape().ToString()));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, value.shape(), &out));
+    const int64_t c = bias.dim(0);
+    if (c == 0) return;
+    const int64_t rows = value.NumElements() / c;
+    const T* __restrict v = value.data<T>();
+    const T* __restrict b = bias.data<T>();
+    T* __restrict o = out->data<T>();
+    ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        for (int64_t j = 0; j < c; ++j) o[r * c + j] = v[r * c + j] + b[j];
+      }
+    });
+  }
+};
+
+template <typename T>
+class BiasAddGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    TW_OP_REQUIRES(ctx, g.rank() >= 1,
+                   errors::InvalidArgument("BiasAddGrad: out_backprop must have rank >= 1, got a scalar"));
+    const int64_t c = g.dim(g.rank() - 1);
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
+    T* __restrict o = out->data<T>();
+    std::fill_n(o, c, T(0));
+    if (c == 0) return;
+    const int64_t rows = g.NumElements() / c;
+    const T* __restrict src = g.data<T>();
+    // Each shard sums its rows in blocks (a partial sum per block keeps float
+    // error near log(rows) rather than rows), then adds into the output.
+    std::mutex mu;
+    ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
+      constexpr int64_t kBlock = 64;
+      std::vector<T> shard(static_cast<size_t>(c), T(0)), block(static_cast<size_t>(c));
+      T* __restrict sp = shard.data();
+      T* __restrict bp = block.data();
+      for (int64_t b0 = r0; b0 < r1; b0 += kBlock) {
+        std::fill_n(bp, c, T(0));
+        for (int64_t r = b0; r < std::min(r1, b0 + kBlock); ++r) {
+          for (int64_t j = 0; j < c; ++j) bp[j] += src[r * c + j];
+        }
+        for (int64_t j = 0; j < c; ++j) sp[j] += bp[j];
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      for (int64_t j = 0; j < c; ++j) o[j] += sp[j];
+    });
+  }
+};
+
+template <typename T>
+class ReluOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const T* __restrict in = x.data<T>();
+    T* __restrict o = out->data<T>();
+    ParallelFor(ctx->intra_op_pool(), x.NumElements(), kElementwiseCost, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = in[i] > T(0) ? in[i] : T(0);
+    });
+  }
+};
+
+template <typename T>
+class ReluGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    TW_OP_REQUIRES(ctx, g.shape() == f.shape(),
+                   errors::InvalidArgument("ReluGrad: gradients of shape ", g.shape().ToString(),
+                                           " and features of shape ", f.shape().ToString(), " differ"));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.shape(), &out));
+    const T* __restrict gp = g.data<T>();
+    const T* __restrict fp = f.data<T>();
+    T* __restrict o = out->data<T>();
+    ParallelFor(ctx->intra_op_pool(), g.NumElements(), kElementwiseCost, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) o[i] = fp[i] > T(0) ? gp[i] : T(0);
+    });
+  }
+};
+
+// Runs fn(row_begin, row_end) over the rows of a [rows, cols] view of `x`.
+template <typename Fn>
+void ForRows(OpKernelContext* ctx, int64_t rows, int64_t cols, Fn&& fn) {
+  ParallelFor(ctx->intra_op_pool(), rows, cols * kExpCost, fn);
+}
+
+template <typename T>
+class SoftmaxOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    TW_OP_REQUIRES(ctx, x.rank() >= 1,
+                   errors::InvalidArgument("Softmax: logits must have rank >= 1, got a scalar"));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const int64_t c = x.dim(x.rank() - 1);
+    if (c == 0) return;
+    const T* __restrict in = x.data<T>();
+    T* __restrict o = out->data<T>();
+    // Subtracting the row max keeps exp from overflowing; the result is unchanged.
+    ForRows(ctx, x.NumElements() / c, c, [&](int64_t r0, int64_t r1) {
+      for (int64_t r = r0; r < r1; ++r) {
+        const T* xr = in + r * c;
+        T* yr = o + r * c;
+        const T m = *std::max_element(xr, xr + c);
+        T sum = 0;
+        for (int64_t j = 0; j < c; ++j) {
+          yr[j] = std::exp(xr[j] - m);
+          sum += yr[j];
+        }
+        const T inv = T(1) / sum;
+        for (int64_t j = 0; j < c; ++j) yr[j] *= inv;
+      }
+    });
+  }
+};
+
+// Shared by both cross-entropies: row r of logits gives loss[r] and
+// backprop[r] = softmax(logits[r]) - labels[r], with labels given per class by
+// label(r, j). loss = sum_j labels_j * (log(sum exp(l - m)) - (l_j - m)).
+template <typename T, typename Label>
+void XentRows(OpKernelContext* ctx, const Tensor& logits, Tensor* loss, Tensor* backprop, Label&& label) {
+  const int64_t rows = logits.dim(0), c = logits.dim(1);
+  const T* __restrict in = logits.data<T>();
+  T* __restrict lp = loss->data<T>();
+  T* __restrict bp = backprop->data<T>();
+  ForRows(ctx, rows, c, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* xr = in + r * c;
+      T* br = bp + r * c;
+      const T m = c > 0 ? *std::max_element(xr, xr + c) : T(0);
+      T sum = 0;
+      for (int64_t j = 0; j < c; ++j) {
+        br[j] = std::exp(xr[j] - m);
+        sum += br[j];
+      }
+      const T log_sum = std::log(sum), inv = T(1) / sum;
+      T l = 0;
+      for (int64_t j = 0; j < c; ++j) {
+        const T y = label(r, j);
+        if (y != T(0)) l += y * (log_sum - (xr[j] - m));
+        br[j] = br[j] * inv - y;
+      }
+      lp[r] = l;
+    }
+  });
+}
+
+template <typename T>
+class SoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    TW_OP_REQUIRES(ctx, logits.rank() == 2 && logits.shape() == labels.shape(),
+                   errors::InvalidArgument("SoftmaxCrossEntropyWithLogits: logits and labels must be "
+                                           "[batch, classes] of one shape, got ",
+                                           logits.shape().ToString(), " and ", labels.shape().ToString()));
+    Tensor *loss = nullptr, *backprop = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{logits.dim(0)}, &loss));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
+    const T* y = labels.data<T>();
+    const int64_t c = logits.dim(1);
+    XentRows<T>(ctx, logits, loss, backprop, [&](int64_t r, int64_t j) { return y[r * c + j]; });
+  }
+};
+
+template <typename T>
+class SparseSoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    TW_OP_REQUIRES(ctx, logits.rank() == 2 && labels.rank() == 1 && labels.dim(0) == logits.dim(0),
+                   errors::InvalidArgument("SparseSoftmaxCrossEntropyWithLogits: logits must be [batch, classes] "
+                                           "and labels [batch], got ",
+                                           logits.shape().ToString(), " and ", labels.shape().ToString()));
+    const int64_t rows = logits.dim(0), c = logits.dim(1);
+    std::vector<int64_t> idx(static_cast<size_t>(rows));
+    for (int64_t r = 0; r < rows; ++r) {
+      const int64_t v = labels.dtype() == kInt32 ? labels.data<int32_t>()[r] : labels.data<int64_t>()[r];
+      TW_OP_REQUIRES(ctx, v >= 0 && v < c,
+                     errors::InvalidArgument("SparseSoftmaxCrossEntropyWithLogits: label ", v, " in row ", r,
+                                             " is outside the valid range [0, ", c, ") of classes"));
+      idx[static_cast<size_t>(r)] = v;
+    }
+    Tensor *loss = nullptr, *backprop = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
+    XentRows<T>(ctx, logits, loss, backprop,
+                [&](int64_t r, int64_t j) { return idx[static_cast<size_t>(r)] == j ? T(1) : T(0); });
+  }
+};
+
+template <typename T>
+class L2LossOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& t = ctx->input(0);
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &out));
+    // Accumulated in double: weight decay sums whole weight matrices.
+    const T* __restrict p = t.data<T>();
+    double sum = 0;
+    for (int64_t i = 0; i < t.NumElements(); ++i) sum += static_cast<double>(p[i]) * static_cast<double>(p[i]);
+    out->data<T>()[0] = static_cast<T>(sum / 2);
+  }
+};
+
+// mask[i] is 0 with probability rate, else 1 / (1 - rate); output = x * mask.
+// One generator per kernel instance (so per session and node), seeded from
+// (seed, seed2) when either is set: a given seed replays the same masks.
+template <typename T>
+class DropoutOp : public OpKernel {
+ public:
+  explicit DropoutOp(OpKernelConstruction* c) : OpKernel(c) {
+    int64_t seed = 0, seed2 = 0;
+    TW_OP_REQUIRES_OK(c, c->GetAttr("rate", &rate_));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("seed", &seed));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("seed2", &seed2));
+    TW_OP_REQUIRES(c, rate_ >= 0 && rate_ < 1,
+                   errors::InvalidArgument("Dropout: rate must be in [0, 1), got ", rate_));
+    if (seed == 0 && seed2 == 0) {
+      std::random_device rd;
+      seed = (static_cast<int64_t>(rd()) << 32) | rd();
+    }
+    std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(static_cast<uint64_t>(seed) >> 32),
+                      static_cast<uint32_t>(seed2), static_cast<uint32_t>(static_cast<uint64_t>(seed2) >> 32)};
+    gen_.seed(seq);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    Tensor *out = nullptr, *mask = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &mask));
+    const int64_t n = x.NumElements();
+    T* __restrict m = mask->data<T>();
+    const T scale = static_cast<T>(1.0 / (1.0 - rate_));
+    // Keep when a uniform 53-bit draw in [0, 1) is at least rate.
+    const uint64_t threshold = static_cast<uint64_t>(rate_ * 9007199254740992.0);  // rate * 2^53
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int64_t i = 0; i < n; ++i) m[i] = (gen_() >> 11) >= threshold ? scale : T(0);
+    }
+    const T* __restrict in = x.data<T>();
+    T* __restrict o = out->data<T>();
+    for (int64_t i = 0; i < n; ++i) o[i] = in[i] * m[i];
+  }
+
+ private:
+  double rate_ = 0;
+  std::mutex mu_;
+  std::mt19937_64 gen_;  // guarded by mu_
+};
+
+}  // namespace
+
+void RegisterNnKernels(KernelRegistry& r) {
+  r.RegisterTyped<BiasAddOp, float, double>("BiasAdd", kDeviceCpu);
+  r.RegisterTyped<BiasAddGradOp, float, double>("BiasAddGrad", kDeviceCpu);
+  r.RegisterTyped<ReluOp, float, double>("Relu", kDeviceCpu);
+  r.RegisterTyped<ReluGradOp, float, double>("ReluGrad", kDeviceCpu);
+  r.RegisterTyped<SoftmaxOp, float, double>("Softmax", kDeviceCpu);
+  r.RegisterTyped<SoftmaxXentOp, float, double>("SoftmaxCrossEntropyWithLogits", kDeviceCpu);
+  r.RegisterTyped<SparseSoftmaxXentOp, float, double>("SparseSoftmaxCrossEntropyWithLogits", kDeviceCpu);
+  r.RegisterTyped<L2LossOp, float, double>("L2Loss", kDeviceCpu);
+  r.RegisterTyped<DropoutOp, float, double>("Dropout", kDeviceCpu);
+}
+
 }  // namespace tw

@@ -36,7 +36,7 @@ class StepState {
       ready.pop_back();
       pool_->Schedule([this, item] { Process(item); });
     }
-    if (!ready.empty()) Process(ready.front());
+    for (int item : ready) Process(item);  // one left with a pool; every root without
     std::unique_lock<std::mutex> lock(done_mu_);
     done_cv_.wait(lock, [this] { return done_; });
     std::lock_guard<std::mutex> status_lock(status_mu_);
@@ -57,16 +57,20 @@ class StepState {
       return Status::OK();
     }
     std::lock_guard<std::mutex> lock(*e.ref_mu);
+    if (in.is_ref) {
+      // A ref consumer (Assign, IsVariableInitialized, Apply*) takes the variable
+      // itself, initialized or not: initializing it is what Assign is for.
+      out->value = *e.ref;
+      out->ref = e.ref;
+      out->ref_mu = e.ref_mu;
+      return Status::OK();
+    }
     if (!e.ref->IsInitialized()) {
       const Output& src = consumer ? consumer->input(input_index) : Output();
       return errors::FailedPrecondition("Attempting to use uninitialized value ",
                                         src.valid() ? src.node->name() : std::string("<fetch>"));
     }
     out->value = *e.ref;
-    if (in.is_ref) {
-      out->ref = e.ref;
-      out->ref_mu = e.ref_mu;
-    }
     return Status::OK();
   }
 

@@ -1,4 +1,136 @@
+// Gradients of the nn ops (graph/ops/nn_ops.cc), including the internal ops
+// that gradients build, so that second derivatives exist too.
+//
+// Integer inputs (labels, sizes) get no gradient; neither do labels of the
+// cross-entropies (TF returns one; no towerflow model trains its labels).
 #include "towerflow/graph/grads/register.h"
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/ops/nn_ops.h"
+
 namespace tw {
-void RegisterNnGradients(GradientRegistry&) {}
+namespace {
+
+using Grads = std::vector<Output>;
+
+// Output `i` of the forward node (its value is reused by several gradients).
+Output Out(const Node& op, int i = 0) { return Output(const_cast<Node*>(&op), i); }
+
+// Builds `type` with the window attrs of `op` (strides, padding, ksize).
+Output WindowOp(const Scope& s, const std::string& type, const Node& op, const std::vector<Output>& inputs) {
+  NodeBuilder b(s, type);
+  b.Inputs(inputs);
+  for (const char* attr : {"strides", "padding", "ksize"}) {
+    if (const AttrValue* v = op.attrs().Find(attr)) b.Attr(attr, *v);
+  }
+  return b.Finalize();
+}
+
+// The softmax-Jacobian product: for y = softmax(x), d x = (g - sum(g * y)) * y
+// with the sum over the last axis.
+Output SoftmaxBackward(const Scope& s, const Output& g, const Output& y) {
+  return Mul(s, Sub(s, g, Sum(s, Mul(s, g, y), std::vector<int32_t>{-1}, true)), y);
+}
+
+// Both cross-entropies: loss_r = -sum_j labels_rj log softmax(x_r)_j, so
+// d x_r = dloss_r * (softmax(x_r) - labels_r) = dloss_r * backprop_r. The
+// backprop output (softmax - labels) adds its own softmax-Jacobian product.
+Status XentGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+  Output dlogits;
+  if (dy[0].valid()) dlogits = Mul(s, Out(op, 1), ExpandDims(s, dy[0], -1));
+  if (dy[1].valid()) {
+    Output term = SoftmaxBackward(s, dy[1], Softmax(s, op.input(0)));
+    dlogits = dlogits.valid() ? Add(s, dlogits, term) : term;
+  }
+  (*dx)[0] = dlogits;
+  return Status::OK();
+}
+
+}  // namespace
+
+void RegisterNnGradients(GradientRegistry& r) {
+  // y = value + bias (broadcast along the last axis): d value = dy,
+  // d bias = dy summed over every other axis.
+  r.Register("BiasAdd", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = Identity(s, dy[0]);
+    (*dx)[1] = NodeBuilder(s, "BiasAddGrad").Input(dy[0]).Finalize();
+    return Status::OK();
+  });
+  // BiasAddGrad sums over leading axes; its adjoint broadcasts back.
+  r.Register("BiasAddGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = BroadcastTo(s, dy[0], Shape(s, op.input(0)));
+    return Status::OK();
+  });
+  // d relu(x)/dx = 1 where x > 0, else 0.
+  r.Register("Relu", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = NodeBuilder(s, "ReluGrad").Input(dy[0]).Input(op.input(0)).Finalize();
+    return Status::OK();
+  });
+  // ReluGrad(g, f) = g * [f > 0] is linear in g with the same mask; the mask is
+  // piecewise constant in f, so f gets none.
+  r.Register("ReluGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = NodeBuilder(s, "ReluGrad").Input(dy[0]).Input(op.input(1)).Finalize();
+    return Status::OK();
+  });
+  // d softmax: dy_i y_i - y_i sum_j dy_j y_j, reusing y.
+  r.Register("Softmax", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = SoftmaxBackward(s, dy[0], Out(op));
+    return Status::OK();
+  });
+  r.Register("SoftmaxCrossEntropyWithLogits", XentGrad);
+  r.Register("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
+  // d (sum x^2 / 2)/dx = x.
+  r.Register("L2Loss", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = Mul(s, op.input(0), dy[0]);
+    return Status::OK();
+  });
+
+  // y = conv(x, w) is bilinear: d x = conv^T(dy, w) (Conv2DBackpropInput),
+  // d w = the correlation of x with dy (Conv2DBackpropFilter).
+  r.Register("Conv2D", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    const Output x = op.input(0), w = op.input(1);
+    (*dx)[0] = WindowOp(s, "Conv2DBackpropInput", op, {Shape(s, x), w, dy[0]});
+    (*dx)[1] = WindowOp(s, "Conv2DBackpropFilter", op, {x, Shape(s, w), dy[0]});
+    return Status::OK();
+  });
+  // BackpropInput(w, g) is bilinear with <BackpropInput(w, g), G> = <g, conv(G, w)>:
+  // d g = conv(G, w), d w = BackpropFilter(G, g).
+  r.Register("Conv2DBackpropInput", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    const Output w = op.input(1), g = op.input(2);
+    (*dx)[1] = WindowOp(s, "Conv2DBackpropFilter", op, {dy[0], Shape(s, w), g});
+    (*dx)[2] = WindowOp(s, "Conv2D", op, {dy[0], w});
+    return Status::OK();
+  });
+  // BackpropFilter(x, g) with <BackpropFilter(x, g), G> = <g, conv(x, G)>:
+  // d g = conv(x, G), d x = BackpropInput(G, g).
+  r.Register("Conv2DBackpropFilter", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    const Output x = op.input(0), g = op.input(2);
+    (*dx)[0] = WindowOp(s, "Conv2DBackpropInput", op, {Shape(s, x), dy[0], g});
+    (*dx)[2] = WindowOp(s, "Conv2D", op, {x, dy[0]});
+    return Status::OK();
+  });
+
+  // Max pooling passes dy to each window's maximum; the choice of maximum is
+  // piecewise constant, so MaxPoolGrad is linear in grad only, and its adjoint
+  // (MaxPoolGradGrad) reads the gradient at the same maxima.
+  r.Register("MaxPool", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = WindowOp(s, "MaxPoolGrad", op, {op.input(0), Out(op), dy[0]});
+    return Status::OK();
+  });
+  r.Register("MaxPoolGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[2] = WindowOp(s, "MaxPoolGradGrad", op, {op.input(0), op.input(1), dy[0]});
+    return Status::OK();
+  });
+  r.Register("MaxPoolGradGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[2] = WindowOp(s, "MaxPoolGrad", op, {op.input(0), op.input(1), dy[0]});
+    return Status::OK();
+  });
+
+  // output = x * mask with mask independent of x: d x = dy * mask.
+  r.Register("Dropout", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    if (dy[0].valid()) (*dx)[0] = Mul(s, dy[0], Out(op, 1));
+    return Status::OK();
+  });
+}
+
 }  // namespace tw

@@ -1,0 +1,219 @@
+// CPU kernels of the broadcasting binary ops: Add, Sub, Mul, Div, Maximum,
+// Equal, GreaterEqual.
+//
+// Every op runs one loop nest from MakeBroadcastPlan (cwise_ops.h): the
+// innermost collapsed dimension is a contiguous loop the compiler vectorises, in
+// one of three forms (both operands advance, or one of them is a held scalar);
+// the outer dimensions advance two offsets like an odometer. Large outputs are
+// split over the device's intra-op threads: flat ranges when there is one
+// collapsed dimension, whole rows otherwise.
+#include <algorithm>
+#include <type_traits>
+
+#include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/register_all.h"
+
+namespace tw {
+
+StatusOr<BroadcastPlan> MakeBroadcastPlan(const TensorShape& x, const TensorShape& y) {
+  const int rank = std::max(x.rank(), y.rank());
+  struct Dim {
+    int64_t size;
+    bool x_broadcast;
+    bool y_broadcast;
+  };
+  std::vector<int64_t> out(static_cast<size_t>(rank));
+  std::vector<Dim> kept;
+  for (int i = 0; i < rank; ++i) {
+    const int ix = x.rank() - rank + i, iy = y.rank() - rank + i;
+    const int64_t dx = ix >= 0 ? x.dim(ix) : 1;
+    const int64_t dy = iy >= 0 ? y.dim(iy) : 1;
+    int64_t d;
+    if (dx == dy || dy == 1) {
+      d = dx;
+    } else if (dx == 1) {
+      d = dy;
+    } else {
+      return errors::InvalidArgument("Incompatible shapes: ", x.ToString(), " vs ", y.ToString());
+    }
+    out[static_cast<size_t>(i)] = d;
+    if (d == 1) continue;  // a size-1 output dimension moves neither operand
+    const Dim cur{d, dx == 1, dy == 1};
+    if (!kept.empty() && kept.back().x_broadcast == cur.x_broadcast &&
+        kept.back().y_broadcast == cur.y_broadcast) {
+      kept.back().size *= d;  // same broadcasting on both: one longer dimension
+    } else {
+      kept.push_back(cur);
+    }
+  }
+  BroadcastPlan plan;
+  plan.out_shape = TensorShape(out);
+  const size_t n = kept.size();
+  plan.dims.resize(n);
+  plan.x_strides.resize(n);
+  plan.y_strides.resize(n);
+  int64_t sx = 1, sy = 1;
+  for (size_t j = n; j-- > 0;) {
+    plan.dims[j] = kept[j].size;
+    plan.x_strides[j] = kept[j].x_broadcast ? 0 : sx;
+    plan.y_strides[j] = kept[j].y_broadcast ? 0 : sy;
+    if (!kept[j].x_broadcast) sx *= kept[j].size;
+    if (!kept[j].y_broadcast) sy *= kept[j].size;
+  }
+  return plan;
+}
+
+namespace {
+
+struct AddF {
+  static constexpr int64_t kCost = 1;
+  template <typename T>
+  static T Apply(T a, T b) { return static_cast<T>(a + b); }
+};
+struct SubF {
+  static constexpr int64_t kCost = 1;
+  template <typename T>
+  static T Apply(T a, T b) { return static_cast<T>(a - b); }
+};
+struct MulF {
+  static constexpr int64_t kCost = 1;
+  template <typename T>
+  static T Apply(T a, T b) { return static_cast<T>(a * b); }
+};
+struct DivF {
+  static constexpr int64_t kCost = 8;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (std::is_integral_v<T> && std::is_signed_v<T>) {
+      // INT_MIN / -1 overflows and traps on x86: negate with two's-complement
+      // wrap-around instead, as the hardware would for every other value.
+      if (b == -1) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(a));
+    }
+    return static_cast<T>(a / b);  // integers truncate toward zero
+  }
+};
+struct MaximumF {
+  static constexpr int64_t kCost = 1;
+  template <typename T>
+  static T Apply(T a, T b) { return a < b ? b : a; }
+};
+struct EqualF {
+  static constexpr int64_t kCost = 1;
+  template <typename T>
+  static bool Apply(T a, T b) { return a == b; }
+};
+struct GreaterEqualF {
+  static constexpr int64_t kCost = 1;
+  template <typename T>
+  static bool Apply(T a, T b) { return a >= b; }
+};
+
+// z[i] = f(x[i * sx], y[i * sy]) for i < n, with sx, sy in {0, 1}.
+template <typename T, typename Out, typename F>
+void InnerLoop(const T* __restrict x, int64_t sx, const T* __restrict y, int64_t sy,
+               Out* __restrict z, int64_t n) {
+  if (sx != 0 && sy != 0) {
+    for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(x[i], y[i]);
+  } else if (sx != 0) {
+    const T b = y[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(x[i], b);
+  } else if (sy != 0) {
+    const T a = x[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(a, y[i]);
+  } else {
+    std::fill_n(z, n, F::Apply(x[0], y[0]));
+  }
+}
+
+template <typename T, typename Out, typename F>
+void RunPlan(ThreadPool* pool, const BroadcastPlan& p, const T* x, const T* y, Out* z) {
+  const size_t nd = p.dims.size();
+  if (nd == 0) {
+    z[0] = F::Apply(x[0], y[0]);
+    return;
+  }
+  const int64_t inner = p.dims[nd - 1];
+  const int64_t sx = p.x_strides[nd - 1], sy = p.y_strides[nd - 1];
+  if (nd == 1) {
+    ShardedFor(pool, inner, F::kCost, [&](int64_t b, int64_t e) {
+      InnerLoop<T, Out, F>(x + b * sx, sx, y + b * sy, sy, z + b, e - b);
+    });
+    return;
+  }
+  int64_t rows = 1;
+  for (size_t d = 0; d + 1 < nd; ++d) rows *= p.dims[d];
+  ShardedFor(pool, rows, inner * F::kCost, [&](int64_t b, int64_t e) {
+    // Odometer over the outer dimensions, started at row b.
+    std::vector<int64_t> idx(nd - 1);
+    int64_t xo = 0, yo = 0;
+    for (int64_t d = static_cast<int64_t>(nd) - 2, rem = b; d >= 0; --d) {
+      idx[static_cast<size_t>(d)] = rem % p.dims[static_cast<size_t>(d)];
+      rem /= p.dims[static_cast<size_t>(d)];
+      xo += idx[static_cast<size_t>(d)] * p.x_strides[static_cast<size_t>(d)];
+      yo += idx[static_cast<size_t>(d)] * p.y_strides[static_cast<size_t>(d)];
+    }
+    for (int64_t r = b; r < e; ++r) {
+      InnerLoop<T, Out, F>(x + xo, sx, y + yo, sy, z + r * inner, inner);
+      for (size_t d = nd - 1; d-- > 0;) {
+        xo += p.x_strides[d];
+        yo += p.y_strides[d];
+        if (++idx[d] < p.dims[d]) break;
+        xo -= p.x_strides[d] * p.dims[d];
+        yo -= p.y_strides[d] * p.dims[d];
+        idx[d] = 0;
+      }
+    }
+  });
+}
+
+template <typename T, typename Out, typename F>
+class BinaryOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    auto plan = MakeBroadcastPlan(x.shape(), y.shape());
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    Tensor* z = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &z));
+    if (z->NumElements() == 0) return;
+    const T* yv = y.data<T>();
+    if constexpr (std::is_same_v<F, DivF> && std::is_integral_v<T>) {
+      const int64_t n = y.NumElements();
+      TW_OP_REQUIRES(ctx, std::find(yv, yv + n, T(0)) == yv + n,
+                     errors::InvalidArgument("Integer division by zero: the divisor ", ctx->input_name(1),
+                                             " of shape ", y.shape().ToString(), " holds a 0"));
+    }
+    RunPlan<T, Out, F>(ctx->intra_op_pool(), *plan, x.data<T>(), yv, z->data<Out>());
+  }
+};
+
+template <typename T>
+using AddOp = BinaryOp<T, T, AddF>;
+template <typename T>
+using SubOp = BinaryOp<T, T, SubF>;
+template <typename T>
+using MulOp = BinaryOp<T, T, MulF>;
+template <typename T>
+using DivOp = BinaryOp<T, T, DivF>;
+template <typename T>
+using MaximumOp = BinaryOp<T, T, MaximumF>;
+template <typename T>
+using EqualOp = BinaryOp<T, bool, EqualF>;
+template <typename T>
+using GreaterEqualOp = BinaryOp<T, bool, GreaterEqualF>;
+
+}  // namespace
+
+void RegisterCwiseBinaryKernels(KernelRegistry& r) {
+  r.RegisterTyped<AddOp, float, double, int32_t, int64_t, uint8_t>("Add", kDeviceCpu);
+  r.RegisterTyped<SubOp, float, double, int32_t, int64_t, uint8_t>("Sub", kDeviceCpu);
+  r.RegisterTyped<MulOp, float, double, int32_t, int64_t, uint8_t>("Mul", kDeviceCpu);
+  r.RegisterTyped<DivOp, float, double, int32_t, int64_t, uint8_t>("Div", kDeviceCpu);
+  r.RegisterTyped<MaximumOp, float, double, int32_t, int64_t, uint8_t>("Maximum", kDeviceCpu);
+  r.RegisterTyped<EqualOp, float, double, int32_t, int64_t, uint8_t, bool>("Equal", kDeviceCpu);
+  r.RegisterTyped<GreaterEqualOp, float, double, int32_t, int64_t, uint8_t>("GreaterEqual", kDeviceCpu);
+}
+
+}  // namespace tw

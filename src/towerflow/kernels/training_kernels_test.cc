@@ -1,0 +1,190 @@
+// The training update kernels against hand-computed values over two steps, and
+// their errors.
+#include <gtest/gtest.h>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/state_ops.h"
+#include "towerflow/graph/ops/training_ops.h"
+#include "towerflow/runtime/session.h"
+
+namespace tw {
+namespace {
+
+Initializer Values(std::vector<double> v) {
+  return [v](const Scope& s, const TensorShape& shape, DataType) { return Const(s, Tensor::Vec<double>(v)); };
+}
+
+Variable Var(const Scope& s, const std::string& name, std::vector<double> v) {
+  return GetVariable(s, name, TensorShape{static_cast<int64_t>(v.size())},
+                     {.dtype = kFloat64, .initializer = Values(v)});
+}
+
+// Runs `op` feeding `grad` with `g` (plus extra feeds) and returns the variable.
+std::vector<double> Step(Session& session, const Output& op, const Output& grad, std::vector<double> g,
+                         FeedList extra = {}) {
+  extra.push_back({grad, Tensor::Vec<double>(g)});
+  auto r = session.Run(extra, {op});
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  if (!r.ok()) return {};
+  return (*r)[0].ToVector<double>();
+}
+
+void ExpectNear(const std::vector<double>& got, const std::vector<double>& want, double tol = 1e-12) {
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], tol) << "element " << i;
+}
+
+TEST(TrainingKernels, GradientDescent) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "var", {1, 2});
+  Output grad = Placeholder(root, kFloat64, PartialShape{2});
+  Output step = ApplyGradientDescent(root, var.ref, ScalarLike(root, 0.5, kFloat64), grad);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  // var -= 0.5 * delta: [1, 2] - 0.5 * [1, -2] = [0.5, 3]; then - 0.5 * [2, 2].
+  ExpectNear(Step(session, step, grad, {1, -2}), {0.5, 3});
+  ExpectNear(Step(session, step, grad, {2, 2}), {-0.5, 2});
+}
+
+TEST(TrainingKernels, GradientDescentFloat) {
+  Graph g;
+  Scope root(g);
+  Variable var = GetVariable(root, "var", TensorShape{3}, {.initializer = [](const Scope& s, const TensorShape& shape, DataType) {
+    return Const(s, {1.f, 2.f, 3.f}, shape);
+  }});
+  Output step = ApplyGradientDescent(root, var.ref, Const(root, 0.25f), Const(root, {4.f, -4.f, 8.f}, TensorShape{3}));
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  auto r = session.Run({step});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{0, 3, 1}));
+  r = session.Run({step});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{-1, 4, -1}));
+}
+
+void CheckMomentum(bool nesterov, const std::vector<double>& after1, const std::vector<double>& after2) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "var", {1, 2});
+  Variable accum = Var(root, "accum", {0, 0});
+  Output grad = Placeholder(root, kFloat64, PartialShape{2});
+  Output step = ApplyMomentum(root, var.ref, accum.ref, ScalarLike(root, 0.1, kFloat64), grad,
+                              ScalarLike(root, 0.9, kFloat64), nesterov);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  ExpectNear(Step(session, step, grad, {1, -1}), after1);
+  ExpectNear(Step(session, step, grad, {1, 2}), after2);
+  auto a = session.Run({accum.value});
+  ASSERT_TRUE(a.ok());
+  // accum = 0.9 * [1, -1] + [1, 2].
+  ExpectNear((*a)[0].ToVector<double>(), {1.9, 1.1});
+}
+
+TEST(TrainingKernels, Momentum) {
+  // accum = [1, -1]; var -= 0.1 * accum -> [0.9, 2.1].
+  // accum = [1.9, 1.1]; var -= 0.1 * accum -> [0.71, 1.99].
+  CheckMomentum(false, {0.9, 2.1}, {0.71, 1.99});
+}
+
+TEST(TrainingKernels, MomentumNesterov) {
+  // var -= 0.1 * g + 0.9 * 0.1 * accum: [1, 2] - [0.19, -0.19] = [0.81, 2.19];
+  // then - [0.1 + 0.171, 0.2 + 0.099] = [0.539, 1.891].
+  CheckMomentum(true, {0.81, 2.19}, {0.539, 1.891});
+}
+
+TEST(TrainingKernels, AdamWithBiasCorrection) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "var", {1, -1});
+  Variable m = Var(root, "m", {0, 0});
+  Variable v = Var(root, "v", {0, 0});
+  Output b1p = Placeholder(root, kFloat64, PartialShape(TensorShape{}));
+  Output b2p = Placeholder(root, kFloat64, PartialShape(TensorShape{}));
+  Output grad = Placeholder(root, kFloat64, PartialShape{2});
+  Output step = ApplyAdam(root, var.ref, m.ref, v.ref, b1p, b2p, ScalarLike(root, 0.1, kFloat64),
+                          ScalarLike(root, 0.9, kFloat64), ScalarLike(root, 0.999, kFloat64),
+                          ScalarLike(root, 1e-8, kFloat64), grad);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  // Step 1, g = [0.5, -2]: m = [0.05, -0.2], v = [0.00025, 0.004],
+  // lr_t = 0.1 * sqrt(0.001) / 0.1 = 0.0316227766; m / sqrt(v) = [+-3.16227766], so
+  // each element moves by lr_t * 3.16227766 = 0.1 (less a hair for epsilon).
+  ExpectNear(Step(session, step, grad, {0.5, -2}, {{b1p, Tensor::Scalar(0.9)}, {b2p, Tensor::Scalar(0.999)}}),
+             {0.9000000632455132, -0.9000000158113858}, 1e-12);
+  // Step 2, g = [0.5, 1]: m = [0.095, -0.08], v = [0.00049975, 0.004996],
+  // lr_t = 0.1 * sqrt(1 - 0.998001) / (1 - 0.81) = 0.0235316725;
+  // var -= lr_t * m / (sqrt(v) + 1e-8) = [0.1000000447, -0.0266336998].
+  ExpectNear(Step(session, step, grad, {0.5, 1}, {{b1p, Tensor::Scalar(0.81)}, {b2p, Tensor::Scalar(0.998001)}}),
+             {0.800000107978038, -0.8733663156134273}, 1e-12);
+  auto slots = session.Run({m.value, v.value});
+  ASSERT_TRUE(slots.ok());
+  ExpectNear((*slots)[0].ToVector<double>(), {0.095, -0.08});
+  ExpectNear((*slots)[1].ToVector<double>(), {0.00049975, 0.004996});
+}
+
+TEST(TrainingKernels, GradientOfAnotherShapeIsInvalidArgument) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "dense/kernel", {1, 2});
+  Output grad = Placeholder(root, kFloat64);
+  Output step = ApplyGradientDescent(root, var.ref, ScalarLike(root, 0.5, kFloat64), grad);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  auto r = session.Run({{grad, Tensor::Vec<double>({1, 2, 3})}}, {step});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("variable dense/kernel has shape [2]"), std::string::npos)
+      << r.status().message();
+  EXPECT_NE(r.status().message().find("[3]"), std::string::npos) << r.status().message();
+
+  // Known at graph time, the builder itself fails.
+  ApplyGradientDescent(root, var.ref, ScalarLike(root, 0.5, kFloat64), Const(root, Tensor::Vec<double>({1})));
+  EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
+}
+
+TEST(TrainingKernels, UninitializedSlotIsFailedPrecondition) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "w", {1, 2});
+  Variable accum = Var(root, "w/Momentum", {0, 0});
+  Output step = ApplyMomentum(root, var.ref, accum.ref, ScalarLike(root, 0.1, kFloat64),
+                              Const(root, Tensor::Vec<double>({1, 1})), ScalarLike(root, 0.9, kFloat64));
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(var.initializer).ok());
+  Status s = session.Run(step.node);
+  EXPECT_EQ(s.code(), Code::kFailedPrecondition);
+  EXPECT_NE(s.message().find("Attempting to use uninitialized value w/Momentum"), std::string::npos) << s.message();
+}
+
+TEST(TrainingKernels, LargeVariableSplitsOverThreads) {
+  // 100k elements: above the ParallelFor threshold, so shards run on the
+  // intra-op threads; every element must still see exactly one update.
+  const int64_t n = 100000;
+  Graph g;
+  Scope root(g);
+  Variable var = GetVariable(root, "big", TensorShape{n}, {.dtype = kFloat64, .initializer = [n](const Scope& s, const TensorShape&, DataType) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i);
+    return Const(s, Tensor::Vec<double>(v));
+  }});
+  Output step = ApplyGradientDescent(root, var.ref, ScalarLike(root, 2.0, kFloat64),
+                                     OnesLike(root, var.value));
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g, {.intra_op_threads = 4});
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  auto r = session.Run({step});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto out = (*r)[0].ToVector<double>();
+  for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[static_cast<size_t>(i)], static_cast<double>(i) - 2.0) << i;
+}
+
+}  // namespace
+}  // namespace tw

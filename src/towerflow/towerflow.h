@@ -1,0 +1,36 @@
+// The public umbrella header: #include <towerflow/towerflow.h> gives the whole
+// user-facing API (tensors and statuses, graph building with every op family,
+// sessions, optimizers). Link towerflow::towerflow. Internal headers (registries,
+// kernels, executor) are not included: user code never needs them.
+#ifndef TOWERFLOW_TOWERFLOW_H_
+#define TOWERFLOW_TOWERFLOW_H_
+
+// core: values
+#include "towerflow/core/status.h"
+#include "towerflow/core/tensor.h"
+#include "towerflow/core/tensor_shape.h"
+#include "towerflow/core/threadpool.h"
+#include "towerflow/core/types.h"
+
+// graph: building, gradients, op builders
+#include "towerflow/graph/gradients.h"
+#include "towerflow/graph/graph.h"
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/graph/ops/random_ops.h"
+#include "towerflow/graph/ops/state_ops.h"
+#include "towerflow/graph/ops/training_ops.h"
+#include "towerflow/graph/scope.h"
+
+// runtime: running graphs
+#include "towerflow/runtime/session.h"
+
+// train: optimizers
+#include "towerflow/train/adam.h"
+#include "towerflow/train/gradient_descent.h"
+#include "towerflow/train/momentum.h"
+#include "towerflow/train/optimizer.h"
+
+#endif  // TOWERFLOW_TOWERFLOW_H_

@@ -1,0 +1,15 @@
+#include "towerflow/train/gradient_descent.h"
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/training_ops.h"
+
+namespace tw::train {
+
+GradientDescent::GradientDescent(GradientDescentOptions options)
+    : Optimizer(options.name), options_(std::move(options)) {}
+
+Output GradientDescent::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
+  return ApplyGradientDescent(scope, var.ref, ScalarLike(scope, options_.learning_rate, var.ref.dtype()), grad);
+}
+
+}  // namespace tw::train

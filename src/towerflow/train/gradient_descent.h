@@ -1,0 +1,29 @@
+// Plain gradient descent (tf.train.GradientDescentOptimizer): var -= lr * grad.
+// No slots. See optimizer.h for building, naming and errors.
+#ifndef TOWERFLOW_TRAIN_GRADIENT_DESCENT_H_
+#define TOWERFLOW_TRAIN_GRADIENT_DESCENT_H_
+
+#include "towerflow/train/optimizer.h"
+
+namespace tw::train {
+
+struct GradientDescentOptions {
+  double learning_rate = 0.01;
+  std::string name = "GradientDescent";
+};
+
+class GradientDescent : public Optimizer {
+ public:
+  explicit GradientDescent(GradientDescentOptions options = {});
+  const GradientDescentOptions& options() const { return options_; }
+
+ protected:
+  Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
+
+ private:
+  GradientDescentOptions options_;
+};
+
+}  // namespace tw::train
+
+#endif  // TOWERFLOW_TRAIN_GRADIENT_DESCENT_H_
