@@ -39,8 +39,7 @@ Status ParseConfig::Validate() const {
     }
     if (d.shape() != f.shape) {
       return errors::InvalidArgument("Default value of feature '", f.key, "' has shape ",
-                                     d.shape().ToString(), " but the feature has shape ",
-                                     f.shape.ToString());
+                                     d.shape().ToString(), " but the feature has shape ", f.shape.ToString());
     }
   }
   for (const VarLenFeature& f : sparse) {

@@ -27,12 +27,24 @@ std::string CEscape(std::string_view s) {
   out.reserve(s.size() * 2);
   for (const unsigned char c : s) {
     switch (c) {
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\"': out += "\\\""; break;
-      case '\'': out += "\\'"; break;
-      case '\\': out += "\\\\"; break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\"':
+        out += "\\\"";
+        break;
+      case '\'':
+        out += "\\'";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
       default:
         if (c < 0x20 || c >= 0x7f) {
           char buf[8];
@@ -51,18 +63,14 @@ Status CouldNotParse(std::string_view serialized) {
     return errors::InvalidArgument("Could not parse example input, value: '", CEscape(serialized), "'");
   }
   return errors::InvalidArgument("Could not parse example input, value: '",
-                                 CEscape(serialized.substr(0, kShownBytes)), "...' (",
-                                 serialized.size(), " bytes)");
+                                 CEscape(serialized.substr(0, kShownBytes)), "...' (", serialized.size(),
+                                 " bytes)");
 }
 
-Status BytesChanged() {
-  return errors::Internal("a serialized Example changed while it was being parsed");
-}
+Status BytesChanged() { return errors::Internal("a serialized Example changed while it was being parsed"); }
 
 // TF's word for the list type in value count errors.
-std::string_view ListTypeName(DataType dtype) {
-  return dtype == kString ? "bytes" : DataTypeName(dtype);
-}
+std::string_view ListTypeName(DataType dtype) { return dtype == kString ? "bytes" : DataTypeName(dtype); }
 
 Status CheckDtype(const std::string& key, DataType dtype, const FeatureRef& ref) {
   const DataType wire = example_wire::KindDataType(ref.kind);
@@ -77,14 +85,14 @@ Status CheckDtype(const std::string& key, DataType dtype, const FeatureRef& ref)
 Status CheckDense(const FixedLenFeature& f, const FeatureRef& ref, int64_t index) {
   if (ref.kind == Kind::kNone) {
     if (f.default_value.has_value()) return Status::OK();
-    return errors::InvalidArgument("Name: <unknown>, Feature: ", f.key, " (data type: ",
-                                   DataTypeName(f.dtype), ") is required but could not be found.");
+    return errors::InvalidArgument("Name: <unknown>, Feature: ", f.key,
+                                   " (data type: ", DataTypeName(f.dtype),
+                                   ") is required but could not be found.");
   }
   TW_RETURN_IF_ERROR(CheckDtype(f.key, f.dtype, ref));
   if (ref.count != f.shape.num_elements()) {
-    return errors::InvalidArgument("Name: <unknown>, Key: ", f.key, ", Index: ", index,
-                                   ".  Number of ", ListTypeName(f.dtype),
-                                   " values != expected.  Values size: ", ref.count,
+    return errors::InvalidArgument("Name: <unknown>, Key: ", f.key, ", Index: ", index, ".  Number of ",
+                                   ListTypeName(f.dtype), " values != expected.  Values size: ", ref.count,
                                    " but output shape: ", f.shape.ToString());
   }
   return Status::OK();
@@ -99,10 +107,14 @@ void* ElementPtr(Tensor& t, int64_t offset) {
 // Decodes ref's values to dst, an array of ref.count elements of `dtype`.
 bool ReadInto(const FeatureRef& ref, DataType dtype, void* dst) {
   switch (dtype) {
-    case kFloat32: return example_wire::ReadValues(ref, static_cast<float*>(dst));
-    case kInt64: return example_wire::ReadValues(ref, static_cast<int64_t*>(dst));
-    case kString: return example_wire::ReadValues(ref, static_cast<std::string*>(dst));
-    default: return false;
+    case kFloat32:
+      return example_wire::ReadValues(ref, static_cast<float*>(dst));
+    case kInt64:
+      return example_wire::ReadValues(ref, static_cast<int64_t*>(dst));
+    case kString:
+      return example_wire::ReadValues(ref, static_cast<std::string*>(dst));
+    default:
+      return false;
   }
 }
 
@@ -170,8 +182,8 @@ std::vector<std::string_view> ConfigKeys(const ParseConfig& config) {
   return keys;
 }
 
-Status ParseSingleImpl(const ParseConfig& config, const KeyIndex& index,
-                       std::string_view serialized, ParseResult* out) {
+Status ParseSingleImpl(const ParseConfig& config, const KeyIndex& index, std::string_view serialized,
+                       ParseResult* out) {
   RefBuffer refs(index.size());
   if (!example_wire::ScanExample(serialized, index, refs.data())) return CouldNotParse(serialized);
   const size_t num_dense = config.dense.size();
@@ -211,8 +223,7 @@ Status ParseSingleImpl(const ParseConfig& config, const KeyIndex& index,
 }
 
 Status ParseBatchImpl(const ParseConfig& config, const KeyIndex& index,
-                      const std::vector<std::string_view>& serialized, ParseResult* out,
-                      ThreadPool* pool) {
+                      const std::vector<std::string_view>& serialized, ParseResult* out, ThreadPool* pool) {
   const auto batch = static_cast<int64_t>(serialized.size());
   const size_t num_dense = config.dense.size();
   const size_t num_sparse = config.sparse.size();
@@ -248,7 +259,8 @@ Status ParseBatchImpl(const ParseConfig& config, const KeyIndex& index,
         if (!example_wire::ScanExample(bytes, index, refs.data())) return CouldNotParse(bytes);
         for (size_t d = 0; d < num_dense; ++d) {
           TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], e));
-          TW_RETURN_IF_ERROR(WriteDense(config.dense[d], refs[d], ElementPtr(out->dense[d], e * row_size[d])));
+          TW_RETURN_IF_ERROR(
+              WriteDense(config.dense[d], refs[d], ElementPtr(out->dense[d], e * row_size[d])));
         }
         for (size_t s = 0; s < num_sparse; ++s) {
           const FeatureRef& ref = refs[num_dense + s];
@@ -318,19 +330,18 @@ Status ExampleParser::ParseSingle(std::string_view serialized, ParseResult* out)
   return ParseSingleImpl(config_, index_, serialized, out);
 }
 
-Status ExampleParser::ParseBatch(const std::vector<std::string_view>& serialized,
-                                 ParseResult* out, ThreadPool* pool) const {
+Status ExampleParser::ParseBatch(const std::vector<std::string_view>& serialized, ParseResult* out,
+                                 ThreadPool* pool) const {
   return ParseBatchImpl(config_, index_, serialized, out, pool);
 }
 
-Status ParseSingleExample(std::string_view serialized, const ParseConfig& config,
-                          ParseResult* out) {
+Status ParseSingleExample(std::string_view serialized, const ParseConfig& config, ParseResult* out) {
   TW_RETURN_IF_ERROR(config.Validate());
   return ParseSingleImpl(config, KeyIndex(ConfigKeys(config)), serialized, out);
 }
 
-Status ParseExampleBatch(const std::vector<std::string_view>& serialized,
-                         const ParseConfig& config, ParseResult* out, ThreadPool* pool) {
+Status ParseExampleBatch(const std::vector<std::string_view>& serialized, const ParseConfig& config,
+                         ParseResult* out, ThreadPool* pool) {
   TW_RETURN_IF_ERROR(config.Validate());
   return ParseBatchImpl(config, KeyIndex(ConfigKeys(config)), serialized, out, pool);
 }

@@ -11,10 +11,22 @@
 // skipped. Features not in the config are checked for well-formedness but not
 // decoded.
 //
+// Where TF's own hand-written fast parser departs from libprotobuf, towerflow
+// follows libprotobuf (as does TF's slow path, which decodes the message). TF's
+// fast parser rejects unknown fields inside Features, BytesList and map entries,
+// and entries lacking a key or a value; towerflow skips and defaults them. TF's
+// reads only the first list field of a Feature and the first packed run of a
+// float list; towerflow merges them as protobuf does (a later kind replaces an
+// earlier one, runs of the same kind add up). TF's does not look at unconfigured
+// features or check that keys are UTF-8; towerflow rejects malformed bytes
+// anywhere in the record, and keys that are not UTF-8 (proto3 strings), as
+// libprotobuf does. Records written by TF or libprotobuf contain none of these.
+//
 // Errors are InvalidArgument Statuses, never crashes, whatever the bytes:
 //   Could not parse example input, value: '<first 40 bytes, C-escaped>'
 //   Name: <unknown>, Feature: <key> (data type: int64) is required but could not be found.
-//   Name: <unknown>, Key: <key>, Index: <i>.  Number of int64 values != expected.  Values size: 3 but output shape: [2]
+//   Name: <unknown>, Key: <key>, Index: <i>.  Number of int64 values != expected.
+//       Values size: 3 but output shape: [2]        (one line in the message)
 //   Name: <unknown>, Feature: <key>.  Data types don't match. Data type: float Expected type: int64
 // (<i> is the example's index in the batch, 0 for a single example; "bytes" and
 // "float" replace "int64" for those lists.) Output tensors are allocated only
@@ -67,11 +79,9 @@ class ExampleParser {
 };
 
 // ExampleParser::Create(config) then ParseSingle / ParseBatch.
-Status ParseSingleExample(std::string_view serialized, const ParseConfig& config,
-                          ParseResult* out);
-Status ParseExampleBatch(const std::vector<std::string_view>& serialized,
-                         const ParseConfig& config, ParseResult* out,
-                         ThreadPool* pool = nullptr);
+Status ParseSingleExample(std::string_view serialized, const ParseConfig& config, ParseResult* out);
+Status ParseExampleBatch(const std::vector<std::string_view>& serialized, const ParseConfig& config,
+                         ParseResult* out, ThreadPool* pool = nullptr);
 
 }  // namespace tw
 

@@ -20,13 +20,11 @@ inline void AddBytes(tensorflow::Example* ex, const std::string& key,
   auto* list = (*ex->mutable_features()->mutable_feature())[key].mutable_bytes_list();
   for (const auto& v : values) list->add_value(v);
 }
-inline void AddFloats(tensorflow::Example* ex, const std::string& key,
-                      const std::vector<float>& values) {
+inline void AddFloats(tensorflow::Example* ex, const std::string& key, const std::vector<float>& values) {
   auto* list = (*ex->mutable_features()->mutable_feature())[key].mutable_float_list();
   for (float v : values) list->add_value(v);
 }
-inline void AddInt64s(tensorflow::Example* ex, const std::string& key,
-                      const std::vector<int64_t>& values) {
+inline void AddInt64s(tensorflow::Example* ex, const std::string& key, const std::vector<int64_t>& values) {
   auto* list = (*ex->mutable_features()->mutable_feature())[key].mutable_int64_list();
   for (int64_t v : values) list->add_value(v);
 }
@@ -76,9 +74,7 @@ inline FixedLenFeature Dense(const std::string& key, DataType dtype, TensorShape
                              std::optional<Tensor> default_value = std::nullopt) {
   return FixedLenFeature{key, dtype, std::move(shape), std::move(default_value)};
 }
-inline VarLenFeature Sparse(const std::string& key, DataType dtype) {
-  return VarLenFeature{key, dtype};
-}
+inline VarLenFeature Sparse(const std::string& key, DataType dtype) { return VarLenFeature{key, dtype}; }
 
 }  // namespace tw::example_test
 

@@ -10,6 +10,7 @@ KernelRegistry& KernelRegistry::Global() {
 }
 
 void KernelRegistry::Register(KernelDef def) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
   std::string op = def.op;
   kernels_.emplace(std::move(op), std::move(def));
 }
@@ -25,6 +26,7 @@ bool Matches(const KernelDef& k, const Node& node) {
 }  // namespace
 
 const KernelDef* KernelRegistry::Find(const Node& node, const std::string& device_type) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   auto [begin, end] = kernels_.equal_range(node.op());
   for (auto it = begin; it != end; ++it) {
     if (it->second.device_type == device_type && Matches(it->second, node)) return &it->second;
@@ -37,6 +39,7 @@ std::vector<std::string> KernelRegistry::SupportedDeviceTypes(const Node& node) 
   for (const char* type : {kDeviceGpu, kDeviceCpu}) {
     if (Find(node, type) != nullptr) out.push_back(type);
   }
+  std::shared_lock<std::shared_mutex> lock(mu_);
   auto [begin, end] = kernels_.equal_range(node.op());
   for (auto it = begin; it != end; ++it) {
     const std::string& t = it->second.device_type;
@@ -46,6 +49,7 @@ std::vector<std::string> KernelRegistry::SupportedDeviceTypes(const Node& node) 
 }
 
 std::string KernelRegistry::DescribeKernels(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   std::string out;
   auto [begin, end] = kernels_.equal_range(op);
   for (auto it = begin; it != end; ++it) {
@@ -80,6 +84,7 @@ StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateKernel(const Node& nod
 }
 
 std::map<std::string, std::vector<DataType>> KernelRegistry::KernelTypes(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   std::map<std::string, std::vector<DataType>> out;
   auto [begin, end] = kernels_.equal_range(op);
   for (auto it = begin; it != end; ++it) {
@@ -93,6 +98,7 @@ std::map<std::string, std::vector<DataType>> KernelRegistry::KernelTypes(const s
 }
 
 std::vector<const KernelDef*> KernelRegistry::KernelsFor(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<const KernelDef*> out;
   auto [begin, end] = kernels_.equal_range(op);
   for (auto it = begin; it != end; ++it) out.push_back(&it->second);

@@ -3,14 +3,18 @@
 //
 // Kernels register from one function per kernel file (RegisterMatMulKernels(...)),
 // all called once by EnsureKernelsRegistered() in kernels/register_all.cc (the
-// kernels library sits above device/ in the link order); the registry is then
-// read-only and thread-safe. Lookup failures are Unimplemented with TF's
+// kernels library sits above device/ in the link order); modules above runtime
+// (data/) register theirs from their own Ensure...Registered(). Thread-safe:
+// registration takes a writer lock, lookups a reader lock, and returned
+// KernelDef pointers stay valid for the life of the process. Lookup failures are Unimplemented with TF's
 // wording: the op, the device type, and the kernels that do exist.
 #ifndef TOWERFLOW_DEVICE_KERNEL_REGISTRY_H_
 #define TOWERFLOW_DEVICE_KERNEL_REGISTRY_H_
 
 #include <functional>
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 #include <memory>
 #include <string>
 #include <vector>
@@ -71,7 +75,8 @@ class KernelRegistry {
   std::vector<const KernelDef*> KernelsFor(const std::string& op) const;
 
  private:
-  std::multimap<std::string, KernelDef> kernels_;
+  mutable std::shared_mutex mu_;
+  std::multimap<std::string, KernelDef> kernels_;  // guarded by mu_
 };
 
 

@@ -17,15 +17,25 @@ GradientRegistry& GradientRegistry::Global() {
   return *registry;
 }
 
-void GradientRegistry::Register(const std::string& op, GradFn fn) { fns_[op] = std::move(fn); }
-void GradientRegistry::RegisterNoGradient(const std::string& op) { no_gradient_[op] = true; }
+void GradientRegistry::Register(const std::string& op, GradFn fn) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  fns_[op] = std::move(fn);
+}
+void GradientRegistry::RegisterNoGradient(const std::string& op) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  no_gradient_[op] = true;
+}
 
 const GradFn* GradientRegistry::Find(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = fns_.find(op);
   return it == fns_.end() ? nullptr : &it->second;
 }
 
-bool GradientRegistry::IsNoGradient(const std::string& op) const { return no_gradient_.count(op) > 0; }
+bool GradientRegistry::IsNoGradient(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return no_gradient_.count(op) > 0;
+}
 
 namespace {
 

@@ -5,12 +5,15 @@
 // no gradient flows (ArgMax, Equal, initializers, ...) are marked with
 // RegisterNoGradient. A gradient reaching an op with neither is an error naming
 // the node. Gradients that fan in to one output are summed with AddN. The
-// registry is filled once on first use and read-only afterwards: thread-safe.
+// registry is filled on first use (modules above graph add theirs later) and
+// is thread-safe.
 #ifndef TOWERFLOW_GRAPH_GRADIENTS_H_
 #define TOWERFLOW_GRAPH_GRADIENTS_H_
 
 #include <functional>
 #include <map>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -40,8 +43,9 @@ class GradientRegistry {
   bool IsRegistered(const std::string& op) const { return Find(op) || IsNoGradient(op); }
 
  private:
-  std::map<std::string, GradFn> fns_;
-  std::map<std::string, bool> no_gradient_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, GradFn> fns_;         // guarded by mu_
+  std::map<std::string, bool> no_gradient_;   // guarded by mu_
 };
 
 // Defined in graph/grads/register_all.cc.

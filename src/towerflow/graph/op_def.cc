@@ -110,12 +110,14 @@ OpRegistry& OpRegistry::Global() {
 
 Status OpRegistry::Register(OpDef def) {
   const std::string name = def.name;
+  std::unique_lock<std::shared_mutex> lock(mu_);
   if (ops_.count(name)) return errors::AlreadyExists("op '", name, "' is already registered");
   ops_[name] = std::make_unique<OpDef>(std::move(def));
   return Status::OK();
 }
 
 const OpDef* OpRegistry::Find(const std::string& name) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = ops_.find(name);
   return it == ops_.end() ? nullptr : it->second.get();
 }
@@ -130,6 +132,7 @@ StatusOr<const OpDef*> OpRegistry::Lookup(const std::string& name) const {
 }
 
 std::vector<const OpDef*> OpRegistry::List() const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
   std::vector<const OpDef*> out;
   for (const auto& [name, def] : ops_) out.push_back(def.get());
   return out;

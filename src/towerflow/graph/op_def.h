@@ -4,8 +4,9 @@
 // graph/ knows ops by schema only; kernels (device/, kernels/) and gradients
 // (graph/grads/) are registered separately, as TF registers them. Schemas are
 // written with OpDefBuilder next to the C++ functions that build the op
-// (graph/ops/*.cc) and registered from graph/ops/register_all.cc. The registry is
-// filled once, on first use, and read-only afterwards: thread-safe.
+// (graph/ops/*.cc) and registered from graph/ops/register_all.cc on first use;
+// modules above graph (data/) add theirs later. Thread-safe: Register takes a
+// writer lock, lookups a reader lock; OpDef pointers stay valid forever.
 #ifndef TOWERFLOW_GRAPH_OP_DEF_H_
 #define TOWERFLOW_GRAPH_OP_DEF_H_
 
@@ -13,6 +14,8 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <mutex>
+#include <shared_mutex>
 #include <string>
 #include <vector>
 
@@ -98,7 +101,8 @@ class OpRegistry {
   std::vector<const OpDef*> List() const;
 
  private:
-  std::map<std::string, std::unique_ptr<OpDef>> ops_;
+  mutable std::shared_mutex mu_;
+  std::map<std::string, std::unique_ptr<OpDef>> ops_;  // guarded by mu_
 };
 
 // Defined in graph/ops/register_all.cc: registers every op schema of towerflow.

@@ -185,12 +185,22 @@ Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_o
 
 StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id,
                                             StepStats* stats) const {
-  StepState step(*plan_, feeds, pool_, resources_, step_id, collect_stats_ || stats != nullptr);
-  TW_RETURN_IF_ERROR(step.Run());
-  Status s;
-  std::vector<Tensor> out = step.Fetches(&s);
-  TW_RETURN_IF_ERROR(s);
-  if (stats) stats->kernel_ns = step.kernel_ns();
+  std::vector<Tensor> out;
+  {
+    StepState step(*plan_, feeds, pool_, resources_, step_id, collect_stats_ || stats != nullptr);
+    TW_RETURN_IF_ERROR(step.Run());
+    Status s;
+    out = step.Fetches(&s);
+    TW_RETURN_IF_ERROR(s);
+    if (stats) stats->kernel_ns = step.kernel_ns();
+  }
+  // The step's entries are gone: a fetched buffer that is still shared belongs
+  // to a variable (updated in place by later steps), a constant or a feed. Copy
+  // it so that what the caller holds never changes under it, as TF's fetches
+  // (copied out to the client) never do.
+  for (Tensor& t : out) {
+    if (t.buffer() && t.buffer().use_count() > 1) t = t.DeepCopy();
+  }
   return out;
 }
 

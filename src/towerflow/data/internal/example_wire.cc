@@ -24,19 +24,17 @@ enum WireType : uint32_t {
 
 constexpr uint32_t MakeTag(uint32_t field, WireType type) { return field << 3 | type; }
 
-constexpr uint32_t kTagKey = MakeTag(1, kLengthDelimited);          // entry key, list value
-constexpr uint32_t kTagEntryValue = MakeTag(2, kLengthDelimited);   // map entry value
+constexpr uint32_t kTagKey = MakeTag(1, kLengthDelimited);         // entry key, list value
+constexpr uint32_t kTagEntryValue = MakeTag(2, kLengthDelimited);  // map entry value
 constexpr uint32_t kTagExampleFeatures = MakeTag(1, kLengthDelimited);
 constexpr uint32_t kTagFeaturesEntry = MakeTag(1, kLengthDelimited);
 constexpr uint32_t kTagPacked = MakeTag(1, kLengthDelimited);
-constexpr uint32_t kTagFloat = MakeTag(1, kFixed32);   // one unpacked float
-constexpr uint32_t kTagInt64 = MakeTag(1, kVarint);    // one unpacked int64
+constexpr uint32_t kTagFloat = MakeTag(1, kFixed32);  // one unpacked float
+constexpr uint32_t kTagInt64 = MakeTag(1, kVarint);   // one unpacked int64
 
-constexpr uint32_t KindTag(Kind kind) {
-  return MakeTag(static_cast<uint32_t>(kind), kLengthDelimited);
-}
+constexpr uint32_t KindTag(Kind kind) { return MakeTag(static_cast<uint32_t>(kind), kLengthDelimited); }
 
-// The readers below take p < end on entry... except where noted, and return the
+// The readers below require p < end on entry unless noted, and return the
 // position after what they read, or nullptr when the bytes are malformed. Their
 // limits are libprotobuf's (parse_context.h), so both accept the same bytes.
 
@@ -210,8 +208,7 @@ bool ScanFeature(Ptr p, Ptr end, int depth, FeatureRef* ref) {
     uint32_t tag;
     p = ReadFieldTag(p, end, &tag);
     if (p == nullptr) return false;
-    if (tag == KindTag(Kind::kBytes) || tag == KindTag(Kind::kFloat) ||
-        tag == KindTag(Kind::kInt64)) {
+    if (tag == KindTag(Kind::kBytes) || tag == KindTag(Kind::kFloat) || tag == KindTag(Kind::kInt64)) {
       const Kind kind = static_cast<Kind>(tag >> 3);
       size_t len;
       if (depth < 1 || (p = ReadSize(p, end, &len)) == nullptr) return false;
@@ -359,10 +356,14 @@ inline float LoadFloat(Ptr p) {
 
 DataType KindDataType(Kind kind) {
   switch (kind) {
-    case Kind::kBytes: return kString;
-    case Kind::kFloat: return kFloat32;
-    case Kind::kInt64: return kInt64;
-    case Kind::kNone: break;
+    case Kind::kBytes:
+      return kString;
+    case Kind::kFloat:
+      return kFloat32;
+    case Kind::kInt64:
+      return kInt64;
+    case Kind::kNone:
+      break;
   }
   return DataType::kInvalid;
 }
@@ -444,73 +445,73 @@ bool ScanExample(std::string_view serialized, const KeyIndex& index, FeatureRef*
 bool ReadValues(const FeatureRef& ref, float* dst) {
   int64_t i = 0;
   const bool ok = ref.kind == Kind::kFloat && ForEachList(ref, [&](Ptr p, Ptr end) {
-    return ForEachListField(p, end, [&](uint32_t tag, Ptr q, Ptr e) -> Ptr {
-      if (tag == kTagPacked) {
-        size_t len;
-        q = ReadSize(q, e, &len);
-        const auto n = static_cast<int64_t>(len / 4);
-        if (q == nullptr || len % 4 != 0 || n > ref.count - i) return nullptr;
-        if constexpr (std::endian::native == std::endian::little) {
-          if (n > 0) std::memcpy(dst + i, q, len);  // the wire is little-endian
-          i += n;
-        } else {
-          for (int64_t j = 0; j < n; ++j) dst[i++] = LoadFloat(q + 4 * j);
-        }
-        return q + len;
-      }
-      if (tag == kTagFloat) {
-        if (e - q < 4 || i >= ref.count) return nullptr;
-        dst[i++] = LoadFloat(q);
-        return q + 4;
-      }
-      return SkipField(q, e, tag, kMaxDepth);
-    });
-  });
+                    return ForEachListField(p, end, [&](uint32_t tag, Ptr q, Ptr e) -> Ptr {
+                      if (tag == kTagPacked) {
+                        size_t len;
+                        q = ReadSize(q, e, &len);
+                        const auto n = static_cast<int64_t>(len / 4);
+                        if (q == nullptr || len % 4 != 0 || n > ref.count - i) return nullptr;
+                        if constexpr (std::endian::native == std::endian::little) {
+                          if (n > 0) std::memcpy(dst + i, q, len);  // the wire is little-endian
+                          i += n;
+                        } else {
+                          for (int64_t j = 0; j < n; ++j) dst[i++] = LoadFloat(q + 4 * j);
+                        }
+                        return q + len;
+                      }
+                      if (tag == kTagFloat) {
+                        if (e - q < 4 || i >= ref.count) return nullptr;
+                        dst[i++] = LoadFloat(q);
+                        return q + 4;
+                      }
+                      return SkipField(q, e, tag, kMaxDepth);
+                    });
+                  });
   return ok && i == ref.count;
 }
 
 bool ReadValues(const FeatureRef& ref, int64_t* dst) {
   int64_t i = 0;
   const bool ok = ref.kind == Kind::kInt64 && ForEachList(ref, [&](Ptr p, Ptr end) {
-    return ForEachListField(p, end, [&](uint32_t tag, Ptr q, Ptr e) -> Ptr {
-      if (tag == kTagPacked) {
-        size_t len;
-        q = ReadSize(q, e, &len);
-        if (q == nullptr) return nullptr;
-        const Ptr packed_end = q + len;
-        while (q < packed_end) {
-          uint64_t v;
-          q = ReadVarint(q, packed_end, &v);
-          if (q == nullptr || i >= ref.count) return nullptr;
-          dst[i++] = static_cast<int64_t>(v);
-        }
-        return q;
-      }
-      if (tag == kTagInt64) {
-        uint64_t v;
-        q = ReadVarint(q, e, &v);
-        if (q == nullptr || i >= ref.count) return nullptr;
-        dst[i++] = static_cast<int64_t>(v);
-        return q;
-      }
-      return SkipField(q, e, tag, kMaxDepth);
-    });
-  });
+                    return ForEachListField(p, end, [&](uint32_t tag, Ptr q, Ptr e) -> Ptr {
+                      if (tag == kTagPacked) {
+                        size_t len;
+                        q = ReadSize(q, e, &len);
+                        if (q == nullptr) return nullptr;
+                        const Ptr packed_end = q + len;
+                        while (q < packed_end) {
+                          uint64_t v;
+                          q = ReadVarint(q, packed_end, &v);
+                          if (q == nullptr || i >= ref.count) return nullptr;
+                          dst[i++] = static_cast<int64_t>(v);
+                        }
+                        return q;
+                      }
+                      if (tag == kTagInt64) {
+                        uint64_t v;
+                        q = ReadVarint(q, e, &v);
+                        if (q == nullptr || i >= ref.count) return nullptr;
+                        dst[i++] = static_cast<int64_t>(v);
+                        return q;
+                      }
+                      return SkipField(q, e, tag, kMaxDepth);
+                    });
+                  });
   return ok && i == ref.count;
 }
 
 bool ReadValues(const FeatureRef& ref, std::string* dst) {
   int64_t i = 0;
   const bool ok = ref.kind == Kind::kBytes && ForEachList(ref, [&](Ptr p, Ptr end) {
-    return ForEachListField(p, end, [&](uint32_t tag, Ptr q, Ptr e) -> Ptr {
-      if (tag != kTagPacked) return SkipField(q, e, tag, kMaxDepth);
-      size_t len;
-      q = ReadSize(q, e, &len);
-      if (q == nullptr || i >= ref.count) return nullptr;
-      dst[i++].assign(reinterpret_cast<const char*>(q), len);
-      return q + len;
-    });
-  });
+                    return ForEachListField(p, end, [&](uint32_t tag, Ptr q, Ptr e) -> Ptr {
+                      if (tag != kTagPacked) return SkipField(q, e, tag, kMaxDepth);
+                      size_t len;
+                      q = ReadSize(q, e, &len);
+                      if (q == nullptr || i >= ref.count) return nullptr;
+                      dst[i++].assign(reinterpret_cast<const char*>(q), len);
+                      return q + len;
+                    });
+                  });
   return ok && i == ref.count;
 }
 

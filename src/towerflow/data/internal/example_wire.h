@@ -63,8 +63,8 @@ class KeyIndex {
   static uint64_t Hash(const uint8_t* key, size_t len);
   bool Matches(int slot, const uint8_t* key, size_t len) const;
 
-  std::string storage_;                   // the keys, concatenated
-  std::vector<uint32_t> offsets_ = {0};   // key i is storage_[offsets_[i], offsets_[i+1])
+  std::string storage_;                  // the keys, concatenated
+  std::vector<uint32_t> offsets_ = {0};  // key i is storage_[offsets_[i], offsets_[i+1])
   // Open addressing (linear probing) over slot+1 (0 = empty), used past
   // kLinearMax keys; below that a scan comparing lengths first is faster.
   static constexpr int kLinearMax = 8;

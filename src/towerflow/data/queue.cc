@@ -1,0 +1,381 @@
+#include "towerflow/data/queue.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+namespace tw {
+namespace {
+
+std::mt19937_64 SeededEngine(int64_t seed, int64_t seed2) {
+  if (seed == 0 && seed2 == 0) {
+    std::random_device rd;
+    seed = (static_cast<int64_t>(rd()) << 32) ^ rd();
+    seed2 = (static_cast<int64_t>(rd()) << 32) ^ rd();
+  }
+  const auto s = static_cast<uint64_t>(seed), s2 = static_cast<uint64_t>(seed2);
+  std::seed_seq seq{static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32),
+                    static_cast<uint32_t>(s2), static_cast<uint32_t>(s2 >> 32)};
+  return std::mt19937_64(seq);
+}
+
+std::string ShapeListString(const std::vector<TensorShape>& shapes) {
+  std::string out = "[";
+  for (size_t i = 0; i < shapes.size(); ++i) out += (i ? ", " : "") + shapes[i].ToString();
+  return out + "]";
+}
+
+std::string TypeListString(const std::vector<DataType>& types) {
+  std::string out = "[";
+  for (size_t i = 0; i < types.size(); ++i) out += (i ? ", " : "") + std::string(DataTypeName(types[i]));
+  return out + "]";
+}
+
+// Copies `count` elements of `dtype` from src[src_offset...] to dst[dst_offset...].
+void CopyRange(const Tensor& src, int64_t src_offset, Tensor* dst, int64_t dst_offset, int64_t count) {
+  if (count == 0) return;
+  if (src.dtype() == kString) {
+    const std::string* s = src.data<std::string>() + src_offset;
+    std::string* d = dst->data<std::string>() + dst_offset;
+    std::copy(s, s + count, d);
+    return;
+  }
+  const size_t width = DataTypeSize(src.dtype());
+  std::memcpy(static_cast<char*>(dst->raw_data()) + static_cast<size_t>(dst_offset) * width,
+              static_cast<const char*>(src.raw_data()) + static_cast<size_t>(src_offset) * width,
+              static_cast<size_t>(count) * width);
+}
+
+}  // namespace
+
+const char* QueueResource::KindName(Kind kind) {
+  return kind == Kind::kFIFO ? "FIFOQueue" : "RandomShuffleQueue";
+}
+
+Status QueueResource::Validate(const Spec& spec) {
+  // Shape functions validate before the node (and so the name) exists.
+  const std::string what = std::string(KindName(spec.kind)) + (spec.name.empty() ? "" : " '" + spec.name + "'");
+  if (spec.dtypes.empty()) return errors::InvalidArgument(what, " needs at least one component type");
+  if (!spec.shapes.empty() && spec.shapes.size() != spec.dtypes.size()) {
+    return errors::InvalidArgument(what, " has ", spec.dtypes.size(), " component types but ",
+                                   spec.shapes.size(), " shapes (give none or one per component)");
+  }
+  for (DataType t : spec.dtypes) {
+    if (t == DataType::kInvalid) return errors::InvalidArgument(what, " has an invalid component type");
+  }
+  if (spec.kind == Kind::kRandomShuffle) {
+    if (spec.min_after_dequeue < 0) {
+      return errors::InvalidArgument(what, ": min_after_dequeue ", spec.min_after_dequeue, " must be >= 0");
+    }
+    if (spec.capacity >= 0 && spec.min_after_dequeue >= spec.capacity) {
+      return errors::InvalidArgument(what, ": min_after_dequeue ", spec.min_after_dequeue,
+                                     " must be smaller than capacity ", spec.capacity);
+    }
+  }
+  return Status::OK();
+}
+
+QueueResource::QueueResource(Spec spec)
+    : spec_(std::move(spec)),
+      capacity_(spec_.capacity < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(spec_.capacity)),
+      rng_(SeededEngine(spec_.seed, spec_.seed2)) {}
+
+Status QueueResource::MatchesSpec(const Spec& spec) const {
+  const std::string shared = "Shared queue '" + spec_.name + "'";
+  if (spec.kind != spec_.kind) {
+    return errors::InvalidArgument(shared, " has type '", KindName(spec_.kind), "' but was requested as ",
+                                   KindName(spec.kind));
+  }
+  if (spec.capacity != spec_.capacity) {
+    return errors::InvalidArgument(shared, " has capacity ", spec_.capacity, " but requested capacity was ",
+                                   spec.capacity);
+  }
+  if (spec.min_after_dequeue != spec_.min_after_dequeue) {
+    return errors::InvalidArgument(shared, " has min_after_dequeue ", spec_.min_after_dequeue,
+                                   " but requested min_after_dequeue was ", spec.min_after_dequeue);
+  }
+  if (spec.dtypes != spec_.dtypes) {
+    return errors::InvalidArgument(shared, " has component types ", TypeListString(spec_.dtypes),
+                                   " but requested component types were ", TypeListString(spec.dtypes));
+  }
+  if (spec.shapes != spec_.shapes) {
+    return errors::InvalidArgument(shared, " has component shapes ", ShapeListString(spec_.shapes),
+                                   " but requested component shapes were ", ShapeListString(spec.shapes));
+  }
+  return Status::OK();
+}
+
+Status QueueResource::ValidateTuple(const Tuple& tuple) const {
+  if (tuple.size() != spec_.dtypes.size()) {
+    return errors::InvalidArgument("Wrong number of components in tuple for ", KindName(kind()), " '", name(),
+                                   "'. Expected ", spec_.dtypes.size(), ", got ", tuple.size());
+  }
+  for (size_t i = 0; i < tuple.size(); ++i) {
+    if (tuple[i].dtype() != spec_.dtypes[i]) {
+      return errors::InvalidArgument("Type mismatch in tuple component ", i, " of ", KindName(kind()), " '",
+                                     name(), "'. Expected ", DataTypeName(spec_.dtypes[i]), ", got ",
+                                     DataTypeName(tuple[i].dtype()));
+    }
+    if (has_shapes() && tuple[i].shape() != spec_.shapes[i]) {
+      return errors::InvalidArgument("Shape mismatch in tuple component ", i, " of ", KindName(kind()), " '",
+                                     name(), "'. Expected ", spec_.shapes[i].ToString(), ", got ",
+                                     tuple[i].shape().ToString());
+    }
+  }
+  return Status::OK();
+}
+
+Status QueueResource::ValidateManyTuple(const Tuple& batch) const {
+  if (batch.size() != spec_.dtypes.size()) {
+    return errors::InvalidArgument("Wrong number of components in tuple for ", KindName(kind()), " '", name(),
+                                   "'. Expected ", spec_.dtypes.size(), ", got ", batch.size());
+  }
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (batch[i].dtype() != spec_.dtypes[i]) {
+      return errors::InvalidArgument("Type mismatch in tuple component ", i, " of ", KindName(kind()), " '",
+                                     name(), "'. Expected ", DataTypeName(spec_.dtypes[i]), ", got ",
+                                     DataTypeName(batch[i].dtype()));
+    }
+    if (batch[i].rank() < 1) {
+      return errors::InvalidArgument("EnqueueMany to ", KindName(kind()), " '", name(), "': component ", i,
+                                     " is a scalar ", batch[i].shape().ToString(),
+                                     "; it needs a dimension 0 to split into elements");
+    }
+  }
+  const int64_t n = batch[0].dim(0);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    if (has_shapes()) {
+      const TensorShape expected = BatchShape(static_cast<int>(i), n);
+      if (batch[i].shape() != expected) {
+        return errors::InvalidArgument("Shape mismatch in tuple component ", i, " of ", KindName(kind()), " '",
+                                       name(), "'. Expected ", expected.ToString(), ", got ",
+                                       batch[i].shape().ToString());
+      }
+    } else if (batch[i].dim(0) != n) {
+      return errors::InvalidArgument("All input tensors must have the same size in the 0th dimension. "
+                                     "Component ", i, " has ", batch[i].dim(0), ", and should have ", n);
+    }
+  }
+  return Status::OK();
+}
+
+TensorShape QueueResource::BatchShape(int c, int64_t n) const {
+  TensorShape shape = spec_.shapes[static_cast<size_t>(c)];
+  shape.InsertDim(0, n);
+  return shape;
+}
+
+void QueueResource::GatherComponent(const std::vector<Tuple>& elements, int c, Tensor* out) {
+  int64_t offset = 0;
+  for (const Tuple& e : elements) {
+    const Tensor& t = e[static_cast<size_t>(c)];
+    CopyRange(t, 0, out, offset, t.NumElements());
+    offset += t.NumElements();
+  }
+}
+
+std::string QueueResource::ClosedMessage() const {
+  return std::string(KindName(kind())) + " '" + name() + "' is closed.";
+}
+
+void QueueResource::LeaveLine(std::deque<uint64_t>* line, uint64_t ticket) {
+  line->erase(std::find(line->begin(), line->end(), ticket));
+  cv_.notify_all();  // the next in line may now make progress
+}
+
+Status QueueResource::Enqueue(Tuple tuple) {
+  TW_RETURN_IF_ERROR(ValidateTuple(tuple));
+  std::vector<Tuple> elements;
+  elements.push_back(std::move(tuple));
+  return EnqueueElements(std::move(elements));
+}
+
+Status QueueResource::EnqueueMany(const Tuple& batch) {
+  TW_RETURN_IF_ERROR(ValidateManyTuple(batch));
+  const int64_t n = batch[0].dim(0);
+  // Split outside the lock: one fresh host tensor per element and component.
+  std::vector<Tuple> elements(static_cast<size_t>(n));
+  for (size_t c = 0; c < batch.size(); ++c) {
+    TensorShape element_shape = batch[c].shape();
+    element_shape.RemoveDim(0);
+    const int64_t per = element_shape.num_elements();
+    for (int64_t i = 0; i < n; ++i) {
+      TW_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), batch[c].dtype(), element_shape));
+      CopyRange(batch[c], i * per, &t, 0, per);
+      elements[static_cast<size_t>(i)].push_back(std::move(t));
+    }
+  }
+  return EnqueueElements(std::move(elements));
+}
+
+Status QueueResource::EnqueueElements(std::vector<Tuple> elements) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (cancelled_) return errors::Cancelled("Enqueue operation was cancelled");
+  // TF completes an empty EnqueueMany at once, closed queue or not.
+  if (elements.empty()) return Status::OK();
+  if (closed_) return errors::Aborted(ClosedMessage());
+  const uint64_t ticket = next_ticket_++;
+  const uint64_t epoch = enqueue_epoch_;
+  enqueue_line_.push_back(ticket);
+  size_t next = 0;
+  Status status;
+  for (;;) {
+    if (cancelled_ || epoch != enqueue_epoch_) {
+      status = errors::Cancelled("Enqueue operation was cancelled");
+      break;
+    }
+    if (enqueue_line_.front() == ticket) {
+      // A CloseQueue(false) ahead of us in line has closed the queue.
+      if (closed_) {
+        status = errors::Aborted(ClosedMessage());
+        break;
+      }
+      const size_t before = next;
+      while (next < elements.size() && elements_.size() < capacity_) {
+        elements_.push_back(std::move(elements[next++]));
+      }
+      if (next != before) cv_.notify_all();
+      if (next == elements.size()) break;
+    }
+    cv_.wait(lock);
+  }
+  LeaveLine(&enqueue_line_, ticket);
+  return status;
+}
+
+QueueResource::Tuple QueueResource::TakeOneLocked() {
+  Tuple out;
+  if (kind() == Kind::kFIFO) {
+    out = std::move(elements_.front());
+    elements_.pop_front();
+  } else {
+    // A uniform pick, moved to the back so that removal is O(1).
+    const size_t i = static_cast<size_t>(rng_() % elements_.size());
+    std::swap(elements_[i], elements_.back());
+    out = std::move(elements_.back());
+    elements_.pop_back();
+  }
+  return out;
+}
+
+void QueueResource::RestoreLocked(std::vector<Tuple>* taken) {
+  // FIFO: back to the front in the original order. Shuffle: order is irrelevant.
+  if (kind() == Kind::kFIFO) {
+    for (auto it = taken->rbegin(); it != taken->rend(); ++it) elements_.push_front(std::move(*it));
+  } else {
+    for (Tuple& t : *taken) elements_.push_back(std::move(t));
+  }
+  taken->clear();
+}
+
+Status QueueResource::Dequeue(Tuple* tuple) {
+  std::vector<Tuple> elements;
+  TW_RETURN_IF_ERROR(DequeueMany(1, false, &elements));
+  *tuple = std::move(elements.front());
+  return Status::OK();
+}
+
+Status QueueResource::DequeueMany(int64_t n, bool allow_small_batch, std::vector<Tuple>* elements) {
+  elements->clear();
+  const size_t want = static_cast<size_t>(n);
+  std::unique_lock<std::mutex> lock(mu_);
+  if (cancelled_) return errors::Cancelled("Dequeue operation was cancelled");
+  const uint64_t ticket = next_ticket_++;
+  dequeue_line_.push_back(ticket);
+  Status status;
+  for (;;) {
+    if (cancelled_) {
+      RestoreLocked(elements);
+      status = errors::Cancelled("Dequeue operation was cancelled");
+      break;
+    }
+    if (dequeue_line_.front() == ticket) {
+      const size_t remaining = want - elements->size();
+      if (closed_ && elements_.size() < remaining) {
+        // Not enough will ever come: give back what was taken, then either take
+        // what is left (dequeue_up_to) or fail.
+        RestoreLocked(elements);
+        if (allow_small_batch && !elements_.empty()) {
+          while (!elements_.empty()) elements->push_back(TakeOneLocked());
+          cv_.notify_all();
+          break;
+        }
+        status = errors::OutOfRange(KindName(kind()), " '", name(),
+                                    "' is closed and has insufficient elements (requested ", n,
+                                    ", current size ", elements_.size(), ")");
+        break;
+      }
+      // While open, a shuffle queue keeps min_after_dequeue elements to mix with.
+      const size_t keep = closed_ ? 0 : static_cast<size_t>(spec_.min_after_dequeue);
+      size_t available = elements_.size() > keep ? elements_.size() - keep : 0;
+      if (available > 0 && remaining > 0) {
+        for (available = std::min(available, remaining); available > 0; --available) {
+          elements->push_back(TakeOneLocked());
+        }
+        cv_.notify_all();  // room for blocked enqueues
+      }
+      if (elements->size() == want) break;
+    }
+    cv_.wait(lock);
+  }
+  LeaveLine(&dequeue_line_, ticket);
+  return status;
+}
+
+Status QueueResource::CloseQueue(bool cancel_pending_enqueues) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (cancel_pending_enqueues) {
+    closed_ = true;
+    ++enqueue_epoch_;
+    cv_.notify_all();
+    return Status::OK();
+  }
+  if (cancelled_) return errors::Cancelled("Enqueue operation was cancelled");
+  // A close without cancel is served in the enqueue line, behind the enqueues
+  // already waiting (TF runs it as an enqueue attempt): those still complete.
+  const uint64_t ticket = next_ticket_++;
+  const uint64_t epoch = enqueue_epoch_;
+  enqueue_line_.push_back(ticket);
+  Status status;
+  for (;;) {
+    if (cancelled_ || epoch != enqueue_epoch_) {
+      status = errors::Cancelled("Enqueue operation was cancelled");
+      break;
+    }
+    if (enqueue_line_.front() == ticket) {
+      if (closed_) {
+        status = errors::Aborted("Queue '", name(), "' is already closed.");
+      } else {
+        closed_ = true;
+      }
+      break;
+    }
+    cv_.wait(lock);
+  }
+  LeaveLine(&enqueue_line_, ticket);
+  return status;
+}
+
+void QueueResource::Close() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cancelled_ = true;
+  closed_ = true;
+  cv_.notify_all();
+}
+
+int64_t QueueResource::Size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(elements_.size());
+}
+
+bool QueueResource::IsClosed() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return closed_;
+}
+
+std::string QueueResource::DebugString() const {
+  return StrCat(KindName(kind()), " '", name(), "' ", TypeListString(spec_.dtypes), " size ", Size(),
+                " capacity ", spec_.capacity);
+}
+
+}  // namespace tw

@@ -1,0 +1,439 @@
+// Queue semantics through graphs and sessions: order, shuffling, blocking,
+// closing, cancelling, shapes, and the ops CountUpTo and RandomShuffle.
+#include "towerflow/data/queue_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <numeric>
+#include <set>
+
+#include "towerflow/data/input_producers.h"
+#include "towerflow/data/queue_stats.h"
+#include "towerflow/data/register.h"
+#include "towerflow/device/kernel_registry.h"
+#include "towerflow/graph/gradients.h"
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/random_ops.h"
+#include "towerflow/runtime/session.h"
+
+namespace tw {
+namespace {
+
+using namespace std::chrono_literals;
+
+// Steps run on their caller's thread: a blocked queue op then holds only the
+// thread that ran it (see the executor note in the report/queue docs).
+SessionOptions Opts() {
+  SessionOptions o;
+  o.inter_op_threads = 1;
+  return o;
+}
+
+Tensor I32(std::vector<int32_t> v) { return Tensor::Vec<int32_t>(v); }
+
+class QueueTest : public ::testing::Test {
+ protected:
+  void SetUp() override { EnsureDataRegistered(); }
+
+  // Runs `fn` on another thread; the future tells whether it is still blocked.
+  template <typename Fn>
+  static auto Async(Fn fn) {
+    return std::async(std::launch::async, std::move(fn));
+  }
+  static bool Blocked(const std::future<Status>& f) { return f.wait_for(100ms) == std::future_status::timeout; }
+
+  Graph graph_;
+  Scope root_{graph_};
+};
+
+TEST_F(QueueTest, FifoKeepsOrder) {
+  auto q = io::FIFOQueue(root_.WithOpName("q"), 10, {kInt32}, {.shapes = {TensorShape{}}});
+  Node* enq = q.EnqueueMany(root_, {Const(root_, I32({1, 2, 3, 4, 5}))});
+  auto deq = q.Dequeue(root_);
+  auto size = q.Size(root_);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  EXPECT_EQ(q.name(), "q");
+  EXPECT_EQ(enq->name(), "q_EnqueueMany");
+  EXPECT_EQ(deq[0].node->name(), "q_Dequeue");
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq).ok());
+  EXPECT_EQ(s.Run({size}).ValueOrDie()[0].scalar<int32_t>(), 5);
+  for (int32_t want = 1; want <= 5; ++want) {
+    EXPECT_EQ(s.Run({deq[0]}).ValueOrDie()[0].scalar<int32_t>(), want);
+  }
+  EXPECT_EQ(s.Run({size}).ValueOrDie()[0].scalar<int32_t>(), 0);
+}
+
+TEST_F(QueueTest, MixedComponentTypesKeepTupleOrder) {
+  // Types out of DataType order exercise the per-dtype argument lists.
+  auto q = io::FIFOQueue(root_, 10, {kString, kFloat32, kInt64},
+                         {.shapes = {TensorShape{}, TensorShape{2}, TensorShape{}}});
+  Node* enq = q.EnqueueMany(root_, {Const(root_, Tensor::Vec<std::string>({"a", "b", "c"})),
+                                    Const(root_, Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, TensorShape{3, 2})),
+                                    Const(root_, Tensor::Vec<int64_t>({7, 8, 9}))});
+  auto one = q.Dequeue(root_);
+  auto two = q.DequeueMany(root_, 2);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  EXPECT_EQ(one[1].shape(), PartialShape({2}));
+  EXPECT_EQ(two[1].shape(), PartialShape({2, 2}));
+  EXPECT_EQ(two[0].dtype(), kString);
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq).ok());
+  auto a = s.Run(one).ValueOrDie();
+  EXPECT_EQ(a[0].scalar<std::string>(), "a");
+  EXPECT_EQ(a[1].ToVector<float>(), (std::vector<float>{1, 2}));
+  EXPECT_EQ(a[2].scalar<int64_t>(), 7);
+  auto b = s.Run(two).ValueOrDie();
+  EXPECT_EQ(b[0].ToVector<std::string>(), (std::vector<std::string>{"b", "c"}));
+  EXPECT_EQ(b[1].shape(), (TensorShape{2, 2}));
+  EXPECT_EQ(b[1].ToVector<float>(), (std::vector<float>{3, 4, 5, 6}));
+  EXPECT_EQ(b[2].ToVector<int64_t>(), (std::vector<int64_t>{8, 9}));
+}
+
+// The order 100 elements come out of a seeded shuffle queue in a fresh session.
+std::vector<int32_t> ShuffledOrder(int64_t seed) {
+  Graph g;
+  Scope root(g);
+  auto q = io::RandomShuffleQueue(root, 100, 0, {kInt32}, {.shapes = {TensorShape{}}, .seed = seed});
+  std::vector<int32_t> values(100);
+  std::iota(values.begin(), values.end(), 0);
+  Node* enq = q.EnqueueMany(root, {Const(root, values)});
+  auto deq = q.DequeueMany(root, 100);
+  root.status().Check();
+  Session s(g, Opts());
+  s.Run(enq).Check();
+  return s.Run(deq).ValueOrDie()[0].ToVector<int32_t>();
+}
+
+TEST_F(QueueTest, ShuffleIsRandomAndReproducibleWithASeed) {
+  const auto first = ShuffledOrder(42);
+  std::vector<int32_t> sorted = first;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int32_t> all(100);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(sorted, all);  // every element exactly once
+  EXPECT_NE(first, all);   // and not in order
+  EXPECT_EQ(ShuffledOrder(42), first);
+  EXPECT_NE(ShuffledOrder(43), first);
+}
+
+TEST_F(QueueTest, MinAfterDequeueBlocksUntilClosed) {
+  auto q = io::RandomShuffleQueue(root_, 10, 3, {kInt32}, {.shapes = {TensorShape{}}, .seed = 7});
+  Node* enq4 = q.EnqueueMany(root_, {Const(root_, I32({1, 2, 3, 4}))});
+  Node* enq1 = q.Enqueue(root_, {Const(root_, 5)});
+  auto deq = q.Dequeue(root_);
+  Node* close = q.Close(root_);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq4).ok());
+  ASSERT_TRUE(s.Run({deq[0]}).ok());  // 4 - 1 >= 3
+  auto blocked = Async([&] { return s.Run({deq[0]}).status(); });
+  EXPECT_TRUE(Blocked(blocked));  // 3 left: taking one would leave 2 < 3
+  ASSERT_TRUE(s.Run(enq1).ok());
+  EXPECT_TRUE(blocked.get().ok());
+  ASSERT_TRUE(s.Run(close).ok());
+  for (int i = 0; i < 3; ++i) EXPECT_TRUE(s.Run({deq[0]}).ok()) << i;  // drained below min_after_dequeue
+  Status end = s.Run({deq[0]}).status();
+  EXPECT_EQ(end.code(), Code::kOutOfRange);
+  EXPECT_NE(end.message().find("RandomShuffleQueue '" + q.name() +
+                               "' is closed and has insufficient elements (requested 1, current size 0)"),
+            std::string::npos)
+      << end.ToString();
+}
+
+TEST_F(QueueTest, CloseWakesABlockedDequeueWithOutOfRange) {
+  auto q = io::FIFOQueue(root_.WithOpName("q"), 10, {kFloat32});
+  auto deq = q.Dequeue(root_);
+  Node* close = q.Close(root_);
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  auto blocked = Async([&] {
+    Status st = s.Run({deq[0]}).status();
+    return std::make_pair(st, std::chrono::steady_clock::now());
+  });
+  EXPECT_EQ(blocked.wait_for(100ms), std::future_status::timeout);
+  const auto closed_at = std::chrono::steady_clock::now();
+  ASSERT_TRUE(s.Run(close).ok());
+  auto [st, returned_at] = blocked.get();
+  EXPECT_LT(returned_at - closed_at, 100ms);
+  EXPECT_EQ(st.code(), Code::kOutOfRange);
+  EXPECT_NE(st.message().find("FIFOQueue 'q' is closed and has insufficient elements (requested 1, current size 0)"),
+            std::string::npos)
+      << st.ToString();
+}
+
+TEST_F(QueueTest, CloseWithCancelFailsBlockedEnqueues) {
+  auto q = io::FIFOQueue(root_, 2, {kInt32}, {.shapes = {TensorShape{}}});
+  Node* fill = q.EnqueueMany(root_, {Const(root_, I32({1, 2}))});
+  Node* enq = q.Enqueue(root_, {Const(root_, 3)});
+  Node* cancel = q.Close(root_, true);
+  auto deq = q.Dequeue(root_);
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(fill).ok());
+  auto blocked = Async([&] { return s.Run(enq); });
+  EXPECT_TRUE(Blocked(blocked));
+  ASSERT_TRUE(s.Run(cancel).ok());
+  Status st = blocked.get();
+  EXPECT_EQ(st.code(), Code::kCancelled);
+  EXPECT_NE(st.message().find("Enqueue operation was cancelled"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(s.Run(cancel).ok());  // cancelling twice is fine
+  // What was stored before still drains.
+  EXPECT_EQ(s.Run({deq[0]}).ValueOrDie()[0].scalar<int32_t>(), 1);
+  EXPECT_EQ(s.Run({deq[0]}).ValueOrDie()[0].scalar<int32_t>(), 2);
+  EXPECT_EQ(s.Run({deq[0]}).status().code(), Code::kOutOfRange);
+}
+
+TEST_F(QueueTest, CloseWaitsForPendingEnqueuesThenRefusesNewOnes) {
+  auto q = io::FIFOQueue(root_.WithOpName("q"), 2, {kInt32}, {.shapes = {TensorShape{}}});
+  Node* fill = q.EnqueueMany(root_, {Const(root_, I32({1, 2}))});
+  Node* enq = q.Enqueue(root_, {Const(root_, 3)});
+  Node* close = q.Close(root_);
+  auto deq = q.Dequeue(root_);
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(fill).ok());
+  auto pending = Async([&] { return s.Run(enq); });
+  EXPECT_TRUE(Blocked(pending));
+  auto closing = Async([&] { return s.Run(close); });
+  EXPECT_TRUE(Blocked(closing));  // behind the pending enqueue, as in TF
+  EXPECT_EQ(s.Run({deq[0]}).ValueOrDie()[0].scalar<int32_t>(), 1);
+  EXPECT_TRUE(pending.get().ok());
+  EXPECT_TRUE(closing.get().ok());
+  Status again = s.Run(enq);
+  EXPECT_EQ(again.code(), Code::kAborted);
+  EXPECT_NE(again.message().find("FIFOQueue 'q' is closed."), std::string::npos) << again.ToString();
+  Status twice = s.Run(close);
+  EXPECT_EQ(twice.code(), Code::kAborted);
+  EXPECT_NE(twice.message().find("Queue 'q' is already closed."), std::string::npos) << twice.ToString();
+  EXPECT_EQ(s.Run({deq[0]}).ValueOrDie()[0].scalar<int32_t>(), 2);
+  EXPECT_EQ(s.Run({deq[0]}).ValueOrDie()[0].scalar<int32_t>(), 3);
+  EXPECT_EQ(s.Run({deq[0]}).status().code(), Code::kOutOfRange);
+}
+
+TEST_F(QueueTest, DequeueUpToReturnsTheRemainderOfAClosedQueue) {
+  auto q = io::FIFOQueue(root_, 10, {kInt32}, {.shapes = {TensorShape{}}});
+  Node* enq = q.EnqueueMany(root_, {Const(root_, I32({1, 2, 3, 4, 5}))});
+  auto upto = q.DequeueUpTo(root_, 3);
+  auto many = q.DequeueMany(root_, 3);
+  Node* close = q.Close(root_);
+  ASSERT_TRUE(root_.ok());
+  EXPECT_EQ(upto[0].shape(), PartialShape({-1}));
+  EXPECT_EQ(many[0].shape(), PartialShape({3}));
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq).ok());
+  ASSERT_TRUE(s.Run(close).ok());
+  EXPECT_EQ(s.Run(upto).ValueOrDie()[0].ToVector<int32_t>(), (std::vector<int32_t>{1, 2, 3}));
+  Status short_many = s.Run(many).status();  // 2 left: a DequeueMany fails and keeps them
+  EXPECT_EQ(short_many.code(), Code::kOutOfRange);
+  EXPECT_NE(short_many.message().find("(requested 3, current size 2)"), std::string::npos);
+  EXPECT_EQ(s.Run(upto).ValueOrDie()[0].ToVector<int32_t>(), (std::vector<int32_t>{4, 5}));
+  EXPECT_EQ(s.Run(upto).status().code(), Code::kOutOfRange);
+}
+
+TEST_F(QueueTest, BlockedDequeueManyPutsItsPartialBatchBackOnClose) {
+  auto q = io::FIFOQueue(root_, 4, {kInt32, kFloat32}, {.shapes = {TensorShape{}, TensorShape{}}});
+  Node* enq = q.EnqueueMany(root_, {Const(root_, I32({1, 2, 3})),
+                                    Const(root_, std::vector<float>{10, 20, 30}, TensorShape{3})});
+  auto many = q.DequeueMany(root_, 4);
+  auto one = q.Dequeue(root_);
+  Node* close = q.Close(root_);
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq).ok());
+  auto blocked = Async([&] { return s.Run(many).status(); });
+  EXPECT_TRUE(Blocked(blocked));
+  ASSERT_TRUE(s.Run(close).ok());
+  EXPECT_EQ(blocked.get().code(), Code::kOutOfRange);
+  for (int32_t want = 1; want <= 3; ++want) {
+    auto got = s.Run(one).ValueOrDie();
+    EXPECT_EQ(got[0].scalar<int32_t>(), want);
+    EXPECT_EQ(got[1].scalar<float>(), 10.0f * static_cast<float>(want));
+  }
+}
+
+TEST_F(QueueTest, EnqueueManyAndDequeueManyLargerThanCapacity) {
+  auto q = io::FIFOQueue(root_, 3, {kInt32}, {.shapes = {TensorShape{}}});
+  std::vector<int32_t> ten(10);
+  std::iota(ten.begin(), ten.end(), 0);
+  Node* enq = q.EnqueueMany(root_, {Const(root_, ten)});
+  auto many = q.DequeueMany(root_, 10);
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  auto producer = Async([&] { return s.Run(enq); });
+  EXPECT_EQ(s.Run(many).ValueOrDie()[0].ToVector<int32_t>(), ten);
+  EXPECT_TRUE(producer.get().ok());
+}
+
+TEST_F(QueueTest, DequeueManyNeedsShapes) {
+  auto q = io::FIFOQueue(root_, 10, {kFloat32});
+  Node* enq = q.Enqueue(root_, {Const(root_, 1.0f)});
+  auto many = q.DequeueMany(root_, 1);
+  ASSERT_TRUE(root_.ok());
+  EXPECT_FALSE(many[0].shape().known_rank());
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq).ok());
+  Status st = s.Run(many).status();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("FIFOQueue's DequeueMany requires the components to have specified shapes."),
+            std::string::npos)
+      << st.ToString();
+}
+
+TEST_F(QueueTest, ComponentMismatchesAreInvalidArgument) {
+  auto q = io::FIFOQueue(root_.WithOpName("q"), 10, {kFloat32}, {.shapes = {TensorShape{2}}});
+  {
+    Graph g;
+    Scope bad(g);
+    auto q2 = io::FIFOQueue(bad.WithOpName("q"), 10, {kFloat32}, {.shapes = {TensorShape{2}}});
+    q2.Enqueue(bad, {Const(bad, std::vector<float>{1, 2, 3}, TensorShape{3})});
+    ASSERT_FALSE(bad.ok());
+    EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(bad.status().message().find("component 0 has shape [3], the queue expects [2]"), std::string::npos)
+        << bad.status().ToString();
+    q2.Enqueue(bad, {Const(bad, I32({1, 2}))});
+    EXPECT_NE(bad.errors().back().message().find("component 0 has dtype int32, the queue expects float"),
+              std::string::npos);
+  }
+  // A shape only known at run time is checked by the kernel.
+  auto x = Placeholder(root_, kFloat32);
+  Node* enq = q.Enqueue(root_, {x});
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session s(graph_, Opts());
+  Status st = s.Run({{x, Tensor::FromVector<float>({1, 2, 3}, TensorShape{3})}}, {}, {enq}).status();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("Shape mismatch in tuple component 0 of FIFOQueue 'q'. Expected [2], got [3]"),
+            std::string::npos)
+      << st.ToString();
+}
+
+TEST_F(QueueTest, SessionCloseCancelsBlockedOperations) {
+  auto q = io::FIFOQueue(root_, 1, {kInt32}, {.shapes = {TensorShape{}}});
+  Node* enq = q.Enqueue(root_, {Const(root_, 1)});
+  auto deq = q.DequeueMany(root_, 2);
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq).ok());
+  auto blocked_enqueue = Async([&] { return s.Run(enq); });
+  EXPECT_TRUE(Blocked(blocked_enqueue));
+  auto blocked_dequeue = Async([&] { return s.Run(deq).status(); });
+  EXPECT_TRUE(Blocked(blocked_dequeue));
+  const auto start = std::chrono::steady_clock::now();
+  s.Close();
+  Status e = blocked_enqueue.get(), d = blocked_dequeue.get();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 100ms);
+  EXPECT_EQ(e.code(), Code::kCancelled) << e.ToString();
+  EXPECT_EQ(d.code(), Code::kCancelled) << d.ToString();
+  EXPECT_NE(d.message().find("Dequeue operation was cancelled"), std::string::npos) << d.ToString();
+}
+
+TEST_F(QueueTest, SharedNameSharesOneQueueAndChecksCompatibility) {
+  auto a = io::FIFOQueue(root_, 10, {kInt32}, {.shapes = {TensorShape{}}, .shared_name = "shared"});
+  auto b = io::FIFOQueue(root_, 10, {kInt32}, {.shapes = {TensorShape{}}, .shared_name = "shared"});
+  auto c = io::FIFOQueue(root_, 15, {kInt32}, {.shapes = {TensorShape{}}, .shared_name = "shared"});
+  Node* enq = a.Enqueue(root_, {Const(root_, 5)});
+  auto deq = b.Dequeue(root_);
+  auto size_c = c.Size(root_);
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  ASSERT_TRUE(s.Run(enq).ok());
+  EXPECT_EQ(s.Run(deq).ValueOrDie()[0].scalar<int32_t>(), 5);
+  Status st = s.Run({size_c}).status();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("Shared queue 'shared' has capacity 10 but requested capacity was 15"),
+            std::string::npos)
+      << st.ToString();
+}
+
+TEST_F(QueueTest, BadQueueAttrsAreRecordedInTheScope) {
+  io::RandomShuffleQueue(root_, 10, 10, {kInt32});
+  ASSERT_FALSE(root_.ok());
+  EXPECT_NE(root_.status().message().find("min_after_dequeue 10 must be smaller than capacity 10"),
+            std::string::npos)
+      << root_.status().ToString();
+  io::FIFOQueue(root_, 10, {kInt32, kFloat32}, {.shapes = {TensorShape{}}});
+  EXPECT_NE(root_.errors().back().message().find("2 component types but 1 shapes"), std::string::npos);
+  io::FIFOQueue(root_, 10, {});
+  EXPECT_NE(root_.errors().back().message().find("at least one component type"), std::string::npos);
+}
+
+TEST_F(QueueTest, CountUpToStopsAtItsLimit) {
+  Variable v = GetVariable(root_, "counter", TensorShape{}, {.dtype = kInt64});
+  Output count = CountUpTo(root_, v, 2);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session s(graph_, Opts());
+  EXPECT_EQ(s.Run({count}).status().code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(s.Run(v.initializer).ok());
+  EXPECT_EQ(s.Run({count}).ValueOrDie()[0].scalar<int64_t>(), 0);
+  EXPECT_EQ(s.Run({count}).ValueOrDie()[0].scalar<int64_t>(), 1);
+  Status st = s.Run({count}).status();
+  EXPECT_EQ(st.code(), Code::kOutOfRange);
+  EXPECT_NE(st.message().find("Reached limit of 2"), std::string::npos) << st.ToString();
+  EXPECT_EQ(s.Run({v.value}).ValueOrDie()[0].scalar<int64_t>(), 2);
+}
+
+TEST_F(QueueTest, RandomShuffleKeepsRowsAndFollowsItsSeed) {
+  auto rows = Tensor::FromVector<float>({0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5, 6, 6, 7, 7}, TensorShape{8, 2});
+  Output a = RandomShuffle(root_, Const(root_, rows), 5);
+  Output b = RandomShuffle(root_, Const(root_, rows), 5);
+  Output strings = RandomShuffle(root_, Const(root_, Tensor::Vec<std::string>({"x", "y", "z"})), 9);
+  ASSERT_TRUE(root_.ok());
+  EXPECT_EQ(a.shape(), PartialShape({8, 2}));
+  Session s(graph_, Opts());
+  auto out = s.Run({a, b, strings}).ValueOrDie();
+  std::vector<float> va = out[0].ToVector<float>();
+  std::multiset<float> seen;
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(va[2 * i], va[2 * i + 1]);  // rows move whole
+    seen.insert(va[2 * i]);
+  }
+  EXPECT_EQ(seen, (std::multiset<float>{0, 1, 2, 3, 4, 5, 6, 7}));
+  EXPECT_EQ(va, out[1].ToVector<float>());  // same (graph-less) seeds, same first draw
+  auto st = out[2].ToVector<std::string>();
+  EXPECT_EQ(std::multiset<std::string>(st.begin(), st.end()), (std::multiset<std::string>{"x", "y", "z"}));
+  // Each run draws a new order: over a few runs some differ.
+  bool changed = false;
+  for (int i = 0; i < 5 && !changed; ++i) changed = s.Run({a}).ValueOrDie()[0].ToVector<float>() != va;
+  EXPECT_TRUE(changed);
+}
+
+TEST_F(QueueTest, FillStatsUseTfSummaryNames) {
+  auto fifo = io::FIFOQueue(root_.WithOpName("fifo"), 10, {kInt32}, {.shapes = {TensorShape{}}});
+  auto shuffle = io::RandomShuffleQueue(root_.WithOpName("shuf"), 10, 4, {kInt32}, {.shapes = {TensorShape{}}});
+  Node* a = fifo.EnqueueMany(root_, {Const(root_, I32({1, 2, 3, 4}))});
+  Node* b = shuffle.EnqueueMany(root_, {Const(root_, I32({1, 2, 3, 4, 5, 6, 7}))});
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  EXPECT_TRUE(io::QueueFillStats(s).empty());  // no queue op has run yet
+  ASSERT_TRUE(s.Run(a).ok());
+  ASSERT_TRUE(s.Run(b).ok());
+  auto stats = io::QueueFillStats(s);
+  ASSERT_EQ(stats.size(), 2u);
+  EXPECT_EQ(stats[0].summary_name, "fifo/fraction_of_10_full");
+  EXPECT_DOUBLE_EQ(stats[0].value, 0.4);
+  EXPECT_EQ(stats[0].size, 4);
+  EXPECT_EQ(stats[1].summary_name, "shuf/fraction_over_4_of_6_full");
+  EXPECT_DOUBLE_EQ(stats[1].value, 3.0 / 6.0);
+  EXPECT_EQ(stats[1].capacity, 10);
+}
+
+TEST_F(QueueTest, EveryQueueOpIsRegisteredCompletely) {
+  for (const char* op : {"FIFOQueue", "RandomShuffleQueue", "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue",
+                         "QueueDequeueMany", "QueueDequeueUpTo", "QueueClose", "QueueSize", "CountUpTo",
+                         "RandomShuffle"}) {
+    const OpDef* def = OpRegistry::Global().Find(op);
+    ASSERT_NE(def, nullptr) << op;
+    EXPECT_TRUE(def->outputs.empty() || def->shape_fn) << op;
+    const auto kernels = KernelRegistry::Global().KernelsFor(op);
+    EXPECT_TRUE(std::any_of(kernels.begin(), kernels.end(),
+                            [](const KernelDef* k) { return k->device_type == kDeviceCpu; }))
+        << op << " has no CPU kernel";
+    EXPECT_TRUE(GradientRegistry::Global().IsNoGradient(op)) << op;
+  }
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,162 @@
+// ReaderResource, TFRecordReaderResource, the TFRecordReader op (schema, CPU
+// kernel) and the reader builders of io_ops.h (TFRecordReader, Glob).
+#include "towerflow/data/tfrecord_reader_op.h"
+
+#include <glob.h>
+
+#include <algorithm>
+
+#include "towerflow/data/io_ops.h"
+#include "towerflow/data/queue_ops.h"
+#include "towerflow/graph/shape_inference.h"
+
+namespace tw {
+
+Status ReaderResource::Read(const NextWork& next_work, std::string* key, std::string* value) {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (;;) {
+    if (!has_work_) {
+      std::string work;
+      TW_RETURN_IF_ERROR(next_work(&work));
+      if (Status s = OnWorkStarted(work); !s.ok()) {
+        // Drop the file: the next Read moves on to the next one.
+        OnWorkFinished();
+        return s;
+      }
+      work_ = std::move(work);
+      has_work_ = true;
+    }
+    Status s = ReadRecord(work_, key, value);
+    if (s.ok()) {
+      records_produced_.fetch_add(1, std::memory_order_relaxed);
+      return s;
+    }
+    if (!errors::IsOutOfRange(s)) return s;
+    OnWorkFinished();
+    has_work_ = false;
+    work_units_completed_.fetch_add(1, std::memory_order_relaxed);
+  }
+}
+
+std::string TFRecordReaderResource::DebugString() const {
+  return StrCat("TFRecordReader '", name_, "' (compression \"", CompressionName(options_.compression), "\")");
+}
+
+Status TFRecordReaderResource::OnWorkStarted(const std::string& work) {
+  TW_ASSIGN_OR_RETURN(reader_, RecordReader::Open(work, options_));
+  next_index_ = 0;
+  skipped_seen_ = 0;
+  return Status::OK();
+}
+
+Status TFRecordReaderResource::ReadRecord(const std::string& work, std::string* key, std::string* value) {
+  Status s = reader_->ReadRecord(value);
+  if (const int64_t skipped = reader_->skipped_records(); skipped > skipped_seen_) {
+    skipped_records_.fetch_add(skipped - skipped_seen_, std::memory_order_relaxed);
+    skipped_seen_ = skipped;
+  }
+  TW_RETURN_IF_ERROR(s);
+  *key = StrCat(work, ":", next_index_++);
+  return Status::OK();
+}
+
+void TFRecordReaderResource::OnWorkFinished() { reader_.reset(); }
+
+namespace {
+
+// Creates the reader resource on first run and outputs a reference to a string
+// scalar holding its name (the queue ops' handle convention).
+class TFRecordReaderOp : public OpKernel {
+ public:
+  explicit TFRecordReaderOp(OpKernelConstruction* c) : OpKernel(c) {
+    std::string container, shared_name, compression;
+    TW_OP_REQUIRES_OK(c, c->GetAttr("container", &container));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("shared_name", &shared_name));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("compression_type", &compression));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("skip_corrupt", &options_.skip_corrupt));
+    auto parsed = ParseCompression(compression);
+    TW_OP_REQUIRES_OK(c, parsed.status());
+    options_.compression = *parsed;
+    key_ = shared_name.empty() ? c->node().name() : shared_name;
+    if (!container.empty()) key_ = container + "/" + key_;
+    handle_ = Tensor::String(key_);
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!reader_) {
+        auto found = ctx->resource_mgr()->LookupOrCreate<TFRecordReaderResource>(
+            key_, [this]() -> StatusOr<std::shared_ptr<TFRecordReaderResource>> {
+              return std::make_shared<TFRecordReaderResource>(key_, options_);
+            });
+        TW_OP_REQUIRES_OK(ctx, found.status());
+        reader_ = *found;
+      }
+    }
+    // handle_ never changes after construction; the mutex is what refs carry.
+    ctx->set_output_ref(0, &handle_mu_, &handle_);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  RecordReaderOptions options_;
+  std::string key_;
+  std::mutex handle_mu_;
+  Tensor handle_;
+  std::mutex mu_;
+  std::shared_ptr<TFRecordReaderResource> reader_;  // guarded by mu_; keeps it alive with the kernel
+};
+
+}  // namespace
+
+void RegisterTFRecordReaderOp(OpRegistry& ops, KernelRegistry& kernels, GradientRegistry& grads) {
+  ops.Register(OpDefBuilder("TFRecordReader")
+                   .RefOutput("reader_handle", "string")
+                   .Attr("container", std::string())
+                   .Attr("shared_name", std::string())
+                   .Attr("compression_type", std::string())
+                   .Attr("skip_corrupt", false)
+                   .Stateful()
+                   .Shape(shape_fns::Scalar)
+                   .Doc("A reader that outputs the records of TFRecord files.")
+                   .Build()).Check();
+  kernels.RegisterUntyped<TFRecordReaderOp>("TFRecordReader", kDeviceCpu);
+  grads.RegisterNoGradient("TFRecordReader");
+}
+
+namespace io {
+
+TFRecordReader::TFRecordReader(const Scope& scope, const TFRecordReaderOptions& options) : scope_(scope) {
+  EnsureDataRegistered();
+  handle_ = NodeBuilder(scope, "TFRecordReader")
+                .Attr("container", options.container)
+                .Attr("shared_name", options.shared_name)
+                .Attr("compression_type", std::string(CompressionName(options.compression)))
+                .Attr("skip_corrupt", options.skip_corrupt)
+                .Finalize();
+}
+
+TFRecordReader::ReadOutputs TFRecordReader::Read(const Output& queue) const {
+  Node* node = NodeBuilder(scope_, "ReaderRead").Input(handle_).Input(queue).Finalize();
+  if (node == nullptr) return {};
+  return {Output(node, 0), Output(node, 1)};
+}
+
+TFRecordReader::ReadOutputs TFRecordReader::Read(const Queue& queue) const { return Read(queue.handle()); }
+
+std::vector<std::string> Glob(const std::string& pattern) {
+  glob_t g{};
+  std::vector<std::string> out;
+  if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
+    out.reserve(g.gl_pathc);
+    for (size_t i = 0; i < g.gl_pathc; ++i) out.emplace_back(g.gl_pathv[i]);
+  }
+  ::globfree(&g);
+  // Byte order, whatever the locale's collation.
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace io
+}  // namespace tw

@@ -1,0 +1,171 @@
+// nn kernels (nn_kernels.cc) against hand-computed values: BiasAdd, Relu,
+// Softmax, both cross-entropies, L2Loss, Dropout masks and seeds; the errors of
+// bad shapes, labels and rates; and the numeric gradient checks of the nn family.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/runtime/gradient_checker.h"
+#include "towerflow/runtime/session.h"
+
+namespace tw {
+namespace {
+
+std::vector<Tensor> EvalAll(Graph& g, const std::vector<Output>& outs, const FeedList& feeds = {}) {
+  Session sess(g);
+  auto r = sess.Run(feeds, outs);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  return r.ok() ? *r : std::vector<Tensor>(outs.size());
+}
+Tensor Eval(Graph& g, const Output& out, const FeedList& feeds = {}) { return EvalAll(g, {out}, feeds)[0]; }
+
+Output ConstF(const Scope& s, std::vector<float> v, TensorShape shape) {
+  return Const(s, Tensor::FromVector<float>(v, shape));
+}
+
+void ExpectNear(const Tensor& t, const std::vector<double>& want, double tol) {
+  ASSERT_EQ(t.NumElements(), static_cast<int64_t>(want.size())) << t.DebugString();
+  for (size_t i = 0; i < want.size(); ++i) {
+    const double got = t.dtype() == kFloat64 ? t.data<double>()[i] : t.data<float>()[i];
+    EXPECT_NEAR(got, want[i], tol) << "element " << i;
+  }
+}
+
+TEST(NnKernelsTest, BiasAddAndItsGradient) {
+  Graph g;
+  Scope s(g);
+  Output v = ConstF(s, {1, 2, 3, 4, 5, 6}, {2, 3});
+  Output b = ConstF(s, {10, 20, 30}, {3});
+  EXPECT_EQ(Eval(g, BiasAdd(s, v, b)).ToVector<float>(), (std::vector<float>{11, 22, 33, 14, 25, 36}));
+  Output grad = NodeBuilder(s, "BiasAddGrad").Input(v).Finalize();
+  EXPECT_EQ(Eval(g, grad).ToVector<float>(), (std::vector<float>{5, 7, 9}));
+  // Many rows: the sharded, blocked sum must still be exact on integers.
+  std::vector<float> ones(1000 * 3, 1.0f);
+  Output big = NodeBuilder(s, "BiasAddGrad").Input(ConstF(s, ones, {10, 100, 3})).Finalize();
+  SessionOptions opts;
+  opts.intra_op_threads = 4;
+  Session sess(g, opts);
+  EXPECT_EQ((*sess.Run({big}))[0].ToVector<float>(), (std::vector<float>{1000, 1000, 1000}));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+
+  Scope bad(g);
+  BiasAdd(bad, v, ConstF(bad, {1, 2}, {2}));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(bad.status().message().find("[2,3]"), std::string::npos) << bad.status().ToString();
+  Output p = Placeholder(s, kFloat32);
+  Status st = Session(g).Run({{p, Tensor(kFloat32, {4})}}, {BiasAdd(s, v, p)}).status();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+}
+
+TEST(NnKernelsTest, ReluAndReluGrad) {
+  Graph g;
+  Scope s(g);
+  Output x = ConstF(s, {-2, -0.5f, 0, 0.5f, 3}, {5});
+  EXPECT_EQ(Eval(g, Relu(s, x)).ToVector<float>(), (std::vector<float>{0, 0, 0, 0.5f, 3}));
+  Output dy = ConstF(s, {1, 2, 3, 4, 5}, {5});
+  Output grad = NodeBuilder(s, "ReluGrad").Input(dy).Input(x).Finalize();
+  EXPECT_EQ(Eval(g, grad).ToVector<float>(), (std::vector<float>{0, 0, 0, 4, 5}));
+}
+
+TEST(NnKernelsTest, SoftmaxIsStableForLargeLogits) {
+  Graph g;
+  Scope s(g);
+  Output x = ConstF(s, {1001, 1002, 1003, 0, 0, 0}, {2, 3});
+  // softmax([1,2,3]) = e^k / (e + e^2 + e^3).
+  ExpectNear(Eval(g, Softmax(s, x)), {0.09003057, 0.24472847, 0.66524096, 1. / 3, 1. / 3, 1. / 3}, 1e-6);
+}
+
+TEST(NnKernelsTest, SoftmaxCrossEntropyHandValues) {
+  Graph g;
+  Scope s(g);
+  Output logits = ConstF(s, {0, 0, 0, 1001, 1002, 1003}, {2, 3});
+  Output labels = ConstF(s, {1, 0, 0, 0, 0.5f, 0.5f}, {2, 3});
+  SoftmaxXentResult r = SoftmaxCrossEntropyWithLogits(s, logits, labels);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ(r.loss.shape(), PartialShape({2}));
+  auto out = EvalAll(g, {r.loss, r.backprop});
+  // Row 0: ln 3. Row 1: -(ln p1 + ln p2) / 2 with ln p_k = k - ln(e + e^2 + e^3).
+  ExpectNear(out[0], {1.0986123, 0.90760596}, 1e-5);
+  ExpectNear(out[1], {1. / 3 - 1, 1. / 3, 1. / 3, 0.09003057, -0.25527153, 0.16524096}, 1e-6);
+
+  Scope bad(g);
+  SoftmaxCrossEntropyWithLogits(bad, logits, ConstF(bad, {1, 0}, {1, 2}));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+}
+
+TEST(NnKernelsTest, SparseSoftmaxCrossEntropyHandValuesAndLabelErrors) {
+  Graph g;
+  Scope s(g);
+  Output logits = ConstF(s, {0, 0, 0, 1001, 1002, 1003}, {2, 3});
+  Output labels = Placeholder(s, kInt64, PartialShape({2}));
+  SoftmaxXentResult r = SparseSoftmaxCrossEntropyWithLogits(s, logits, labels);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto out = EvalAll(g, {r.loss, r.backprop}, {{labels, Tensor::Vec<int64_t>({0, 2})}});
+  ExpectNear(out[0], {1.0986123, 0.40760596}, 1e-5);
+  ExpectNear(out[1], {1. / 3 - 1, 1. / 3, 1. / 3, 0.09003057, 0.24472847, -0.33475904}, 1e-6);
+
+  Session sess(g);
+  Status st = sess.Run({{labels, Tensor::Vec<int64_t>({1, 3})}}, {r.loss}).status();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("label 3 in row 1"), std::string::npos) << st.ToString();
+  st = sess.Run({{labels, Tensor::Vec<int64_t>({-1, 0})}}, {r.loss}).status();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+
+  Output labels32 = Const(s, std::vector<int32_t>{2, 1});
+  Tensor loss32 = Eval(g, SparseSoftmaxCrossEntropyWithLogits(s, logits, labels32).loss);
+  ExpectNear(loss32, {1.0986123, 1.40760596}, 1e-5);
+}
+
+TEST(NnKernelsTest, L2Loss) {
+  Graph g;
+  Scope s(g);
+  ExpectNear(Eval(g, L2Loss(s, ConstF(s, {1, -2, 3}, {3}))), {7.0}, 0);
+}
+
+TEST(NnKernelsTest, DropoutMasksAreScaledAndSeeded) {
+  Graph g;
+  Scope s(g);
+  std::vector<float> ones(1000, 2.0f);
+  Output x = ConstF(s, ones, {10, 100});
+  DropoutResult d = Dropout(s, x, 0.75f, 42);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session s1(g), s2(g);
+  auto a = *s1.Run({d.output, d.mask});
+  auto b = *s2.Run({d.output, d.mask});
+  auto next = *s1.Run({d.mask});
+  int kept = 0;
+  for (int64_t i = 0; i < 1000; ++i) {
+    const float m = a[1].data<float>()[i];
+    ASSERT_TRUE(m == 0.0f || m == 4.0f) << m;
+    EXPECT_EQ(a[0].data<float>()[i], 2.0f * m);
+    kept += m != 0.0f;
+  }
+  // 250 expected; 5 standard deviations is about 68.
+  EXPECT_NEAR(kept, 250, 68);
+  EXPECT_EQ(a[1].ToVector<float>(), b[1].ToVector<float>());     // one seed, one sequence
+  EXPECT_NE(a[1].ToVector<float>(), next[0].ToVector<float>());  // a new mask each step
+
+  Scope bad(g);
+  Dropout(bad, x, 1.0f);
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+  Scope bad2(g);
+  Dropout(bad2, x, -0.1f);
+  EXPECT_EQ(bad2.status().code(), Code::kInvalidArgument);
+}
+
+TEST(NnKernelsTest, GradientsMatchFiniteDifferences) {
+  std::vector<GradCheckCase> cases;
+  AddNnGradChecks(cases);
+  uint64_t seed = 100;
+  for (const auto& c : cases) {
+    auto r = CheckGradient(c, seed++);
+    ASSERT_TRUE(r.ok()) << c.op << " " << c.name << ": " << r.status().ToString();
+    EXPECT_GT(r->elements, 0) << c.op << " " << c.name;
+    EXPECT_LT(r->max_error, c.tolerance) << c.op << " " << c.name;
+  }
+}
+
+}  // namespace
+}  // namespace tw
