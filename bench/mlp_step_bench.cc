@@ -5,6 +5,9 @@
 #include <benchmark/benchmark.h>
 
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <random>
 
 #include "towerflow/towerflow.h"
@@ -54,6 +57,7 @@ void BM_MlpTrainStep(benchmark::State& state) {
   MlpStep mlp(static_cast<int>(state.range(0)));
   const tw::FeedList feeds = {{mlp.x, mlp.x_data}, {mlp.labels, mlp.y_data}};
   int64_t kernel_ns = 0;
+  std::map<std::string, int64_t> per_op;
   const auto start = std::chrono::steady_clock::now();
   for (auto _ : state) {
     tw::StepStats stats;
@@ -63,6 +67,12 @@ void BM_MlpTrainStep(benchmark::State& state) {
       return;
     }
     kernel_ns += stats.kernel_ns;
+    for (const auto& t : stats.nodes) per_op[t.node->op()] += t.end_ns - t.start_ns;
+  }
+  if (std::getenv("TOWERFLOW_BENCH_PROFILE")) {
+    for (const auto& [op, ns] : per_op) {
+      std::fprintf(stderr, "  %-36s %8.1f us/step\n", op.c_str(), static_cast<double>(ns) / static_cast<double>(state.iterations()) / 1000.0);
+    }
   }
   const double wall_ns = static_cast<double>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count());

@@ -7,6 +7,8 @@
 namespace tw::cli {
 
 int RunOps(int argc, char** argv);
+int RunRecords(int argc, char** argv);
+int RunConvert(int argc, char** argv);
 
 }  // namespace tw::cli
 

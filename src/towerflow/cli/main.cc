@@ -11,11 +11,15 @@ int main(int argc, char** argv) {
                  "usage: towerflow <command> [options]\n\n"
                  "commands:\n"
                  "  ops     list registered ops, their kernels and gradients;\n"
-                 "          --json, --check-gradients\n");
+                 "          --json, --check-gradients\n"
+                 "  records count|verify|show   inspect TFRecord files (CRCs, Examples as JSON)\n"
+                 "  convert fashion-mnist|seed-synthetic   write datasets as TFRecord shards\n");
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
   if (cmd == "ops") return tw::cli::RunOps(argc - 1, argv + 1);
+  if (cmd == "records") return tw::cli::RunRecords(argc - 1, argv + 1);
+  if (cmd == "convert") return tw::cli::RunConvert(argc - 1, argv + 1);
   std::fprintf(stderr, "towerflow: unknown command '%s' (try `towerflow --help`)\n", cmd.c_str());
   return 2;
 }

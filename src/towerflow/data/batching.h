@@ -76,8 +76,10 @@ class BatchSource {
   const Scope& scope() const { return *scope_; }
 
  protected:
-  // What both kinds share once their options are mapped.
+  // What both kinds share once their options are mapped. Not an aggregate, so
+  // that braced options never match it.
   struct Args {
+    Args() = default;
     std::string scope_name;
     io::internal::QueueArgs queue;
     int64_t batch_size = 0;

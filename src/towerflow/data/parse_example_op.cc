@@ -349,7 +349,8 @@ ParsedFeatures BuildParse(const Scope& scope, const std::string& op, const Outpu
       tdense.push_back(f->dtype);
       ranks.push_back(f->shape.rank());
       dims.insert(dims.end(), f->shape.dims().begin(), f->shape.dims().end());
-      defaults[g].push_back(Const(scope, value));
+      // Without the op name the scope may carry: that belongs to the parse node.
+      defaults[g].push_back(Const(scope.WithOpName(""), value));
     } else {
       const auto& v = std::get<VarLenFeature>(feature);
       const int g = ParseExampleDtypeGroup(v.dtype);

@@ -80,6 +80,19 @@ QueueResource::QueueResource(Spec spec)
       capacity_(spec_.capacity < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(spec_.capacity)),
       rng_(SeededEngine(spec_.seed, spec_.seed2)) {}
 
+StatusOr<std::shared_ptr<QueueResource>> QueueResource::Find(ResourceMgr* resources, const std::string& name) {
+  return resources->LookupOrCreate<QueueResource>(name, [&name]() -> StatusOr<std::shared_ptr<QueueResource>> {
+    return errors::NotFound("Queue '", name, "' does not exist in this session (its queue op has not run)");
+  });
+}
+
+StatusOr<std::shared_ptr<QueueResource>> QueueResource::FromHandle(ResourceMgr* resources, const Tensor& handle) {
+  if (handle.dtype() != kString || handle.rank() != 0) {
+    return errors::InvalidArgument("a queue handle must be a string scalar, got ", handle.DebugString());
+  }
+  return Find(resources, handle.scalar<std::string>());
+}
+
 Status QueueResource::MatchesSpec(const Spec& spec) const {
   const std::string shared = "Shared queue '" + spec_.name + "'";
   if (spec.kind != spec_.kind) {

@@ -71,6 +71,13 @@ class QueueResource final : public ResourceBase {
   // REQUIRES: Validate(spec).ok().
   explicit QueueResource(Spec spec);
 
+  // The queue called `name` in `resources`, never creating one: NotFound if absent.
+  static StatusOr<std::shared_ptr<QueueResource>> Find(ResourceMgr* resources, const std::string& name);
+  // The queue a handle names: the value of a queue op's Ref(string) output, as a
+  // kernel with a RefInput("handle", "string") reads it with ctx->input(i) (readers
+  // dequeue file names this way). InvalidArgument unless a string scalar; NotFound.
+  static StatusOr<std::shared_ptr<QueueResource>> FromHandle(ResourceMgr* resources, const Tensor& handle);
+
   // A queue shared through shared_name must be asked for with the same op, types,
   // shapes and capacity; InvalidArgument naming what differs otherwise.
   Status MatchesSpec(const Spec& spec) const;

@@ -57,19 +57,14 @@ class QueueAccessOp : public OpKernel {
  protected:
   StatusOr<std::shared_ptr<QueueResource>> GetQueue(OpKernelContext* ctx) {
     const Tensor& handle = ctx->input(0);
-    if (handle.dtype() != kString || handle.NumElements() != 1) {
-      return errors::InvalidArgument("a queue handle must be a string scalar, got ", handle.DebugString());
-    }
-    const std::string& key = handle.data<std::string>()[0];
     std::lock_guard<std::mutex> lock(mu_);
-    if (queue_ && key == key_) return queue_;
-    auto found = ctx->resource_mgr()->LookupOrCreate<QueueResource>(
-        key, [&key]() -> StatusOr<std::shared_ptr<QueueResource>> {
-          return errors::NotFound("Queue '", key, "' does not exist in this session");
-        });
+    if (queue_ && handle.dtype() == kString && handle.rank() == 0 && handle.scalar<std::string>() == key_) {
+      return queue_;
+    }
+    auto found = QueueResource::FromHandle(ctx->resource_mgr(), handle);
     if (!found.ok()) return found.status();
     queue_ = *found;
-    key_ = key;
+    key_ = queue_->name();
     return queue_;
   }
 

@@ -350,16 +350,21 @@ Node* Queue::BuildEnqueue(const Scope& scope, const std::string& op, const std::
   const bool many = op == "QueueEnqueueMany";
   const std::string what = std::string(many ? "EnqueueMany" : "Enqueue") + " to " + this->op() + " '" + name() + "'";
   auto fail = [&](const Status& s) -> Node* {
-    if (scope.ok()) scope.UpdateStatus(s);
+    scope.UpdateStatus(s);
     return nullptr;
   };
-  if (!valid()) return fail(errors::InvalidArgument(op, " on a null queue (did building the queue fail?)"));
+  // A null queue or component: its builder recorded why.
+  auto null_input = [&](const std::string& what_is_null) -> Node* {
+    if (scope.ok()) scope.UpdateStatus(errors::InvalidArgument(op, ": ", what_is_null, " is null"));
+    return nullptr;
+  };
+  if (!valid()) return null_input("the queue");
   if (components.size() != dtypes_.size()) {
     return fail(errors::InvalidArgument(what, " expects ", dtypes_.size(), " components, got ", components.size()));
   }
   for (size_t i = 0; i < components.size(); ++i) {
     const Output& c = components[i];
-    if (!c.valid()) return fail(errors::InvalidArgument(what, ": component ", i, " is null"));
+    if (!c.valid()) return null_input("component " + std::to_string(i));
     if (c.dtype() != dtypes_[i]) {
       return fail(errors::InvalidArgument(what, ": component ", i, " has dtype ", DataTypeName(c.dtype()),
                                           ", the queue expects ", DataTypeName(dtypes_[i])));
@@ -404,10 +409,8 @@ std::vector<Output> Queue::BuildDequeue(const Scope& scope, const std::string& o
   b.Input(handle_);
   if (n != nullptr) {
     if (n->valid() && n->dtype() != kInt32) {
-      if (scope.ok()) {
-        scope.UpdateStatus(errors::InvalidArgument(op, " on '", name(), "': n must be int32, got ",
-                                                   DataTypeName(n->dtype())));
-      }
+      scope.UpdateStatus(
+          errors::InvalidArgument(op, " on '", name(), "': n must be int32, got ", DataTypeName(n->dtype())));
       return out;
     }
     b.Input(*n);

@@ -14,9 +14,8 @@ std::vector<QueueFill> QueueFillStats(Session& session) {
     if (node->op() != "FIFOQueue" && node->op() != "RandomShuffleQueue") continue;
     auto spec = queue_internal::SpecFromNode(*node);
     if (!spec.ok()) continue;
-    // Look up only: a queue whose op has not run yet does not exist in this session.
-    auto queue = session.resource_mgr()->LookupOrCreate<QueueResource>(
-        spec->name, []() -> StatusOr<std::shared_ptr<QueueResource>> { return errors::NotFound("no queue"); });
+    // A queue whose op has not run yet does not exist in this session.
+    auto queue = QueueResource::Find(session.resource_mgr(), spec->name);
     if (!queue.ok()) continue;
     QueueFill f;
     f.queue = node->name();

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "towerflow/data/input_producers.h"
+#include "towerflow/data/queue.h"
 #include "towerflow/data/queue_stats.h"
 #include "towerflow/data/register.h"
 #include "towerflow/device/kernel_registry.h"
@@ -311,23 +312,26 @@ TEST_F(QueueTest, ComponentMismatchesAreInvalidArgument) {
 }
 
 TEST_F(QueueTest, SessionCloseCancelsBlockedOperations) {
-  auto q = io::FIFOQueue(root_, 1, {kInt32}, {.shapes = {TensorShape{}}});
-  Node* enq = q.Enqueue(root_, {Const(root_, 1)});
-  auto deq = q.DequeueMany(root_, 2);
+  auto full = io::FIFOQueue(root_, 1, {kInt32}, {.shapes = {TensorShape{}}});
+  auto empty = io::FIFOQueue(root_, 1, {kInt32}, {.shapes = {TensorShape{}}});
+  Node* enq = full.Enqueue(root_, {Const(root_, 1)});
+  auto deq = empty.DequeueMany(root_, 2);
   ASSERT_TRUE(root_.ok());
   Session s(graph_, Opts());
   ASSERT_TRUE(s.Run(enq).ok());
   auto blocked_enqueue = Async([&] { return s.Run(enq); });
-  EXPECT_TRUE(Blocked(blocked_enqueue));
   auto blocked_dequeue = Async([&] { return s.Run(deq).status(); });
+  EXPECT_TRUE(Blocked(blocked_enqueue));
   EXPECT_TRUE(Blocked(blocked_dequeue));
   const auto start = std::chrono::steady_clock::now();
   s.Close();
   Status e = blocked_enqueue.get(), d = blocked_dequeue.get();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 100ms);
   EXPECT_EQ(e.code(), Code::kCancelled) << e.ToString();
+  EXPECT_NE(e.message().find("Enqueue operation was cancelled"), std::string::npos) << e.ToString();
   EXPECT_EQ(d.code(), Code::kCancelled) << d.ToString();
   EXPECT_NE(d.message().find("Dequeue operation was cancelled"), std::string::npos) << d.ToString();
+  EXPECT_EQ(s.Run(enq).code(), Code::kCancelled);  // a closed session runs nothing
 }
 
 TEST_F(QueueTest, SharedNameSharesOneQueueAndChecksCompatibility) {
@@ -418,6 +422,26 @@ TEST_F(QueueTest, FillStatsUseTfSummaryNames) {
   EXPECT_EQ(stats[1].summary_name, "shuf/fraction_over_4_of_6_full");
   EXPECT_DOUBLE_EQ(stats[1].value, 3.0 / 6.0);
   EXPECT_EQ(stats[1].capacity, 10);
+}
+
+TEST_F(QueueTest, KernelsReachTheQueueThroughItsHandle) {
+  // What a reader kernel does with its RefInput("queue_handle", "string").
+  auto q = io::FIFOQueue(root_.WithOpName("filenames"), 4, {kString}, {.shapes = {TensorShape{}}});
+  Node* enq = q.EnqueueMany(root_, {Const(root_, Tensor::Vec<std::string>({"a", "b"}))});
+  ASSERT_TRUE(root_.ok());
+  Session s(graph_, Opts());
+  EXPECT_EQ(QueueResource::Find(s.resource_mgr(), "filenames").status().code(), Code::kNotFound);
+  ASSERT_TRUE(s.Run(enq).ok());
+  Tensor handle = s.Run({q.handle()}).ValueOrDie()[0];
+  EXPECT_EQ(handle.scalar<std::string>(), "filenames");
+  auto queue = QueueResource::FromHandle(s.resource_mgr(), handle);
+  ASSERT_TRUE(queue.ok()) << queue.status().ToString();
+  QueueResource::Tuple t;
+  ASSERT_TRUE((*queue)->Dequeue(&t).ok());
+  EXPECT_EQ(t[0].scalar<std::string>(), "a");
+  EXPECT_EQ((*queue)->Size(), 1);
+  EXPECT_EQ(QueueResource::FromHandle(s.resource_mgr(), Tensor::Scalar<int32_t>(1)).status().code(),
+            Code::kInvalidArgument);
 }
 
 TEST_F(QueueTest, EveryQueueOpIsRegisteredCompletely) {

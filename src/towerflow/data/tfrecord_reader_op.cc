@@ -127,7 +127,9 @@ void RegisterTFRecordReaderOp(OpRegistry& ops, KernelRegistry& kernels, Gradient
 
 namespace io {
 
-TFRecordReader::TFRecordReader(const Scope& scope, const TFRecordReaderOptions& options) : scope_(scope) {
+// Reads are built in the reader's scope, without the op name meant for the reader.
+TFRecordReader::TFRecordReader(const Scope& scope, const TFRecordReaderOptions& options)
+    : scope_(scope.WithOpName("")) {
   EnsureDataRegistered();
   handle_ = NodeBuilder(scope, "TFRecordReader")
                 .Attr("container", options.container)

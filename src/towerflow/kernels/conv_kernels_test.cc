@@ -115,6 +115,7 @@ const std::vector<ConvCase>& Cases() {
       {2, 7, 6, 3, 3, 3, 4, 2, 2, "VALID"},  {1, 9, 8, 2, 4, 2, 3, 3, 2, "SAME"},
       {3, 6, 7, 2, 2, 5, 3, 1, 3, "VALID"},  {2, 5, 5, 4, 1, 1, 3, 1, 1, "SAME"},
       {1, 6, 6, 2, 1, 1, 2, 2, 2, "VALID"},  {4, 3, 3, 2, 5, 5, 2, 1, 1, "SAME"},
+      {1, 9, 8, 8, 3, 3, 3, 2, 2, "SAME"},   {2, 8, 9, 6, 3, 4, 2, 2, 3, "VALID"},
       {2, 28, 28, 1, 5, 5, 4, 1, 1, "SAME"},  // the tutorial's first layer, narrow
       {30, 14, 14, 32, 5, 5, 3, 1, 1, "SAME"},  // several im2col chunks, a partial last one
   };

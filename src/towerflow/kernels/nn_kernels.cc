@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <mutex>
 #include <random>
 
@@ -65,8 +66,10 @@ class BiasAddGradOp : public OpKernel {
     const int64_t rows = g.NumElements() / c;
     const T* __restrict src = g.data<T>();
     // Each shard sums its rows in blocks (a partial sum per block keeps float
-    // error near log(rows) rather than rows), then adds into the output.
+    // error near log(rows) rather than rows); the shards' sums are added in row
+    // order, so the result does not depend on which thread finished first.
     std::mutex mu;
+    std::map<int64_t, std::vector<T>> shards;  // by first row; guarded by mu
     ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
       constexpr int64_t kBlock = 64;
       std::vector<T> shard(static_cast<size_t>(c), T(0)), block(static_cast<size_t>(c));
@@ -80,8 +83,11 @@ class BiasAddGradOp : public OpKernel {
         for (int64_t j = 0; j < c; ++j) sp[j] += bp[j];
       }
       std::lock_guard<std::mutex> lock(mu);
-      for (int64_t j = 0; j < c; ++j) o[j] += sp[j];
+      shards.emplace(r0, std::move(shard));
     });
+    for (const auto& [first, sum] : shards) {
+      for (int64_t j = 0; j < c; ++j) o[j] += sum[static_cast<size_t>(j)];
+    }
   }
 };
 
@@ -117,7 +123,12 @@ class ReluGradOp : public OpKernel {
     const T* __restrict fp = f.data<T>();
     T* __restrict o = out->data<T>();
     ParallelFor(ctx->intra_op_pool(), g.NumElements(), kElementwiseCost, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = fp[i] > T(0) ? gp[i] : T(0);
+      // gp[i] is loaded unconditionally so that the select vectorises (a
+      // conditional load compiles to a branch that random signs mispredict).
+      for (int64_t i = b; i < e; ++i) {
+        const T grad = gp[i];
+        o[i] = fp[i] > T(0) ? grad : T(0);
+      }
     });
   }
 };

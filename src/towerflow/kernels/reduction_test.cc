@@ -130,7 +130,7 @@ TEST(ReductionTest, BadAxes) {
   Scope s2(g2);
   Output y = C<float>(s2, {1, 2, 3, 4}, {2, 2});
   Output axes = Placeholder(s2, kInt32);
-  Output z = Sum(s2, y, axes);
+  Output z = SumOverAxes(s2, y, axes);
   ASSERT_TRUE(s2.ok());
   Session sess(g2);
   auto r = sess.Run({{axes, Tensor::Vec<int32_t>({-3})}}, {z});

@@ -3,7 +3,9 @@
 // numeric gradient checks of the array family.
 #include <gtest/gtest.h>
 
+#include "towerflow/device/kernel_registry.h"
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/kernels/register_all.h"
 #include "towerflow/runtime/gradient_checker.h"
 #include "towerflow/runtime/session.h"
 
@@ -39,7 +41,27 @@ TEST(ShapeOpsTest, ShapeOfTensor) {
   EXPECT_EQ(Eval(g, Shape(s, Const(s, 1.0f))).NumElements(), 0);
 }
 
-TEST(ShapeOpsTest, ReshapeInfersMinusOneAndSharesBuffer) {
+// Runs the CPU kernel of `node` on `inputs` directly (a session copies fetched
+// tensors that share buffers, hiding views) and returns output 0.
+Tensor RunKernel(const Node* node, const std::vector<Tensor>& inputs) {
+  EnsureKernelsRegistered();
+  Device device(kDeviceCpu, 0, CpuAllocator(), 1);
+  auto kernel = KernelRegistry::Global().CreateKernel(*node, &device);
+  EXPECT_TRUE(kernel.ok()) << kernel.status().ToString();
+  if (!kernel.ok()) return Tensor();
+  std::vector<TensorValue> values(inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) values[i].value = inputs[i];
+  OpKernelContext::Params params;
+  params.node = node;
+  params.device = &device;
+  params.inputs = &values;
+  OpKernelContext ctx(params);
+  (*kernel)->Compute(&ctx);
+  EXPECT_TRUE(ctx.status().ok()) << ctx.status().ToString();
+  return ctx.output(0).value;
+}
+
+TEST(ShapeOpsTest, ReshapeInfersMinusOne) {
   Graph g;
   Scope s(g);
   Output x = Placeholder(s, kFloat32, PartialShape({2, 6}));
@@ -50,7 +72,26 @@ TEST(ShapeOpsTest, ReshapeInfersMinusOneAndSharesBuffer) {
   Tensor out = Eval(g, y, {{x, in}});
   EXPECT_EQ(out.shape(), TensorShape({3, 2, 2}));
   EXPECT_EQ(out.ToVector<float>(), in.ToVector<float>());
-  EXPECT_TRUE(out.SharesBufferWith(in));
+}
+
+TEST(ShapeOpsTest, ViewsShareTheInputBuffer) {
+  Graph g;
+  Scope s(g);
+  Output x = Placeholder(s, kFloat32);
+  Output reshape = Reshape(s, x, Placeholder(s, kInt32));
+  Output expand = ExpandDims(s, x, 0);
+  Output squeeze = Squeeze(s, x);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Tensor in = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {2, 1, 3});
+  Tensor r = RunKernel(reshape.node, {in, Tensor::Vec<int32_t>({3, 2})});
+  EXPECT_EQ(r.shape(), TensorShape({3, 2}));
+  EXPECT_TRUE(r.SharesBufferWith(in));
+  Tensor e = RunKernel(expand.node, {in, Tensor::Scalar<int32_t>(0)});
+  EXPECT_EQ(e.shape(), TensorShape({1, 2, 1, 3}));
+  EXPECT_TRUE(e.SharesBufferWith(in));
+  Tensor q = RunKernel(squeeze.node, {in});
+  EXPECT_EQ(q.shape(), TensorShape({2, 3}));
+  EXPECT_TRUE(q.SharesBufferWith(in));
 }
 
 TEST(ShapeOpsTest, ReshapeErrorsNameShapesAndCounts) {

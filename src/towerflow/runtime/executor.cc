@@ -89,6 +89,7 @@ class StepState {
   }
 
   int64_t kernel_ns() const { return kernel_ns_.load(); }
+  std::vector<StepStats::NodeTiming> TakeTimings() { return std::move(timings_); }
 
  private:
   void Process(int first) {
@@ -139,9 +140,11 @@ class StepState {
     auto start = collect_stats_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     item.kernel->Compute(&ctx);
     if (collect_stats_) {
-      kernel_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                               std::chrono::steady_clock::now() - start).count(),
+      const auto end = std::chrono::steady_clock::now();
+      kernel_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
                            std::memory_order_relaxed);
+      std::lock_guard<std::mutex> lock(timings_mu_);
+      timings_.push_back({node, start.time_since_epoch().count(), end.time_since_epoch().count()});
     }
     if (!ctx.status().ok()) return Fail(node, ctx.status());
     for (int o = 0; o < node->num_outputs(); ++o) {
@@ -170,6 +173,8 @@ class StepState {
   std::atomic<int64_t> remaining_;
   std::atomic<bool> aborted_{false};
   std::atomic<int64_t> kernel_ns_{0};
+  std::mutex timings_mu_;
+  std::vector<StepStats::NodeTiming> timings_;  // guarded by timings_mu_
   std::mutex status_mu_;
   Status status_;  // guarded by status_mu_
   std::mutex done_mu_;
@@ -192,7 +197,10 @@ StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, in
     Status s;
     out = step.Fetches(&s);
     TW_RETURN_IF_ERROR(s);
-    if (stats) stats->kernel_ns = step.kernel_ns();
+    if (stats) {
+      stats->kernel_ns = step.kernel_ns();
+      stats->nodes = step.TakeTimings();
+    }
   }
   // The step's entries are gone: a fetched buffer that is still shared belongs
   // to a variable (updated in place by later steps), a constant or a feed. Copy

@@ -43,6 +43,14 @@ struct StepStats {
   // Time spent inside Compute, summed over nodes (ns); step overhead is the
   // step's wall time minus this.
   int64_t kernel_ns = 0;
+  // Per node that ran: start and end of Compute, steady-clock ns. Filled when
+  // the caller asks for stats (Session::Run with a StepStats).
+  struct NodeTiming {
+    const Node* node;
+    int64_t start_ns;
+    int64_t end_ns;
+  };
+  std::vector<NodeTiming> nodes;
 };
 
 class Executor {

@@ -26,7 +26,6 @@ TEST(MathGradTest, EveryCaseMatchesFiniteDifferences) {
   for (const GradCheckCase& c : MathCases()) {
     for (uint64_t seed : {1u, 2u}) {
       SCOPED_TRACE(c.op + " " + c.name + " seed " + std::to_string(seed));
-      fprintf(stderr, "DEBUG %s %s\n", c.op.c_str(), c.name.c_str());
       auto r = CheckGradient(c, seed);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       EXPECT_GT(r->elements, 0);

@@ -52,7 +52,7 @@ void RegisterNnGradients(GradientRegistry& r) {
   // y = value + bias (broadcast along the last axis): d value = dy,
   // d bias = dy summed over every other axis.
   r.Register("BiasAdd", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
-    (*dx)[0] = Identity(s, dy[0]);
+    (*dx)[0] = dy[0];
     (*dx)[1] = NodeBuilder(s, "BiasAddGrad").Input(dy[0]).Finalize();
     return Status::OK();
   });

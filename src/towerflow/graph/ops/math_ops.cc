@@ -262,7 +262,7 @@ Output Mean(const Scope& scope, const Output& x, const std::vector<int32_t>& axe
 Output Max(const Scope& scope, const Output& x, const std::vector<int32_t>& axes, bool keep_dims) {
   return Reduce(scope, "Max", x, axes, keep_dims);
 }
-Output Sum(const Scope& scope, const Output& x, const Output& axes, bool keep_dims) {
+Output SumOverAxes(const Scope& scope, const Output& x, const Output& axes, bool keep_dims) {
   return NodeBuilder(scope, "Sum").Input(x).Input(axes).Attr("keep_dims", keep_dims).Finalize();
 }
 

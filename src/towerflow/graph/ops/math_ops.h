@@ -42,7 +42,7 @@ Output Sum(const Scope& scope, const Output& x, const std::vector<int32_t>& axes
 Output Mean(const Scope& scope, const Output& x, const std::vector<int32_t>& axes, bool keep_dims = false);
 Output Max(const Scope& scope, const Output& x, const std::vector<int32_t>& axes, bool keep_dims = false);
 // The same, with axes given by an int32 tensor.
-Output Sum(const Scope& scope, const Output& x, const Output& axes, bool keep_dims = false);
+Output SumOverAxes(const Scope& scope, const Output& x, const Output& axes, bool keep_dims = false);
 // Index (int64) of the largest value along `axis`.
 Output ArgMax(const Scope& scope, const Output& x, int axis);
 

@@ -5,6 +5,7 @@
 // Every shape and index input is an int32 vector (TF's default Tshape/Index).
 // Shape functions check what is known at graph-build time; kernels
 // (kernels/shape_kernels.cc) check again on the real shapes.
+#include <limits>
 #include <optional>
 
 #include "towerflow/graph/ops/array_ops.h"
@@ -53,6 +54,8 @@ Status ReshapeShape(InferenceContext* c) {
       infer = static_cast<int>(i);
     } else if (dims[i] < 0) {
       return errors::InvalidArgument("Reshape: shape ", VecStr(dims), " has a negative dimension");
+    } else if (dims[i] > 0 && known > std::numeric_limits<int64_t>::max() / dims[i]) {
+      return errors::InvalidArgument("Reshape: shape ", VecStr(dims), " has too many elements");
     } else {
       known *= dims[i];
     }
