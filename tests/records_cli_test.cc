@@ -53,9 +53,9 @@ class RecordsCliTest : public ::testing::Test {
 
   Result Run(const std::vector<std::string>& args) {
     std::string cmd = Quote(Binary().string());
-    for (const auto& a : args) cmd += " " + Quote(a);
+    for (const auto& a : args) cmd.append(" ").append(Quote(a));
     const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    cmd += " > " + Quote(out.string()) + " 2> " + Quote(err.string());
+    cmd.append(" > ").append(Quote(out.string())).append(" 2> ").append(Quote(err.string()));
     const int status = std::system(cmd.c_str());
     Result r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
@@ -73,7 +73,7 @@ class RecordsCliTest : public ::testing::Test {
       tensorflow::Example ex;
       auto& f = *ex.mutable_features()->mutable_feature();
       f["label"].mutable_int64_list()->add_value(i);
-      f["name"].mutable_bytes_list()->add_value("n" + std::to_string(i));
+      f["name"].mutable_bytes_list()->add_value(std::string("n").append(std::to_string(i)));
       f["w"].mutable_float_list()->add_value(0.5f);
       f["w"].mutable_float_list()->add_value(static_cast<float>(i));
       std::string s;

@@ -74,6 +74,47 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   done_cv.wait(lock, [&] { return pending == 0; });
 }
 
+ElasticThreadPool::~ElasticThreadPool() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  for (auto& t : threads_) t.join();
+}
+
+void ElasticThreadPool::Schedule(std::function<void()> fn) {
+  std::lock_guard<std::mutex> lock(mu_);
+  queue_.push_back(std::move(fn));
+  if (idle_ >= static_cast<int>(queue_.size())) {
+    cv_.notify_one();
+    return;
+  }
+  threads_.emplace_back([this] { WorkerLoop(); });
+  std::string thread_name = (name_ + "/" + std::to_string(threads_.size() - 1)).substr(0, 15);
+  pthread_setname_np(threads_.back().native_handle(), thread_name.c_str());
+}
+
+int ElasticThreadPool::NumThreads() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(threads_.size());
+}
+
+void ElasticThreadPool::WorkerLoop() {
+  std::unique_lock<std::mutex> lock(mu_);
+  for (;;) {
+    ++idle_;
+    cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
+    --idle_;
+    if (queue_.empty()) return;  // stopping and drained
+    std::function<void()> fn = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    fn();
+    lock.lock();
+  }
+}
+
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
                  const std::function<void(int64_t, int64_t)>& fn) {
   if (pool == nullptr) {

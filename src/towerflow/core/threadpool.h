@@ -44,6 +44,34 @@ class ThreadPool {
   std::vector<std::thread> threads_;
 };
 
+// A pool for closures that may block for a long time (queue operations waiting
+// on other steps): Schedule never queues work behind a blocked closure; it hands
+// it to an idle thread or starts a new one, so the pool grows to the number of
+// closures blocked at once. Idle threads stay for reuse. Thread-safe; the
+// destructor waits for running closures, which must be unblocked first (a
+// Session closes its queues before its pools go).
+class ElasticThreadPool {
+ public:
+  explicit ElasticThreadPool(std::string name) : name_(std::move(name)) {}
+  ~ElasticThreadPool();
+  ElasticThreadPool(const ElasticThreadPool&) = delete;
+  ElasticThreadPool& operator=(const ElasticThreadPool&) = delete;
+
+  void Schedule(std::function<void()> fn);
+  int NumThreads() const;
+
+ private:
+  void WorkerLoop();
+
+  std::string name_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> queue_;  // guarded by mu_
+  int idle_ = 0;                             // guarded by mu_
+  bool stopping_ = false;                    // guarded by mu_
+  std::vector<std::thread> threads_;         // guarded by mu_
+};
+
 // Runs fn(begin, end) over [0, n) on `pool`, or inline when pool is null.
 void ParallelFor(ThreadPool* pool, int64_t n, int64_t cost_per_unit,
                  const std::function<void(int64_t, int64_t)>& fn);

@@ -124,15 +124,17 @@ struct TFRecordReaderOptions {
   bool skip_corrupt = false;
   // Readers built with the same non-empty shared_name (and container) in one
   // session share their state.
-  std::string container;
-  std::string shared_name;
+  std::string container = "";
+  std::string shared_name = "";
 };
 
 // A reader node (tf.TFRecordReader). Read() takes file names from a queue of
 // strings (a FIFOQueue, such as tw::train::StringInputProducer's) and
 // yields (key, value) scalars: key "<file>:<record index>", value the record.
 // A read fails with OutOfRange once the queue is closed and empty; a corrupt
-// record is DataLoss naming the file and byte offset.
+// record is DataLoss naming the file and byte offset (the next read retries it,
+// as TF's does; see skip_corrupt); a file that cannot be opened fails one read
+// (NotFound, ...) and the next read goes on with the next file.
 class TFRecordReader {
  public:
   explicit TFRecordReader(const Scope& scope, const TFRecordReaderOptions& options = {});
@@ -142,7 +144,8 @@ class TFRecordReader {
     Output value;
   };
   // Each call builds one ReaderRead node; `queue` is a queue of string scalars
-  // (file names), or its Ref(string) handle.
+  // (file names), or its Ref(string) handle. A Queue of other component types
+  // is an InvalidArgument recorded in the scope.
   ReadOutputs Read(const Queue& queue) const;
   ReadOutputs Read(const Output& queue) const;
   // The Ref(string) reader handle.

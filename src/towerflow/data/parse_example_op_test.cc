@@ -96,7 +96,7 @@ TEST_F(ParseExampleOpTest, BatchOfExamples) {
     AddFloats(&ex, "xy", {float(i), float(10 * i)});
     std::vector<int64_t> ragged(static_cast<size_t>(i), 100 + i);
     AddInt64s(&ex, "ragged", ragged);
-    if (i != 1) AddBytes(&ex, "name", {"n" + std::to_string(i)});
+    if (i != 1) AddBytes(&ex, "name", {std::string("n").append(std::to_string(i))});
     batch.push_back(Serialize(ex));
   }
   auto serialized = Placeholder(root_, kString, PartialShape({3}));

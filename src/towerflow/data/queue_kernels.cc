@@ -102,6 +102,8 @@ class QueueEnqueueOp : public QueueAccessOp {
     for (int p : positions_) tuple.push_back(ctx->input(1 + p));
     TW_OP_REQUIRES_OK(ctx, many_ ? q.EnqueueMany(tuple) : q.Enqueue(std::move(tuple)));
   }
+  // Waits while the queue is full.
+  bool MayBlock() const override { return true; }
 
  private:
   const bool many_;
@@ -149,6 +151,8 @@ class QueueDequeueOp : public QueueAccessOp {
       QueueResource::GatherComponent(elements, static_cast<int>(i), out);
     }
   }
+  // Waits until enough elements are there.
+  bool MayBlock() const override { return true; }
 
  private:
   Mode mode_ = Mode::kOne;
@@ -167,7 +171,7 @@ class QueueCloseOp : public QueueAccessOp {
     TW_OP_REQUIRES_OK(ctx, (*queue)->CloseQueue(cancel_));
   }
   // A close without cancel waits behind pending enqueues.
-  bool IsExpensive() const override { return !cancel_; }
+  bool MayBlock() const override { return !cancel_; }
 
  private:
   bool cancel_ = false;

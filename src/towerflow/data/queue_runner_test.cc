@@ -17,12 +17,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Steps run on their caller's thread (see queue_test.cc).
-SessionOptions Opts() {
-  SessionOptions o;
-  o.inter_op_threads = 1;
-  return o;
-}
+// Default threading: blocking queue kernels run on the session's blocking
+// pool while other steps use the inter-op threads.
+SessionOptions Opts() { return SessionOptions{}; }
 
 class QueueRunnerTest : public ::testing::Test {
  protected:

@@ -25,13 +25,9 @@ namespace {
 
 using namespace std::chrono_literals;
 
-// Steps run on their caller's thread: a blocked queue op then holds only the
-// thread that ran it (see the executor note in the report/queue docs).
-SessionOptions Opts() {
-  SessionOptions o;
-  o.inter_op_threads = 1;
-  return o;
-}
+// Default threading: blocking queue kernels run on the session's blocking
+// pool while other steps use the inter-op threads.
+SessionOptions Opts() { return SessionOptions{}; }
 
 Tensor I32(std::vector<int32_t> v) { return Tensor::Vec<int32_t>(v); }
 

@@ -72,6 +72,8 @@ class ReaderReadOp : public OpKernel {
     ctx->set_output(0, Tensor::Scalar<std::string>(std::move(key)));
     ctx->set_output(1, Tensor::Scalar<std::string>(std::move(value)));
   }
+  // Waits on the filename queue when the reader needs its next file.
+  bool MayBlock() const override { return true; }
 
  private:
   ResourceCache<ReaderResource> readers_;

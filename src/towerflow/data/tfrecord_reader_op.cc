@@ -145,7 +145,15 @@ TFRecordReader::ReadOutputs TFRecordReader::Read(const Output& queue) const {
   return {Output(node, 0), Output(node, 1)};
 }
 
-TFRecordReader::ReadOutputs TFRecordReader::Read(const Queue& queue) const { return Read(queue.handle()); }
+TFRecordReader::ReadOutputs TFRecordReader::Read(const Queue& queue) const {
+  if (queue.valid() && queue.dtypes() != std::vector<DataType>{kString}) {
+    scope_.UpdateStatus(errors::InvalidArgument("ReaderRead '", scope_.Prefixed("ReaderRead"),
+                                                "' takes file names from a queue of strings, but ", queue.op(), " '",
+                                                queue.name(), "' holds ", queue.num_components(), " component(s)"));
+    return {};
+  }
+  return Read(queue.handle());
+}
 
 std::vector<std::string> Glob(const std::string& pattern) {
   glob_t g{};

@@ -55,8 +55,12 @@ class TFRecordReaderOpTest : public ::testing::Test {
     read_ = reader_->Read(queue_);
     ASSERT_TRUE(root_.ok()) << root_.status().ToString();
     session_ = std::make_unique<Session>(graph_);
-    if (!files.empty()) ASSERT_TRUE(session_->Run(enqueue_).ok());
-    if (close) ASSERT_TRUE(session_->Run(close_).ok());
+    if (!files.empty()) {
+      ASSERT_TRUE(session_->Run(enqueue_).ok());
+    }
+    if (close) {
+      ASSERT_TRUE(session_->Run(close_).ok());
+    }
   }
 
   StatusOr<std::pair<std::string, std::string>> Read() {
@@ -238,9 +242,17 @@ TEST_F(TFRecordReaderOpTest, SessionCloseCancelsABlockedRead) {
 TEST_F(TFRecordReaderOpTest, QueueOfNonStringsIsInvalidArgument) {
   auto queue = io::FIFOQueue(root_, 4, {kInt32});
   io::TFRecordReader reader(root_);
-  auto read = reader.Read(queue);
-  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
-  Session session(graph_);
+  // Seen when the graph is built from the Queue ...
+  EXPECT_FALSE(reader.Read(queue).key.valid());
+  ASSERT_FALSE(root_.ok());
+  EXPECT_NE(root_.status().message().find("queue of strings"), std::string::npos) << root_.status().ToString();
+  // ... and at run time when only the handle is given.
+  Graph graph;
+  Scope root(graph);
+  auto handle_only = io::FIFOQueue(root, 4, {kInt32}).handle();
+  auto read = io::TFRecordReader(root).Read(handle_only);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph);
   auto out = session.Run({read.value});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Code::kInvalidArgument);

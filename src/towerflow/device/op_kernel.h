@@ -115,9 +115,14 @@ class OpKernel {
   OpKernel& operator=(const OpKernel&) = delete;
 
   virtual void Compute(OpKernelContext* ctx) = 0;
-  // True for kernels that may block waiting on other steps' work (queues); the
-  // executor runs them without holding back other nodes.
+  // False for kernels that take about as long as scheduling them (Const,
+  // Identity, shape ops): the executor runs those inline rather than handing them
+  // to another thread.
   virtual bool IsExpensive() const { return true; }
+  // True for kernels that may wait on other steps' work (queue enqueue and
+  // dequeue, readers): the executor runs them on threads of their own, so a
+  // blocked kernel never holds an inter-op thread that other steps need.
+  virtual bool MayBlock() const { return false; }
   const Node& node() const { return node_; }
 
  private:

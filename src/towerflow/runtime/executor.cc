@@ -12,10 +12,11 @@ namespace {
 class StepState {
  public:
   StepState(const ExecutorPlan& plan, const std::vector<Tensor>& feeds, ThreadPool* pool,
-            ResourceMgr* resources, int64_t step_id, bool collect_stats)
+            ElasticThreadPool* blocking_pool, ResourceMgr* resources, int64_t step_id, bool collect_stats)
       : plan_(plan),
         feeds_(feeds),
         pool_(pool),
+        blocking_pool_(blocking_pool),
         resources_(resources),
         step_id_(step_id),
         collect_stats_(collect_stats),
@@ -34,9 +35,9 @@ class StepState {
     while (pool_ != nullptr && ready.size() > 1) {
       int item = ready.back();
       ready.pop_back();
-      pool_->Schedule([this, item] { Process(item); });
+      pool_->Schedule([this, item] { Process(item, false); });
     }
-    for (int item : ready) Process(item);  // one left with a pool; every root without
+    for (int item : ready) Process(item, false);  // one left with a pool; every root without
     std::unique_lock<std::mutex> lock(done_mu_);
     done_cv_.wait(lock, [this] { return done_; });
     std::lock_guard<std::mutex> status_lock(status_mu_);
@@ -92,13 +93,22 @@ class StepState {
   std::vector<StepStats::NodeTiming> TakeTimings() { return std::move(timings_); }
 
  private:
-  void Process(int first) {
+  // Runs `first` and then, depth first, the successors that become ready on this
+  // thread. `on_blocking_thread`: this thread belongs to the blocking pool and
+  // may run `first` even if its kernel may block.
+  void Process(int first, bool on_blocking_thread) {
     std::vector<int> stack{first};
     std::vector<int> newly_ready;
+    bool blocking_allowed = on_blocking_thread;
     while (!stack.empty()) {
       const int id = stack.back();
       stack.pop_back();
       const ExecutorPlan::Item& item = plan_.items[static_cast<size_t>(id)];
+      if (item.kernel->MayBlock() && !blocking_allowed && !aborted_.load(std::memory_order_acquire)) {
+        blocking_pool_->Schedule([this, id] { Process(id, true); });
+        continue;
+      }
+      blocking_allowed = false;
       if (!aborted_.load(std::memory_order_acquire)) RunNode(item);
       newly_ready.clear();
       for (int succ : item.successors) {
@@ -106,15 +116,21 @@ class StepState {
           newly_ready.push_back(succ);
         }
       }
-      // Keep one ready node on this thread; give the others to the pool.
-      for (size_t k = 0; k < newly_ready.size(); ++k) {
-        if (k + 1 == newly_ready.size() || pool_ == nullptr) {
-          stack.push_back(newly_ready[k]);
+      // Cheap nodes run here; of the expensive ones, one stays on this thread and
+      // the others go to the pool so that independent branches run in parallel.
+      int kept_expensive = -1;
+      for (int succ : newly_ready) {
+        const ExecutorPlan::Item& s = plan_.items[static_cast<size_t>(succ)];
+        if (pool_ == nullptr || !s.kernel->IsExpensive()) {
+          stack.push_back(succ);
+        } else if (kept_expensive < 0) {
+          kept_expensive = succ;
         } else {
-          const int succ = newly_ready[k];
-          pool_->Schedule([this, succ] { Process(succ); });
+          pool_->Schedule([this, succ] { Process(succ, false); });
         }
       }
+      // Pushed last, so it runs after the cheap nodes that may feed it.
+      if (kept_expensive >= 0) stack.insert(stack.begin(), kept_expensive);
       if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(done_mu_);
         done_ = true;
@@ -165,6 +181,7 @@ class StepState {
   const ExecutorPlan& plan_;
   const std::vector<Tensor>& feeds_;
   ThreadPool* pool_;
+  ElasticThreadPool* blocking_pool_;
   ResourceMgr* resources_;
   int64_t step_id_;
   bool collect_stats_;
@@ -185,14 +202,18 @@ class StepState {
 }  // namespace
 
 Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
-                   ResourceMgr* resources, bool collect_stats)
-    : plan_(std::move(plan)), pool_(inter_op_pool), resources_(resources), collect_stats_(collect_stats) {}
+                   ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats)
+    : plan_(std::move(plan)),
+      pool_(inter_op_pool),
+      blocking_pool_(blocking_pool),
+      resources_(resources),
+      collect_stats_(collect_stats) {}
 
 StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id,
                                             StepStats* stats) const {
   std::vector<Tensor> out;
   {
-    StepState step(*plan_, feeds, pool_, resources_, step_id, collect_stats_ || stats != nullptr);
+    StepState step(*plan_, feeds, pool_, blocking_pool_, resources_, step_id, collect_stats_ || stats != nullptr);
     TW_RETURN_IF_ERROR(step.Run());
     Status s;
     out = step.Fetches(&s);

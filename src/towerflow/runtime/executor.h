@@ -4,8 +4,10 @@
 // Session; it lists the nodes the fetches and targets need, each with its kernel,
 // where each input comes from (a node output or a feed), and its successors.
 // A step keeps a pending count per node; ready nodes run on the calling thread,
-// and when several become ready at once the extra ones go to the inter-op pool
-// (TF's "inline the first ready node" rule). A failing kernel aborts the step:
+// and when several become ready at once the expensive extra ones go to the
+// inter-op pool (TF's "inline the first ready node" rule) while cheap ones stay
+// inline. Kernels that may block (queues, readers) run on the blocking pool, a
+// thread each, so that they can wait on other steps without starving them. A failing kernel aborts the step:
 // nodes not yet started are skipped, and Run returns the first error prefixed by
 // the failing node's name and op. Plans are immutable; Run is thread-safe.
 #ifndef TOWERFLOW_RUNTIME_EXECUTOR_H_
@@ -55,9 +57,10 @@ struct StepStats {
 
 class Executor {
  public:
-  // `inter_op_pool` may be null: every node then runs on the calling thread.
+  // `inter_op_pool` may be null: every node then runs on the calling thread
+  // (blocking kernels still go to `blocking_pool`, which must not be null).
   Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
-           ResourceMgr* resources, bool collect_stats);
+           ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats);
 
   // Runs one step. `feeds` must match the plan's feed indices.
   StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, int64_t step_id,
@@ -66,6 +69,7 @@ class Executor {
  private:
   std::shared_ptr<const ExecutorPlan> plan_;
   ThreadPool* pool_;
+  ElasticThreadPool* blocking_pool_;
   ResourceMgr* resources_;
   bool collect_stats_;
 };

@@ -30,11 +30,15 @@ Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_
   const int inter = options_.inter_op_threads > 0 ? options_.inter_op_threads : DefaultThreads();
   devices_.push_back(std::make_unique<Device>(kDeviceCpu, 0, CpuAllocator(), intra));
   if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("tw_inter_op", inter);
+  blocking_pool_ = std::make_unique<ElasticThreadPool>("tw_blocking");
 }
 
 Session::~Session() {
   Close();
-  inter_op_pool_.reset();  // joins threads that may still reference kernels
+  // Close() cancelled blocked kernels; the pools join threads that may still
+  // reference kernels.
+  blocking_pool_.reset();
+  inter_op_pool_.reset();
 }
 
 void Session::Close() {
@@ -209,7 +213,7 @@ StatusOr<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vec
     std::lock_guard<std::mutex> lock(mu_);
     step_id = next_step_id_++;
   }
-  Executor executor(plan, inter_op_pool_.get(), &resources_, options_.collect_step_stats);
+  Executor executor(plan, inter_op_pool_.get(), blocking_pool_.get(), &resources_, options_.collect_step_stats);
   return executor.Run(feed_values, step_id, stats);
 }
 

@@ -82,6 +82,7 @@ class Session {
   SessionOptions options_;
   std::vector<std::unique_ptr<Device>> devices_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
+  std::unique_ptr<ElasticThreadPool> blocking_pool_;
   ResourceMgr resources_;
 
   mutable std::mutex mu_;
