@@ -1,6 +1,7 @@
 // Every registered op has a shape function, a CPU kernel for every dtype its
 // schema allows, and a gradient function or an explicit no-gradient mark; every
-// gradient function has a numeric check case.
+// gradient function has a numeric check case. Covers the input pipeline's ops
+// (data/) as well as the core's.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -8,7 +9,7 @@
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/graph/gradients.h"
-#include "towerflow/kernels/register_all.h"
+#include "towerflow/data/register.h"
 #include "towerflow/runtime/gradient_checker.h"
 
 namespace tw {
@@ -16,7 +17,7 @@ namespace {
 
 class RegistryCompletenessTest : public ::testing::Test {
  protected:
-  void SetUp() override { EnsureKernelsRegistered(); }
+  void SetUp() override { EnsureDataRegistered(); }  // core and input-pipeline ops
 };
 
 TEST_F(RegistryCompletenessTest, EveryOpHasAShapeFunction) {

@@ -11,6 +11,15 @@
 #include "towerflow/core/tensor_shape.h"
 #include "towerflow/core/threadpool.h"
 #include "towerflow/core/types.h"
+#include "towerflow/data/batching.h"
+#include "towerflow/data/coordinator.h"
+#include "towerflow/data/input_producers.h"
+#include "towerflow/data/io_ops.h"
+#include "towerflow/data/queue_ops.h"
+#include "towerflow/data/queue_runner.h"
+#include "towerflow/data/queue_stats.h"
+#include "towerflow/data/record_reader.h"
+#include "towerflow/data/record_writer.h"
 
 // graph: building, gradients, op builders
 #include "towerflow/graph/gradients.h"
@@ -27,10 +36,12 @@
 // runtime: running graphs
 #include "towerflow/runtime/session.h"
 
-// train: optimizers
+// train: optimizers, towers (Replicate) and all-reduce
 #include "towerflow/train/adam.h"
+#include "towerflow/train/all_reduce.h"
 #include "towerflow/train/gradient_descent.h"
 #include "towerflow/train/momentum.h"
 #include "towerflow/train/optimizer.h"
+#include "towerflow/train/replicate.h"
 
 #endif  // TOWERFLOW_TOWERFLOW_H_

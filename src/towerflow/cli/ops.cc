@@ -10,7 +10,7 @@
 #include "towerflow/cli/commands.h"
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/graph/gradients.h"
-#include "towerflow/kernels/register_all.h"
+#include "towerflow/data/register.h"
 #include "towerflow/runtime/gradient_checker.h"
 
 namespace tw::cli {
@@ -111,7 +111,7 @@ int RunOps(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e);
   }
-  EnsureKernelsRegistered();
+  EnsureDataRegistered();  // every op: the core's and the input pipeline's
   if (check) return CheckGradients(seed);
   PrintOps(json);
   return 0;

@@ -1,5 +1,7 @@
 #include "towerflow/device/device.h"
 
+#include "towerflow/core/tensor.h"
+
 namespace tw {
 
 std::string LocalDeviceName(const std::string& type, int index) {
@@ -7,10 +9,31 @@ std::string LocalDeviceName(const std::string& type, int index) {
 }
 
 Device::Device(std::string type, int index, Allocator* allocator, int intra_op_threads)
-    : type_(std::move(type)), index_(index), name_(LocalDeviceName(type_, index)), allocator_(allocator) {
+    : type_(std::move(type)),
+      index_(index),
+      name_(LocalDeviceName(type_, index)),
+      spec_(DeviceSpec::Local(type_, index)),
+      allocator_(allocator) {
   // The calling thread takes one shard of every ParallelFor, so a device with k
   // threads needs a pool of k - 1.
-  if (intra_op_threads > 1) pool_ = std::make_unique<ThreadPool>(name_.substr(name_.rfind(':') - 3), intra_op_threads - 1);
+  if (intra_op_threads > 1) {
+    pool_ = std::make_unique<ThreadPool>(type_ + std::to_string(index_) + "_intra", intra_op_threads - 1);
+  }
+}
+
+Device::Device(std::string type, int index, std::unique_ptr<Allocator> allocator, int intra_op_threads)
+    : Device(std::move(type), index, allocator.get(), intra_op_threads) {
+  owned_allocator_ = std::move(allocator);
+}
+
+Status Device::CopyFromHost(const Tensor& host, Tensor* on_device) {
+  return errors::Unimplemented("no host-to-device copy for ", name_, " (a ", type_,
+                               " device without host memory needs its backend's copy)");
+}
+
+Status Device::CopyToHost(const Tensor& on_device, Tensor* host) {
+  return errors::Unimplemented("no device-to-host copy for ", name_, " (a ", type_,
+                               " device without host memory needs its backend's copy)");
 }
 
 }  // namespace tw

@@ -1,7 +1,8 @@
 // Device: one place kernels run ("/job:localhost/replica:0/task:0/device:CPU:0"),
 // with the allocator its tensors come from and the intra-op threads its heavy
-// kernels may use. Devices are created by a Session's device set and live as long
-// as it does. Thread-safe after construction.
+// kernels may use. Devices are made by DeviceFactory implementations
+// (device_set.h) into a Session's DeviceSet and live as long as it does.
+// Thread-safe after construction.
 #ifndef TOWERFLOW_DEVICE_DEVICE_H_
 #define TOWERFLOW_DEVICE_DEVICE_H_
 
@@ -9,9 +10,12 @@
 #include <string>
 
 #include "towerflow/core/allocator.h"
+#include "towerflow/core/device_spec.h"
 #include "towerflow/core/threadpool.h"
 
 namespace tw {
+
+class Tensor;
 
 inline constexpr char kDeviceCpu[] = "CPU";
 inline constexpr char kDeviceGpu[] = "GPU";
@@ -22,10 +26,19 @@ std::string LocalDeviceName(const std::string& type, int index);
 class Device {
  public:
   // `intra_op_threads` <= 1 means heavy kernels run on the calling thread only.
+  // `allocator` must outlive the device.
   Device(std::string type, int index, Allocator* allocator, int intra_op_threads);
+  // As above, the device owning its allocator (a fake GPU's own memory count).
+  Device(std::string type, int index, std::unique_ptr<Allocator> allocator, int intra_op_threads);
   virtual ~Device() = default;
+  Device(const Device&) = delete;
+  Device& operator=(const Device&) = delete;
 
   const std::string& name() const { return name_; }
+  // The parsed name; complete (every field set).
+  const DeviceSpec& spec() const { return spec_; }
+  // "/device:GPU:1": how logs and warnings name a local device.
+  std::string short_name() const { return spec_.ShortString(); }
   const std::string& device_type() const { return type_; }
   int index() const { return index_; }
   Allocator* allocator() const { return allocator_; }
@@ -33,10 +46,24 @@ class Device {
   ThreadPool* intra_op_pool() const { return pool_.get(); }
   int intra_op_threads() const { return pool_ ? pool_->NumThreads() + 1 : 1; }
 
+  // True when the host can read and write this device's tensors directly
+  // (CPU, fake GPU): transfers between two such devices are memcpys. A device
+  // with memory of its own (CUDA, [cuda]) returns false and overrides the copies.
+  virtual bool host_memory() const { return true; }
+  // For devices without host memory: copy between the host tensor `host` and a
+  // new tensor on this device, and back. The defaults return Unimplemented.
+  virtual Status CopyFromHost(const Tensor& host, Tensor* on_device);
+  virtual Status CopyToHost(const Tensor& on_device, Tensor* host);
+  // One line for "Device mapping:" (TF prints the physical device, e.g.
+  // "device: 0, name: Tesla K40c, pci bus id: 0000:05:00.0"); empty for host CPUs.
+  virtual std::string physical_description() const { return ""; }
+
  private:
   std::string type_;
   int index_;
   std::string name_;
+  DeviceSpec spec_;
+  std::unique_ptr<Allocator> owned_allocator_;
   Allocator* allocator_;
   std::unique_ptr<ThreadPool> pool_;
 };

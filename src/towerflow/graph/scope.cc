@@ -1,5 +1,7 @@
 #include "towerflow/graph/scope.h"
 
+#include "towerflow/core/device_spec.h"
+
 namespace tw {
 
 Scope::Scope(Graph& graph) : state_(std::make_shared<State>(State{&graph, {}})) {}
@@ -20,7 +22,31 @@ Scope Scope::WithOpName(const std::string& name) const {
 
 Scope Scope::WithDevice(const std::string& device) const {
   Scope s = *this;
-  s.device_ = device;
+  // "" clears the device (Python's tf.device(None)).
+  if (device.empty()) {
+    s.device_.clear();
+    return s;
+  }
+  StatusOr<DeviceSpec> inner = DeviceSpec::Parse(device);
+  if (!inner.ok()) {
+    // Recorded once here, naming the string; nodes of the returned scope keep
+    // the enclosing device.
+    UpdateStatus(inner.status().WithContext("Scope::WithDevice"));
+    return s;
+  }
+  // Nothing to merge with: keep the string as written ("/gpu:0").
+  if (device_.empty()) {
+    s.device_ = device;
+    return s;
+  }
+  // As TF's merge_device: fields the inner spec sets replace the enclosing
+  // scope's, the others are inherited ("/job:ps" + "/gpu:1" ->
+  // "/job:ps/device:GPU:1"; a full inner spec replaces everything). device_ was
+  // parsed when it was set, so it parses again.
+  StatusOr<DeviceSpec> outer = DeviceSpec::Parse(device_);
+  DeviceSpec merged = outer.ok() ? *outer : DeviceSpec();
+  merged.OverrideWith(*inner);
+  s.device_ = merged.ToString();
   return s;
 }
 

@@ -5,6 +5,8 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "towerflow/runtime/partition.h"
+
 namespace tw {
 namespace {
 
@@ -46,8 +48,9 @@ class StepState {
 
   // Resolves a value input: feeds, node outputs, and variable references
   // (read under the variable's lock; uninitialized is FailedPrecondition).
+  // `producer` names the value when there is no consumer (transfers).
   Status Resolve(const ExecutorPlan::Input& in, const Node* consumer, int input_index,
-                 TensorValue* out) const {
+                 TensorValue* out, const Node* producer = nullptr) const {
     if (in.feed >= 0) {
       out->value = feeds_[static_cast<size_t>(in.feed)];
       return Status::OK();
@@ -68,8 +71,9 @@ class StepState {
     }
     if (!e.ref->IsInitialized()) {
       const Output& src = consumer ? consumer->input(input_index) : Output();
-      return errors::FailedPrecondition("Attempting to use uninitialized value ",
-                                        src.valid() ? src.node->name() : std::string("<fetch>"));
+      return errors::FailedPrecondition(
+          "Attempting to use uninitialized value ",
+          src.valid() ? src.node->name() : producer ? producer->name() : std::string("<fetch>"));
     }
     out->value = *e.ref;
     return Status::OK();
@@ -104,12 +108,18 @@ class StepState {
       const int id = stack.back();
       stack.pop_back();
       const ExecutorPlan::Item& item = plan_.items[static_cast<size_t>(id)];
-      if (item.kernel->MayBlock() && !blocking_allowed && !aborted_.load(std::memory_order_acquire)) {
+      if (item.kernel != nullptr && item.kernel->MayBlock() && !blocking_allowed && !aborted_.load(std::memory_order_acquire)) {
         blocking_pool_->Schedule([this, id] { Process(id, true); });
         continue;
       }
       blocking_allowed = false;
-      if (!aborted_.load(std::memory_order_acquire)) RunNode(item);
+      if (!aborted_.load(std::memory_order_acquire)) {
+        if (item.is_transfer()) {
+          RunTransfer(item);
+        } else {
+          RunNode(item);
+        }
+      }
       newly_ready.clear();
       for (int succ : item.successors) {
         if (pending_[static_cast<size_t>(succ)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
@@ -121,7 +131,8 @@ class StepState {
       int kept_expensive = -1;
       for (int succ : newly_ready) {
         const ExecutorPlan::Item& s = plan_.items[static_cast<size_t>(succ)];
-        if (pool_ == nullptr || !s.kernel->IsExpensive()) {
+        // Transfers are host memcpys for now: cheap, run inline.
+        if (pool_ == nullptr || s.kernel == nullptr || !s.kernel->IsExpensive()) {
           stack.push_back(succ);
         } else if (kept_expensive < 0) {
           kept_expensive = succ;
@@ -170,6 +181,20 @@ class StepState {
       }
       entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);
     }
+  }
+
+  // The Recv half of a cross-device edge: the producer's value, copied into
+  // the destination device's memory.
+  void RunTransfer(const ExecutorPlan::Item& item) {
+    TensorValue value;
+    Status s = Resolve(item.inputs[0], nullptr, 0, &value, item.node);
+    Tensor copy;
+    if (s.ok()) s = CopyTensorBetweenDevices(value.value, item.transfer_from, item.device, &copy);
+    if (!s.ok()) {
+      return Fail(item.node, s.WithContext("transferring output " + std::to_string(item.transfer_output) +
+                                           " from " + item.transfer_from->name() + " to " + item.device->name()));
+    }
+    entries_[static_cast<size_t>(item.entry_base)].value = std::move(copy);
   }
 
   void Fail(const Node* node, const Status& s) {

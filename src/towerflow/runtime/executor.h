@@ -9,7 +9,10 @@
 // inline. Kernels that may block (queues, readers) run on the blocking pool, a
 // thread each, so that they can wait on other steps without starving them. A failing kernel aborts the step:
 // nodes not yet started are skipped, and Run returns the first error prefixed by
-// the failing node's name and op. Plans are immutable; Run is thread-safe.
+// the failing node's name and op. Each kernel runs with its item's device (its
+// allocator and intra-op pool); a plan spanning devices carries transfer items
+// for its cross-device edges (partition.h). Plans are immutable; Run is
+// thread-safe.
 #ifndef TOWERFLOW_RUNTIME_EXECUTOR_H_
 #define TOWERFLOW_RUNTIME_EXECUTOR_H_
 
@@ -28,15 +31,22 @@ struct ExecutorPlan {
   };
   struct Item {
     const Node* node = nullptr;
-    OpKernel* kernel = nullptr;
-    Device* device = nullptr;
+    OpKernel* kernel = nullptr;  // null for a transfer
+    Device* device = nullptr;    // where the kernel runs: its allocator and intra-op pool
     int entry_base = 0;  // entries [entry_base, entry_base + num_outputs)
     std::vector<Input> inputs;
     std::vector<int> successors;  // one per edge, so pending counts match
     int initial_pending = 0;
+    // A transfer (partition.h: the Send/Recv pair of a cross-device edge) copies
+    // output `transfer_output` of `node`, produced on `transfer_from`, from
+    // inputs[0] into its one entry on `device`.
+    Device* transfer_from = nullptr;
+    int transfer_output = 0;
+    bool is_transfer() const { return transfer_from != nullptr; }
   };
   std::vector<Item> items;
   int num_entries = 0;
+  int num_transfers = 0;  // transfer items among `items`
   std::vector<int> roots;           // items with no pending inputs
   std::vector<Input> fetches;       // where each fetched value comes from
 };

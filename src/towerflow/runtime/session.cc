@@ -1,10 +1,14 @@
 #include "towerflow/runtime/session.h"
 
+#include <cstdio>
 #include <set>
 #include <thread>
 
+#include "towerflow/core/logging.h"
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/register_all.h"
+#include "towerflow/runtime/partition.h"
+#include "towerflow/runtime/pitfall_detector.h"
 
 namespace tw {
 namespace {
@@ -28,9 +32,53 @@ Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_
   EnsureKernelsRegistered();
   const int intra = options_.intra_op_threads > 0 ? options_.intra_op_threads : DefaultThreads();
   const int inter = options_.inter_op_threads > 0 ? options_.inter_op_threads : DefaultThreads();
-  devices_.push_back(std::make_unique<Device>(kDeviceCpu, 0, CpuAllocator(), intra));
+  DeviceOptions device_options;
+  device_options.intra_op_threads = intra;
+  device_options.num_cpu_devices = options_.num_cpu_devices;
+  device_options.num_fake_gpus = options_.num_fake_gpus;
+  StatusOr<std::unique_ptr<DeviceSet>> devices = DeviceSet::Create(device_options);
+  if (!devices.ok()) {
+    // Bad options fail every Run; one CPU device keeps the session well formed.
+    init_status_ = devices.status();
+    devices = DeviceSet::Create(DeviceOptions{intra, 1, 0});
+  }
+  device_set_ = std::move(devices).ValueOrDie();
+  if (options_.log_device_placement) {
+    // TF's DirectSession prints the physical devices behind the local names.
+    std::string mapping;
+    for (const auto& d : device_set_->devices()) {
+      if (!d->physical_description().empty()) mapping += d->name() + " -> " + d->physical_description() + "\n";
+    }
+    std::string out = mapping.empty() ? "Device mapping: no known devices.\n" : "Device mapping:\n" + mapping;
+    std::fwrite(out.data(), 1, out.size(), stdout);
+    std::fflush(stdout);
+  }
   if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("tw_inter_op", inter);
   blocking_pool_ = std::make_unique<ElasticThreadPool>("tw_blocking");
+  // TF places the whole graph when the session is created.
+  std::lock_guard<std::mutex> lock(mu_);
+  PlaceNewNodes();
+}
+
+void Session::PlaceNewNodes() {
+  if (placement_.num_nodes() >= graph_.num_nodes()) return;
+  PlacerOptions placer_options;
+  placer_options.allow_soft_placement = options_.allow_soft_placement;
+  placer_options.log_device_placement = options_.log_device_placement;
+  placer_options.log_verbosity = options_.log_device_placement_verbosity;
+  // Per-node failures stay in the placement; a plan that needs such a node
+  // returns its error.
+  Placer(graph_, *device_set_, KernelRegistry::Global(), placer_options).Run(&placement_).IgnoreError();
+  for (const SharedBatchFinding& f : FindSharedBatches(graph_, placement_)) {
+    if (!warned_dequeues_.insert(f.dequeue->id()).second) continue;
+    if (options_.strict_tower_inputs) {
+      if (tower_inputs_status_.ok()) {
+        tower_inputs_status_ = errors::InvalidArgument(f.Message(), " (SessionOptions.strict_tower_inputs)");
+      }
+    } else {
+      TW_LOG(WARNING) << f.Message();
+    }
+  }
 }
 
 Session::~Session() {
@@ -128,44 +176,49 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
 
   auto plan = std::make_shared<ExecutorPlan>();
   std::vector<int> item_of(static_cast<size_t>(graph_.num_nodes()), -1);
-  Device* device = devices_.front().get();
   for (int id = 0; id < graph_.num_nodes(); ++id) {
     if (!needed[static_cast<size_t>(id)]) continue;
     const Node* n = graph_.node(id);
+    const NodePlacement& placed = placement_.at(id);
+    if (!placed.status.ok()) return placed.status;
     ExecutorPlan::Item item;
     item.node = n;
-    item.device = device;
-    TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, device));
+    item.device = placed.device;
+    TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, placed.device));
     item.entry_base = plan->num_entries;
     plan->num_entries += n->num_outputs();
     item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
     plan->items.push_back(std::move(item));
   }
   // Nodes are added in topological order (inputs exist before consumers), so
-  // producers already have items.
-  for (auto& item : plan->items) {
-    const Node* n = item.node;
-    const int self = item_of[static_cast<size_t>(n->id())];
+  // producers already have items. Edges between devices get transfer items,
+  // appended after the node items.
+  PlanPartitioner partitioner(plan.get());
+  const int num_node_items = static_cast<int>(plan->items.size());
+  for (int self = 0; self < num_node_items; ++self) {
+    const Node* n = plan->items[static_cast<size_t>(self)].node;
+    std::vector<ExecutorPlan::Input> inputs(static_cast<size_t>(n->num_inputs()));
     for (int i = 0; i < n->num_inputs(); ++i) {
       const Output& in = n->input(i);
-      ExecutorPlan::Input src;
+      ExecutorPlan::Input& src = inputs[static_cast<size_t>(i)];
       src.is_ref = n->input_is_ref(i);
       auto f = feed_index.find(in);
       if (f != feed_index.end()) {
+        // Feeds are host tensors; every device has host memory for now. [cuda]:
+        // a feed into a device without host memory needs a transfer here.
         src.feed = f->second;
       } else {
-        auto& producer = plan->items[static_cast<size_t>(item_of[static_cast<size_t>(in.node->id())])];
-        src.entry = producer.entry_base + in.index;
-        producer.successors.push_back(self);
-        ++item.initial_pending;
+        TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())], in.index, self,
+                                               src.is_ref, &src));
       }
-      item.inputs.push_back(src);
     }
+    plan->items[static_cast<size_t>(self)].inputs = std::move(inputs);
     for (const Node* c : n->control_inputs()) {
       plan->items[static_cast<size_t>(item_of[static_cast<size_t>(c->id())])].successors.push_back(self);
-      ++item.initial_pending;
+      ++plan->items[static_cast<size_t>(self)].initial_pending;
     }
   }
+  plan->num_transfers = partitioner.num_transfers();
   for (size_t i = 0; i < plan->items.size(); ++i) {
     if (plan->items[i].initial_pending == 0) plan->roots.push_back(static_cast<int>(i));
   }
@@ -194,8 +247,12 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::GetPlan(const FeedList& f
   const std::string sig = Signature(feeds, fetches, targets);
   std::lock_guard<std::mutex> lock(mu_);
   if (closed_) return errors::Cancelled("the session is closed");
+  TW_RETURN_IF_ERROR(tower_inputs_status_);
   auto it = plans_.find(sig);
   if (it != plans_.end()) return it->second;
+  // Nodes added since the last placement (a new plan may need them).
+  PlaceNewNodes();
+  TW_RETURN_IF_ERROR(tower_inputs_status_);
   TW_ASSIGN_OR_RETURN(auto plan, BuildPlan(feeds, fetches, targets));
   plans_[sig] = plan;
   return plan;
@@ -203,6 +260,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::GetPlan(const FeedList& f
 
 StatusOr<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vector<Output>& fetches,
                                            const std::vector<Node*>& targets, StepStats* stats) {
+  TW_RETURN_IF_ERROR(init_status_);
   for (const auto& [out, value] : feeds) TW_RETURN_IF_ERROR(CheckFeed(out, value));
   TW_ASSIGN_OR_RETURN(auto plan, GetPlan(feeds, fetches, targets));
   std::vector<Tensor> feed_values;

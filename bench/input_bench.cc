@@ -1,0 +1,292 @@
+// The [input] benchmark: records/s and MB/s from TFRecord files to parsed,
+// decoded batches of 100 in memory (read + CRC + parse + decode_raw), for the
+// Fashion-MNIST schema (image: 784 bytes -> uint8 [784], label: int64) and the
+// seed's schema (x: bytes -> int32 [2, 64], labels: bytes -> int32 [1, 2]),
+// plain and GZIP files, 1 and 2 threads. bench/input_pipeline runs it next to
+// TensorFlow (bench/peers/tf_input.py) on the same files and prints the table.
+//
+// Pipelines, all built with the graph API as a user would:
+//   queue    the seed's: StringInputProducer -> TFRecordReader ->
+//            ParseSingleExample -> DecodeRaw -> Reshape -> ShuffleBatch
+//            (min_after_dequeue 1000, capacity 1000 + 4 * 100, num_threads T);
+//            the loop dequeues batches of 100
+//   batched  StringInputProducer -> TFRecordReader -> Batch of 100 serialized
+//            records (num_threads T); the loop's step runs ParseExample +
+//            DecodeRaw on the batch (parallel over T intra-op threads)
+//   library  no graph: RecordReader + ExampleParser + DecodeRawFill in one loop
+//            on one thread, what the kernels cost without the framework
+// The session has T inter-op and T intra-op threads. Plus the machine's limits:
+// memcpy and CRC32C (data/crc32c.h) GB/s.
+//
+// Data: TOWERFLOW_INPUT_BENCH_DATA=DIR holding DIR/fmnist/*.tfrecord[.gz] and
+// DIR/seed/*.tfrecord[.gz] (bench/input_pipeline writes them with `towerflow
+// convert`). MB/s counts the uncompressed TFRecord stream (framing + payload),
+// so plain and GZIP rates compare; 1 MB = 1e6 bytes. Counters: records_per_sec,
+// bytes_per_sec.
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "towerflow/data/crc32c.h"
+#include "towerflow/data/decode_raw_op.h"
+#include "towerflow/data/example_parser.h"
+#include "towerflow/towerflow.h"
+
+namespace {
+
+constexpr int64_t kBatch = 100;
+constexpr int64_t kMinAfterDequeue = 1000;  // the seed's
+constexpr int kSeedFeatures = 64;
+
+enum class Schema { kFashionMnist, kSeed };
+enum class Mode { kQueue, kBatched, kLibrary };
+
+struct Dataset {
+  Schema schema;
+  std::string schema_name;  // "fmnist" | "seed"
+  tw::Compression compression;
+  std::vector<std::string> files;
+  double record_bytes = 0;  // mean framed record size in the uncompressed stream
+};
+
+// The dataset's files and mean record size; empty files when there are none.
+Dataset FindDataset(const std::string& dir, Schema schema, tw::Compression compression) {
+  Dataset d{schema, schema == Schema::kFashionMnist ? "fmnist" : "seed", compression, {}, 0};
+  const std::string ext = compression == tw::Compression::kGzip ? ".tfrecord.gz" : ".tfrecord";
+  d.files = tw::io::Glob(dir + "/" + d.schema_name + "/*" + ext);
+  tw::RecordFileStats total;
+  for (const std::string& f : d.files) {
+    tw::RecordFileStats stats;
+    if (!tw::VerifyFile(f, compression, &stats).ok()) return {};
+    total.records += stats.records;
+    total.stream_bytes += stats.stream_bytes;
+  }
+  if (total.records == 0) return {};
+  d.record_bytes = static_cast<double>(total.stream_bytes) / static_cast<double>(total.records);
+  return d;
+}
+
+// The seed's get_input() for one serialized Example (and its Fashion-MNIST twin).
+std::vector<tw::Output> ParseOne(const tw::Scope& s, const tw::Output& serialized, Schema schema) {
+  if (schema == Schema::kFashionMnist) {
+    auto f = tw::io::ParseSingleExample(
+        s, serialized, {{"image", tw::io::FixedLenFeature(tw::kString)}, {"label", tw::io::FixedLenFeature(tw::kInt64)}});
+    return {tw::Reshape(s, tw::io::DecodeRaw(s, f["image"], tw::kUInt8), {784}), f["label"]};
+  }
+  auto f = tw::io::ParseSingleExample(
+      s, serialized, {{"x", tw::io::FixedLenFeature(tw::kString)}, {"labels", tw::io::FixedLenFeature(tw::kString)}});
+  return {tw::Reshape(s, tw::io::DecodeRaw(s, f["x"], tw::kInt32), {2, kSeedFeatures}),
+          tw::Reshape(s, tw::io::DecodeRaw(s, f["labels"], tw::kInt32), {1, 2})};
+}
+
+// The same on a vector of serialized Examples.
+std::vector<tw::Output> ParseMany(const tw::Scope& s, const tw::Output& serialized, Schema schema) {
+  if (schema == Schema::kFashionMnist) {
+    auto f = tw::io::ParseExample(
+        s, serialized, {{"image", tw::io::FixedLenFeature(tw::kString)}, {"label", tw::io::FixedLenFeature(tw::kInt64)}});
+    return {tw::Reshape(s, tw::io::DecodeRaw(s, f["image"], tw::kUInt8), {-1, 784}), f["label"]};
+  }
+  auto f = tw::io::ParseExample(
+      s, serialized, {{"x", tw::io::FixedLenFeature(tw::kString)}, {"labels", tw::io::FixedLenFeature(tw::kString)}});
+  return {tw::Reshape(s, tw::io::DecodeRaw(s, f["x"], tw::kInt32), {-1, 2, kSeedFeatures}),
+          tw::Reshape(s, tw::io::DecodeRaw(s, f["labels"], tw::kInt32), {-1, 1, 2})};
+}
+
+// A running queue pipeline: graph, session, queue runners. The destructor stops
+// the runners (their cancel threads unblock full queues) and joins them.
+class Pipeline {
+ public:
+  Pipeline(const Dataset& d, Mode mode, int threads) {
+    tw::Scope root(graph_);
+    tw::io::Queue files = tw::train::StringInputProducer(root, d.files);  // shuffled, forever: the seed's
+    auto read = tw::io::TFRecordReader(root, {.compression = d.compression}).Read(files);
+    if (mode == Mode::kQueue) {
+      fetches_ = tw::train::ShuffleBatch(root, ParseOne(root, read.value, d.schema),
+                                         {.batch_size = kBatch,
+                                          .capacity = kMinAfterDequeue + 4 * kBatch,
+                                          .min_after_dequeue = kMinAfterDequeue,
+                                          .num_threads = threads});
+    } else {
+      tw::Batch serialized =
+          tw::train::Batch(root, {read.value}, {.batch_size = kBatch, .num_threads = threads, .capacity = 4 * kBatch});
+      if (root.ok()) fetches_ = ParseMany(root, serialized[0], d.schema);
+    }
+    status_ = root.status();
+    if (!status_.ok()) return;
+    session_ = std::make_unique<tw::Session>(
+        graph_, tw::SessionOptions{.inter_op_threads = threads, .intra_op_threads = threads});
+    status_ = session_->Run(tw::LocalVariablesInitializer(graph_));
+    if (status_.ok()) threads_ = tw::train::StartQueueRunners(*session_, coord_);
+  }
+  ~Pipeline() {
+    coord_.RequestStop();
+    if (session_ != nullptr) {
+      tw::Status s = coord_.Join(threads_, std::chrono::seconds(10));
+      if (!s.ok()) std::fprintf(stderr, "input_bench: %s\n", s.ToString().c_str());
+    }
+  }
+  const tw::Status& status() const { return status_; }
+
+  // One batch of kBatch decoded records.
+  tw::Status Step() {
+    auto out = session_->Run(fetches_);
+    if (!out.ok()) return out.status();
+    if ((*out)[0].shape().dim(0) != kBatch) return tw::errors::Internal("batch of ", (*out)[0].shape().ToString());
+    return tw::Status::OK();
+  }
+
+ private:
+  tw::Graph graph_;
+  std::unique_ptr<tw::Session> session_;
+  tw::train::Coordinator coord_;
+  std::vector<std::thread> threads_;
+  std::vector<tw::Output> fetches_;
+  tw::Status status_;
+};
+
+void SetRates(benchmark::State& state, const Dataset& d) {
+  const double records = static_cast<double>(state.iterations()) * kBatch;
+  state.counters["records_per_sec"] = benchmark::Counter(records, benchmark::Counter::kIsRate);
+  state.counters["bytes_per_sec"] = benchmark::Counter(records * d.record_bytes, benchmark::Counter::kIsRate);
+}
+
+void BM_Pipeline(benchmark::State& state, Dataset d, Mode mode, int threads) {
+  Pipeline p(d, mode, threads);
+  if (!p.status().ok()) {
+    state.SkipWithError(p.status().ToString().c_str());
+    return;
+  }
+  // Warm-up, untimed: the shuffle queue fills to min_after_dequeue first.
+  for (int i = 0; i < 30; ++i) {
+    if (tw::Status s = p.Step(); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
+  for (auto _ : state) {
+    if (tw::Status s = p.Step(); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      return;
+    }
+  }
+  SetRates(state, d);
+}
+
+// The library loop: the files read over and over; each iteration parses and
+// decodes kBatch records one at a time, as the queue pipeline's kernels do.
+void BM_Library(benchmark::State& state, Dataset d) {
+  tw::ParseConfig config;
+  const bool fmnist = d.schema == Schema::kFashionMnist;
+  config.dense.push_back({fmnist ? "image" : "x", tw::kString, tw::TensorShape{}, std::nullopt});
+  config.dense.push_back({fmnist ? "label" : "labels", fmnist ? tw::kInt64 : tw::kString, tw::TensorShape{}, std::nullopt});
+  auto parser = tw::ExampleParser::Create(config);
+  if (!parser.ok()) {
+    state.SkipWithError(parser.status().ToString().c_str());
+    return;
+  }
+  size_t file = 0;
+  std::unique_ptr<tw::RecordReader> reader;
+  std::string_view record;
+  tw::ParseResult parsed;
+  const tw::DataType out_type = fmnist ? tw::kUInt8 : tw::kInt32;
+  auto next = [&]() -> tw::Status {
+    for (;;) {
+      if (reader == nullptr) {
+        TW_ASSIGN_OR_RETURN(reader, tw::RecordReader::Open(d.files[file], {.compression = d.compression}));
+        file = (file + 1) % d.files.size();
+      }
+      tw::Status s = reader->ReadRecordView(&record);
+      if (!tw::errors::IsOutOfRange(s)) return s;
+      reader.reset();
+    }
+  };
+  auto one = [&]() -> tw::Status {
+    TW_RETURN_IF_ERROR(next());
+    TW_RETURN_IF_ERROR(parser->ParseSingle(record, &parsed));
+    for (size_t i = 0; i < parsed.dense.size(); ++i) {
+      if (parsed.dense[i].dtype() != tw::kString) continue;
+      TW_ASSIGN_OR_RETURN(tw::TensorShape shape, tw::DecodeRawShape(parsed.dense[i], out_type));
+      tw::Tensor out(out_type, shape);
+      tw::DecodeRawFill(parsed.dense[i], true, &out);
+      benchmark::DoNotOptimize(fmnist ? static_cast<void*>(out.data<uint8_t>()) : out.data<int32_t>());
+    }
+    return tw::Status::OK();
+  };
+  for (auto _ : state) {
+    for (int64_t i = 0; i < kBatch; ++i) {
+      if (tw::Status s = one(); !s.ok()) {
+        state.SkipWithError(s.ToString().c_str());
+        return;
+      }
+    }
+  }
+  SetRates(state, d);
+}
+
+// memcpy between two 64 MiB buffers: main-memory bandwidth.
+void BM_Memcpy(benchmark::State& state) {
+  const size_t n = size_t{64} << 20;
+  std::vector<char> a(n, 1), b(n, 2);
+  for (auto _ : state) {
+    std::memcpy(b.data(), a.data(), n);
+    benchmark::ClobberMemory();
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * n));
+}
+
+// CRC32C of a 1 MiB buffer (cache-resident): the checksum's own speed.
+void BM_Crc32c(benchmark::State& state) {
+  std::vector<uint8_t> a(size_t{1} << 20);
+  for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<uint8_t>(i * 131);
+  for (auto _ : state) benchmark::DoNotOptimize(tw::Crc32cValue(a.data(), a.size()));
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * a.size()));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  benchmark::RegisterBenchmark("limit/memcpy", BM_Memcpy)->UseRealTime();
+  benchmark::RegisterBenchmark("limit/crc32c", BM_Crc32c)->UseRealTime();
+  const char* dir = std::getenv("TOWERFLOW_INPUT_BENCH_DATA");
+  if (dir == nullptr) {
+    std::fprintf(stderr, "input_bench: TOWERFLOW_INPUT_BENCH_DATA is not set: only the limits run "
+                         "(bench/input_pipeline writes the data and sets it)\n");
+  }
+  for (Schema schema : {Schema::kFashionMnist, Schema::kSeed}) {
+    for (tw::Compression c : {tw::Compression::kNone, tw::Compression::kGzip}) {
+      if (dir == nullptr) break;
+      Dataset d = FindDataset(dir, schema, c);
+      if (d.files.empty()) {
+        std::fprintf(stderr, "input_bench: no readable %s files under %s/%s\n",
+                     c == tw::Compression::kGzip ? ".tfrecord.gz" : ".tfrecord", dir,
+                     schema == Schema::kFashionMnist ? "fmnist" : "seed");
+        continue;
+      }
+      const std::string tail = "/" + d.schema_name + "/" + (c == tw::Compression::kGzip ? "gzip" : "none");
+      for (int threads : {1, 2}) {
+        for (Mode mode : {Mode::kQueue, Mode::kBatched}) {
+          const std::string name = std::string(mode == Mode::kQueue ? "queue" : "batched") + tail +
+                                   "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), BM_Pipeline, d, mode, threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
+      }
+      benchmark::RegisterBenchmark(("library" + tail + "/threads:1").c_str(), BM_Library, d)
+          ->UseRealTime()
+          ->Unit(benchmark::kMillisecond);
+    }
+  }
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

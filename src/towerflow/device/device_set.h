@@ -1,0 +1,96 @@
+// DeviceSet: the devices one Session runs on, and DeviceFactory, the registry
+// of the backends that make them.
+//
+// A DeviceFactory makes the devices of one backend from DeviceOptions: "CPU"
+// (device/cpu/, N virtual CPU devices sharing the host's threads), "FAKE_GPU"
+// (device/fake/, test-only GPUs backed by host memory) and, when built, the CUDA
+// backend ([cuda], device/cuda/: GPUs that CUDA_VISIBLE_DEVICES leaves visible,
+// renumbered from 0; it registers itself next to the others in
+// EnsureDeviceFactoriesRegistered). Each factory carries its device type's
+// priority, as TF's REGISTER_LOCAL_DEVICE_FACTORY does: GPU 210, CPU 60; the
+// placer prefers higher priorities for unconstrained ops.
+//
+// A DeviceSet owns its devices, in creation order (CPU:0 first: the client
+// device that feeds and fetches live on). The registry is thread-safe; a
+// DeviceSet is immutable once created and thread-safe to read.
+#ifndef TOWERFLOW_DEVICE_DEVICE_SET_H_
+#define TOWERFLOW_DEVICE_DEVICE_SET_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "towerflow/device/device.h"
+
+namespace tw {
+
+struct DeviceOptions {
+  // Total intra-op threads of the host; 0: one per hardware thread. Each CPU
+  // device gets max(1, intra_op_threads / num_cpu_devices).
+  int intra_op_threads = 0;
+  // Virtual CPU devices /device:CPU:0 .. N-1 (TF's device_count {"CPU": N}).
+  int num_cpu_devices = 1;
+  // Test-only fake GPUs /device:GPU:0 .. N-1 (type "GPU", host memory).
+  int num_fake_gpus = 0;
+};
+
+class DeviceFactory {
+ public:
+  virtual ~DeviceFactory() = default;
+  // Appends this backend's devices (possibly none) to `devices`, which holds the
+  // devices of the factories that ran before. InvalidArgument for bad options.
+  virtual Status CreateDevices(const DeviceOptions& options, std::vector<std::unique_ptr<Device>>* devices) = 0;
+
+  // Registers `factory` under `name` ("CPU", "FAKE_GPU", "GPU") for devices of
+  // `device_type` with `priority`. AlreadyExists when the name is taken.
+  static Status Register(const std::string& name, const std::string& device_type, int priority,
+                         std::unique_ptr<DeviceFactory> factory);
+  // The priority of a device type: the highest of its factories; -1 if none.
+  static int DevicePriority(const std::string& device_type);
+};
+
+// Registers the built-in factories (CPU, fake GPU, and CUDA when built) once.
+// Thread-safe; DeviceSet::Create calls it.
+void EnsureDeviceFactoriesRegistered();
+// One per backend; each lives in its backend folder.
+Status RegisterCpuDeviceFactory();
+Status RegisterFakeGpuDeviceFactory();
+
+class DeviceSet {
+ public:
+  // Runs every registered factory, CPU first, then the others by decreasing
+  // priority. InvalidArgument naming the option for bad options (fewer than one
+  // CPU device, a negative GPU count).
+  static StatusOr<std::unique_ptr<DeviceSet>> Create(const DeviceOptions& options);
+  // A set of the given devices (tests).
+  explicit DeviceSet(std::vector<std::unique_ptr<Device>> devices);
+
+  const std::vector<std::unique_ptr<Device>>& devices() const { return devices_; }
+  int num_devices() const { return static_cast<int>(devices_.size()); }
+  // The client device: CPU:0 (the first device).
+  Device* client_device() const { return devices_.front().get(); }
+  // nullptr when absent.
+  Device* FindByName(const std::string& full_name) const;
+  // Devices that `spec` matches, ordered as the placer prefers them: by type
+  // priority (GPU before CPU), then by index.
+  std::vector<Device*> FindMatchingDevices(const DeviceSpec& spec) const;
+  // The device types present, by priority: {"GPU", "CPU"}.
+  const std::vector<std::string>& device_types() const { return types_; }
+  bool HasType(const std::string& type) const;
+  // The priority of a present device type (DeviceFactory::DevicePriority); -1 if absent.
+  int Priority(const std::string& type) const;
+  // "[CPU, GPU]": the types for "Registered devices:" in errors (sorted by name, as TF).
+  std::string DescribeTypes() const;
+  // "[ /job:localhost/replica:0/task:0/device:CPU:0, ... ]", sorted by name.
+  std::string DescribeDevices() const;
+
+ private:
+  std::vector<std::unique_ptr<Device>> devices_;
+  std::vector<std::string> types_;
+  std::map<std::string, int> priority_;  // per type in types_
+};
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_DEVICE_DEVICE_SET_H_

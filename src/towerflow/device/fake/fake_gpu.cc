@@ -1,0 +1,115 @@
+#include "towerflow/device/fake/fake_gpu.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <mutex>
+#include <thread>
+
+#include "towerflow/device/device_set.h"
+
+namespace tw {
+namespace {
+
+// Host memory with its own count: what a test reads as "bytes on the GPU".
+class FakeGpuAllocator final : public Allocator {
+ public:
+  explicit FakeGpuAllocator(int index) : name_("fake_gpu_" + std::to_string(index)) {}
+  std::string Name() const override { return name_; }
+  void* Allocate(size_t bytes) override {
+    size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    if (rounded == 0) rounded = kTensorAlignment;
+    if (rounded < bytes) return nullptr;  // overflow
+    void* p = std::aligned_alloc(kTensorAlignment, rounded);
+    if (p) in_use_.fetch_add(bytes, std::memory_order_relaxed);
+    return p;
+  }
+  void Deallocate(void* ptr, size_t bytes) override {
+    if (!ptr) return;
+    std::free(ptr);
+    in_use_.fetch_sub(bytes, std::memory_order_relaxed);
+  }
+  size_t BytesInUse() const override { return in_use_.load(std::memory_order_relaxed); }
+
+ private:
+  std::string name_;
+  std::atomic<size_t> in_use_{0};
+};
+
+class FakeGpuDevice final : public Device {
+ public:
+  FakeGpuDevice(int index, int intra_op_threads)
+      : Device(kDeviceGpu, index, std::make_unique<FakeGpuAllocator>(index), intra_op_threads) {}
+  std::string physical_description() const override {
+    return "device: " + std::to_string(index()) + ", name: towerflow fake GPU (host memory)";
+  }
+};
+
+class FakeGpuDeviceFactory final : public DeviceFactory {
+ public:
+  Status CreateDevices(const DeviceOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
+    if (options.num_fake_gpus == 0) return Status::OK();
+    for (const auto& d : *devices) {
+      if (d->device_type() == kDeviceGpu) {
+        return errors::InvalidArgument("SessionOptions.num_fake_gpus = ", options.num_fake_gpus,
+                                       " but real GPUs exist (", d->name(),
+                                       "); fake GPUs are for machines without one");
+      }
+    }
+    RegisterFakeGpuKernels(KernelRegistry::Global(), FakeGpuKernelOps());
+    const int total = options.intra_op_threads > 0
+                          ? options.intra_op_threads
+                          : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+    const int per_device = std::max(1, total / options.num_fake_gpus);
+    for (int i = 0; i < options.num_fake_gpus; ++i) {
+      devices->push_back(std::make_unique<FakeGpuDevice>(i, per_device));
+    }
+    return Status::OK();
+  }
+};
+
+}  // namespace
+
+const std::vector<std::string>& FakeGpuKernelOps() {
+  // The ops TF has GPU kernels for among towerflow's math, nn, array, state and
+  // training ops. Placeholder is left out on purpose (TF has a GPU Placeholder):
+  // it is the standard "no GPU kernel" case in tests.
+  static const std::vector<std::string>* ops = new std::vector<std::string>{
+      "Add", "AddN", "ApplyAdam", "ApplyGradientDescent", "ApplyMomentum", "ArgMax", "Assign", "AssignAdd",
+      "AssignSub", "BiasAdd", "BiasAddGrad", "BroadcastTo", "Cast", "Const", "Conv2D", "Conv2DBackpropFilter",
+      "Conv2DBackpropInput", "Div", "Equal", "Exp", "ExpandDims", "Fill", "GreaterEqual", "Identity",
+      "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean",
+      "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal", "RandomUniform", "Relu", "ReluGrad", "Reshape",
+      "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax", "SoftmaxCrossEntropyWithLogits",
+      "SparseSoftmaxCrossEntropyWithLogits", "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum",
+      "SumToShape", "Tanh", "TruncatedNormal", "VariableV2", "ZerosLike"};
+  return *ops;
+}
+
+void RegisterFakeGpuKernels(KernelRegistry& registry, const std::vector<std::string>& ops) {
+  // One registration at a time, so two sessions made at once copy each op once.
+  static std::mutex mu;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const std::string& op : ops) {
+    std::vector<KernelDef> copies;
+    bool has_gpu = false;
+    for (const KernelDef* k : registry.KernelsFor(op)) {
+      if (k->device_type == kDeviceGpu) has_gpu = true;
+      if (k->device_type == kDeviceCpu) {
+        KernelDef copy = *k;
+        copy.device_type = kDeviceGpu;
+        copies.push_back(std::move(copy));
+      }
+    }
+    if (has_gpu) continue;
+    for (KernelDef& k : copies) registry.Register(std::move(k));
+  }
+}
+
+Status RegisterFakeGpuDeviceFactory() {
+  // Type "GPU" with TF's GPU priority (210), so the placer prefers it as it
+  // would a real one.
+  return DeviceFactory::Register("FAKE_GPU", kDeviceGpu, 210, std::make_unique<FakeGpuDeviceFactory>());
+}
+
+}  // namespace tw

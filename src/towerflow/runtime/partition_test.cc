@@ -1,0 +1,168 @@
+// Partitioning: kernels run on their node's device (allocator and intra-op
+// pool), cross-device edges deliver a copy on the destination device's
+// allocator, variables are read across devices under their lock, and a
+// single-device plan copies nothing.
+#include "towerflow/runtime/partition.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <mutex>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/ops/state_ops.h"
+#include "towerflow/graph/shape_inference.h"
+#include "towerflow/kernels/register_all.h"
+#include "towerflow/runtime/session.h"
+
+namespace tw {
+namespace {
+
+using ::testing::HasSubstr;
+
+// What a TestProbe kernel saw when it ran: its device and its input's memory.
+struct ProbeRecord {
+  std::string device;
+  ThreadPool* pool = nullptr;
+  const void* input_data = nullptr;
+  Allocator* input_allocator = nullptr;
+};
+std::mutex g_probe_mu;
+std::map<std::string, ProbeRecord> g_probes;  // by node name, guarded by g_probe_mu
+
+class ProbeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    {
+      std::lock_guard<std::mutex> lock(g_probe_mu);
+      g_probes[node().name()] = {ctx->device()->name(), ctx->intra_op_pool(), in.raw_data(),
+                                 in.buffer() ? in.buffer()->allocator() : nullptr};
+    }
+    ctx->set_output(0, in);
+  }
+};
+
+void RegisterProbe() {
+  static bool done = [] {
+    EnsureKernelsRegistered();
+    OpRegistry::Global()
+        .Register(OpDefBuilder("TestProbe").Input("x", "T").Output("y", "T").TypeAttr("T", {})
+                      .Shape(shape_fns::Unchanged).Build())
+        .Check();
+    KernelRegistry::Global().RegisterUntyped<ProbeOp>("TestProbe", kDeviceCpu);
+    KernelRegistry::Global().RegisterUntyped<ProbeOp>("TestProbe", kDeviceGpu);
+    return true;
+  }();
+  (void)done;
+}
+
+Output Probe(const Scope& scope, const Output& x) { return Output(NodeBuilder(scope, "TestProbe").Input(x).Finalize()); }
+
+ProbeRecord Record(const std::string& name) {
+  std::lock_guard<std::mutex> lock(g_probe_mu);
+  return g_probes.at(name);
+}
+
+class PartitionTest : public ::testing::Test {
+ protected:
+  void SetUp() override { RegisterProbe(); }
+  Graph graph_;
+  Scope root_{graph_};
+};
+
+TEST_F(PartitionTest, CrossDeviceTensorArrivesAsACopyOnTheDestinationAllocator) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32);
+  auto y = Identity(root_.WithOpName("y").WithDevice("/gpu:0"), Square(root_.WithOpName("sq").WithDevice("/cpu:0"), x));
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  SessionOptions options;
+  options.num_fake_gpus = 1;
+  options.intra_op_threads = 1;
+  Session session(graph_, options);
+  ASSERT_EQ(session.devices().size(), 2u);
+  Allocator* gpu = session.devices()[1]->allocator();
+  ASSERT_NE(gpu, CpuAllocator());
+  const size_t before = gpu->BytesInUse();
+  {
+    auto out = session.Run({{x, Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape{4})}}, {y});
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    const Tensor& t = (*out)[0];
+    EXPECT_EQ(t.ToVector<float>(), (std::vector<float>{1, 4, 9, 16}));
+    ASSERT_TRUE(t.buffer());
+    EXPECT_EQ(t.buffer()->allocator(), gpu) << "the GPU's Identity forwards the transferred tensor";
+    EXPECT_EQ(gpu->BytesInUse(), before + 4 * sizeof(float));
+  }
+  EXPECT_EQ(gpu->BytesInUse(), before) << "the copy is freed with its last user";
+}
+
+TEST_F(PartitionTest, KernelsRunWithTheirDevicesPoolAndVirtualCpusCopy) {
+  auto c = Const(root_.WithOpName("c").WithDevice("/cpu:0"), std::vector<float>{1, 2}, TensorShape{2});
+  auto p0 = Probe(root_.WithOpName("p0").WithDevice("/cpu:0"), c);
+  auto p1 = Probe(root_.WithOpName("p1").WithDevice("/cpu:1"), c);
+  ASSERT_TRUE(root_.ok());
+  SessionOptions options;
+  options.num_cpu_devices = 2;
+  options.intra_op_threads = 4;
+  Session session(graph_, options);
+  auto out = session.Run({p0, p1});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[1].ToVector<float>(), (std::vector<float>{1, 2}));
+  const ProbeRecord r0 = Record("p0"), r1 = Record("p1");
+  EXPECT_EQ(r0.device, "/job:localhost/replica:0/task:0/device:CPU:0");
+  EXPECT_EQ(r1.device, "/job:localhost/replica:0/task:0/device:CPU:1");
+  EXPECT_EQ(r0.pool, session.devices()[0]->intra_op_pool());
+  EXPECT_EQ(r1.pool, session.devices()[1]->intra_op_pool());
+  EXPECT_NE(r0.pool, r1.pool);
+  EXPECT_EQ(session.devices()[1]->intra_op_threads(), 2) << "4 threads over 2 virtual CPUs";
+  const Tensor& value = std::get<Tensor>(*c.node->attrs().Find("value"));
+  EXPECT_EQ(r0.input_data, value.raw_data()) << "same device: no copy";
+  EXPECT_NE(r1.input_data, value.raw_data()) << "CPU:0 -> CPU:1 goes through a transfer";
+}
+
+TEST_F(PartitionTest, SingleDevicePlanCopiesNothing) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32);
+  auto p = Probe(root_.WithOpName("p"), x);
+  Session session(graph_);
+  Tensor fed = Tensor::FromVector<float>({5}, TensorShape{1});
+  ASSERT_TRUE(session.Run({{x, fed}}, {p}).ok());
+  EXPECT_EQ(Record("p").input_data, fed.raw_data());
+  EXPECT_EQ(session.placement().reason(*p.node), "default: CPU (no GPU device)");
+}
+
+TEST_F(PartitionTest, VariableOnCpuReadOnGpu) {
+  auto v = VariableV2(root_.WithOpName("v").WithDevice("/cpu:0"), TensorShape{2, 2}, kFloat32);
+  auto init = Assign(root_.WithOpName("init"), v, Const(root_, std::vector<float>{1, 2, 3, 4}, TensorShape{2, 2}));
+  auto m = MatMul(root_.WithOpName("m").WithDevice("/gpu:0"), v, v);
+  ASSERT_TRUE(root_.ok());
+  SessionOptions options;
+  options.num_fake_gpus = 1;
+  Session session(graph_, options);
+  auto uninit = session.Run({m});
+  ASSERT_FALSE(uninit.ok());
+  EXPECT_EQ(uninit.status().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(uninit.status().message(), HasSubstr("Attempting to use uninitialized value v"));
+  ASSERT_TRUE(session.Run(init.node).ok());
+  auto out = session.Run({m});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{7, 10, 15, 22}));
+  EXPECT_EQ(session.placement().device_name(*m.node), "/job:localhost/replica:0/task:0/device:GPU:0");
+  EXPECT_EQ(session.placement().device_name(*init.node), "/job:localhost/replica:0/task:0/device:CPU:0");
+}
+
+TEST(CopyTensorTest, CopiesStringsAndEmptyTensors) {
+  Device a(kDeviceCpu, 0, CpuAllocator(), 1), b(kDeviceCpu, 1, CpuAllocator(), 1);
+  Tensor s = Tensor::Vec<std::string>({"ab", "", "cde"});
+  Tensor out;
+  ASSERT_TRUE(CopyTensorBetweenDevices(s, &a, &b, &out).ok());
+  EXPECT_EQ(out.ToVector<std::string>(), (std::vector<std::string>{"ab", "", "cde"}));
+  EXPECT_FALSE(out.SharesBufferWith(s));
+  Tensor empty(kFloat32, TensorShape{0, 3});
+  ASSERT_TRUE(CopyTensorBetweenDevices(empty, &a, &b, &out).ok());
+  EXPECT_EQ(out.shape(), (TensorShape{0, 3}));
+}
+
+}  // namespace
+}  // namespace tw

@@ -1,0 +1,184 @@
+#include "towerflow/train/all_reduce.h"
+
+#include <algorithm>
+#include <type_traits>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+
+namespace tw::train {
+namespace {
+
+// Elements reduced at a time inside a chunk: the accumulator lives on the stack
+// (16 KiB for double) and stays in L1 while the N inputs stream through it.
+constexpr int64_t kBlock = 2048;
+
+// Reduces elements [begin, end) of every input and writes the result to all.
+template <typename T>
+void ReduceRange(const std::vector<T*>& bufs, Reduction op, int64_t begin, int64_t end) {
+  T acc[kBlock];
+  const auto n = static_cast<T>(bufs.size());
+  for (int64_t b = begin; b < end; b += kBlock) {
+    const int64_t len = std::min(kBlock, end - b);
+    std::copy(bufs[0] + b, bufs[0] + b + len, acc);
+    for (size_t j = 1; j < bufs.size(); ++j) {
+      const T* in = bufs[j] + b;
+      // One branch per block, not per element, so each loop vectorises.
+      switch (op) {
+        case Reduction::kMax:
+          for (int64_t k = 0; k < len; ++k) acc[k] = std::max(acc[k], in[k]);
+          break;
+        case Reduction::kMin:
+          for (int64_t k = 0; k < len; ++k) acc[k] = std::min(acc[k], in[k]);
+          break;
+        default:
+          for (int64_t k = 0; k < len; ++k) acc[k] = static_cast<T>(acc[k] + in[k]);
+      }
+    }
+    if (op == Reduction::kMean) {
+      for (int64_t k = 0; k < len; ++k) acc[k] = static_cast<T>(acc[k] / n);
+    }
+    for (T* out : bufs) std::copy(acc, acc + len, out + b);
+  }
+}
+
+Status CheckTensors(const std::vector<Tensor*>& tensors) {
+  if (tensors.empty()) return errors::InvalidArgument("AllReduce: no tensors to reduce");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor* t = tensors[i];
+    if (t == nullptr) return errors::InvalidArgument("AllReduce: tensor ", i, " is null");
+    if (!t->IsInitialized()) return errors::InvalidArgument("AllReduce: tensor ", i, " is uninitialized");
+    const Tensor& first = *tensors[0];
+    if (t->dtype() != first.dtype()) {
+      return errors::InvalidArgument("AllReduce: tensor ", i, " is ", DataTypeName(t->dtype()),
+                                     " but tensor 0 is ", DataTypeName(first.dtype()));
+    }
+    if (t->shape() != first.shape()) {
+      return errors::InvalidArgument("AllReduce: tensor ", i, " has shape ", t->shape().ToString(),
+                                     " but tensor 0 has shape ", first.shape().ToString());
+    }
+  }
+  return Status::OK();
+}
+
+Output ScalarOf(const Scope& scope, DataType dtype, int64_t value) {
+  Tensor t(dtype, TensorShape{});
+  Status s = DispatchNumeric(dtype, "AllReduce", [&]<typename T>() {
+    t.data<T>()[0] = static_cast<T>(value);
+    return Status::OK();
+  });
+  if (!s.ok()) {
+    scope.UpdateStatus(errors::InvalidArgument("AllReduce: cannot average tensors of ", DataTypeName(dtype)));
+    return Output();
+  }
+  return Const(scope, t);
+}
+
+}  // namespace
+
+const char* ReductionName(Reduction op) {
+  switch (op) {
+    case Reduction::kSum:
+      return "sum";
+    case Reduction::kMean:
+      return "mean";
+    case Reduction::kMax:
+      return "max";
+    case Reduction::kMin:
+      return "min";
+  }
+  return "unknown";
+}
+
+CpuAllReducer::CpuAllReducer(ThreadPool* pool, CpuAllReducerOptions options)
+    : pool_(pool), options_(options) {}
+
+CpuAllReducer::CpuAllReducer(int num_threads, CpuAllReducerOptions options)
+    : owned_pool_(num_threads > 1 ? std::make_unique<ThreadPool>("all_reduce", num_threads - 1) : nullptr),
+      pool_(owned_pool_.get()),
+      options_(options) {}
+
+CpuAllReducer::~CpuAllReducer() = default;
+
+Status CpuAllReducer::AllReduce(const std::vector<Tensor*>& tensors, Reduction op) {
+  TW_RETURN_IF_ERROR(CheckTensors(tensors));
+  const DataType dtype = tensors[0]->dtype();
+  const int64_t n = tensors[0]->NumElements();
+  Status s = DispatchNumeric(dtype, "AllReduce", [&]<typename T>() {
+    std::vector<T*> bufs;
+    for (Tensor* t : tensors) bufs.push_back(t->data<T>());
+    // One tensor is its own sum, mean, max and min (x / 1 == x exactly).
+    if (tensors.size() == 1) return Status::OK();
+    const int64_t chunk = std::max<int64_t>(1, options_.chunk_bytes / static_cast<int64_t>(sizeof(T)));
+    const int64_t chunks = (n + chunk - 1) / chunk;
+    // Cost per chunk: one read per input and one write per output per element.
+    const int64_t cost = chunk * 2 * static_cast<int64_t>(tensors.size());
+    ParallelFor(pool_, chunks, cost, [&](int64_t first, int64_t last) {
+      ReduceRange<T>(bufs, op, first * chunk, std::min(n, last * chunk));
+    });
+    return Status::OK();
+  });
+  if (!s.ok()) {
+    return errors::InvalidArgument("AllReduce: tensors of ", DataTypeName(dtype), " cannot be reduced");
+  }
+  return Status::OK();
+}
+
+std::vector<Output> AllReduce(const Scope& scope, const std::vector<Output>& inputs,
+                              const GraphAllReduceOptions& options) {
+  std::vector<Output> out(inputs.size());
+  auto fail = [&](Status status) {
+    scope.UpdateStatus(status);
+    return std::vector<Output>(inputs.size());
+  };
+  if (inputs.empty()) return fail(errors::InvalidArgument("AllReduce: no inputs"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].valid()) {
+      // The builder of that input recorded why.
+      if (scope.ok()) scope.UpdateStatus(errors::InvalidArgument("AllReduce: input ", i, " is null"));
+      return out;
+    }
+    if (inputs[i].dtype() != inputs[0].dtype()) {
+      return fail(errors::InvalidArgument("AllReduce: input ", i, " (", inputs[i].name(), ") is ",
+                                          DataTypeName(inputs[i].dtype()), " but input 0 (", inputs[0].name(),
+                                          ") is ", DataTypeName(inputs[0].dtype())));
+    }
+    if (!inputs[i].shape().IsCompatibleWith(inputs[0].shape())) {
+      return fail(errors::InvalidArgument("AllReduce: input ", i, " (", inputs[i].name(), ") has shape ",
+                                          inputs[i].shape().ToString(), " but input 0 (", inputs[0].name(),
+                                          ") has shape ", inputs[0].shape().ToString()));
+    }
+  }
+  if (options.reduction != Reduction::kSum && options.reduction != Reduction::kMean) {
+    return fail(errors::InvalidArgument("AllReduce in the graph supports sum and mean, not ",
+                                        ReductionName(options.reduction)));
+  }
+  if (options.reduce_on < 0 || options.reduce_on >= static_cast<int>(inputs.size())) {
+    return fail(errors::InvalidArgument("AllReduce: reduce_on ", options.reduce_on, " is not one of the ",
+                                        inputs.size(), " inputs"));
+  }
+  Scope s = scope.NewSubScope(options.name);
+  Output reduced;
+  if (inputs.size() == 1) {
+    reduced = inputs[0];
+  } else {
+    const std::string& device = inputs[static_cast<size_t>(options.reduce_on)].node->requested_device();
+    Scope rs = s.WithDevice(device);
+    // AddN rather than TF cifar10's expand_dims + concat + mean: one pass over
+    // the inputs and no [N, ...] temporary.
+    reduced = AddN(rs, inputs);
+    if (options.reduction == Reduction::kMean) {
+      Output n = ScalarOf(rs, inputs[0].dtype(), static_cast<int64_t>(inputs.size()));
+      reduced = Div(rs.WithOpName("truediv"), reduced, n);
+    }
+  }
+  if (!reduced.valid()) return out;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    out[i] = Identity(
+        s.WithDevice(inputs[i].node->requested_device()).WithOpName("broadcast_" + std::to_string(i)),
+        reduced);
+  }
+  return out;
+}
+
+}  // namespace tw::train
