@@ -82,9 +82,18 @@ Node* Optimizer::ApplyGradients(const Scope& scope, const GradsAndVars& grads_an
   for (const auto& u : updates) vars.push_back(u.second);
   CreateSlots(s, vars);
   Prepare(s);
+  // Updates change variables in place, and backprop reads the same buffers
+  // (dX = dY * W^T): every update waits until every gradient exists, which is
+  // after the last read of any variable by the backward pass. Without this
+  // barrier an update may land before a gradient that still needs the old
+  // weight, and training stops being deterministic.
+  std::vector<Output> grads;
+  for (const auto& u : updates) grads.push_back(u.first);
+  Node* gradients_done = Group(s.WithOpName("gradients_done"), grads);
   std::vector<Output> update_ops;
   for (const auto& [grad, var] : updates) {
     Scope us = s.NewSubScope("update_" + var.name)
+                   .WithControlDependencies({Output(gradients_done)})
                    .WithDevice(var.ref.node->requested_device())
                    .ColocatedWith(var.ref);
     update_ops.push_back(ApplyDense(us, grad, var));
