@@ -16,6 +16,9 @@ def main():
     threads = int(sys.argv[1]) if len(sys.argv) > 1 else 1
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 3.0
     torch.set_num_threads(threads)
+    # towerflow flushes denormals in its compute threads (as TensorFlow does); the
+    # step trains on one fixed batch, whose gradients decay into denormals.
+    torch.set_flush_denormal(True)
     torch.manual_seed(1)
     model = torch.nn.Sequential(
         torch.nn.Linear(784, 256), torch.nn.ReLU(),

@@ -1,5 +1,7 @@
 #include "towerflow/core/threadpool.h"
 
+#include "towerflow/core/denormal.h"
+
 #include <algorithm>
 #include <pthread.h>
 
@@ -33,6 +35,8 @@ void ThreadPool::Schedule(std::function<void()> fn) {
 }
 
 void ThreadPool::WorkerLoop() {
+  // Pool threads run kernels only: they flush denormals for their whole life.
+  ScopedFlushDenormal flush_denormal;
   for (;;) {
     std::function<void()> fn;
     {

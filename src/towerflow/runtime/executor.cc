@@ -1,5 +1,7 @@
 #include "towerflow/runtime/executor.h"
 
+#include "towerflow/core/denormal.h"
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -101,6 +103,7 @@ class StepState {
   // thread. `on_blocking_thread`: this thread belongs to the blocking pool and
   // may run `first` even if its kernel may block.
   void Process(int first, bool on_blocking_thread) {
+    ScopedFlushDenormal flush_denormal;  // as TF's compute threads: see denormal.h
     std::vector<int> stack{first};
     std::vector<int> newly_ready;
     bool blocking_allowed = on_blocking_thread;
