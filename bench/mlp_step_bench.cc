@@ -33,8 +33,8 @@ struct MlpStep {
       tw::Scope s = root.WithVariableScope("dense" + std::to_string(i));
       auto w = tw::GetVariable(s, "kernel", {fan_in, widths[i]}, {.initializer = tw::GlorotUniformInitializer()});
       auto b = tw::GetVariable(s, "bias", {widths[i]}, {.initializer = tw::ZerosInitializer()});
-      h = tw::BiasAdd(s, tw::MatMul(s, h, w.value), b.value);
-      if (i < 2) h = tw::Relu(s, h);
+      auto z = tw::MatMul(s, h, w.value);
+      h = i < 2 ? tw::BiasAddRelu(s, z, b.value) : tw::BiasAdd(s, z, b.value);
       fan_in = widths[i];
     }
     loss = tw::Mean(root, tw::SparseSoftmaxCrossEntropyWithLogits(root, h, labels).loss, {0});

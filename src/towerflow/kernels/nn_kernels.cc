@@ -22,8 +22,8 @@ namespace {
 constexpr int64_t kElementwiseCost = 2;
 constexpr int64_t kExpCost = 20;
 
-template <typename T>
-class BiasAddOp : public OpKernel {
+template <typename T, bool kRelu>
+class BiasAddOpBase : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
@@ -43,11 +43,19 @@ class BiasAddOp : public OpKernel {
     T* __restrict o = out->data<T>();
     ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
       for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t j = 0; j < c; ++j) o[r * c + j] = v[r * c + j] + b[j];
+        if constexpr (kRelu) {
+          for (int64_t j = 0; j < c; ++j) o[r * c + j] = std::max(v[r * c + j] + b[j], T(0));
+        } else {
+          for (int64_t j = 0; j < c; ++j) o[r * c + j] = v[r * c + j] + b[j];
+        }
       }
     });
   }
 };
+template <typename T>
+using BiasAddOp = BiasAddOpBase<T, false>;
+template <typename T>
+using BiasAddReluOp = BiasAddOpBase<T, true>;
 
 template <typename T>
 class BiasAddGradOp : public OpKernel {
@@ -317,6 +325,7 @@ class DropoutOp : public OpKernel {
 
 void RegisterNnKernels(KernelRegistry& r) {
   r.RegisterTyped<BiasAddOp, float, double>("BiasAdd", kDeviceCpu);
+  r.RegisterTyped<BiasAddReluOp, float, double>("BiasAddRelu", kDeviceCpu);
   r.RegisterTyped<BiasAddGradOp, float, double>("BiasAddGrad", kDeviceCpu);
   r.RegisterTyped<ReluOp, float, double>("Relu", kDeviceCpu);
   r.RegisterTyped<ReluGradOp, float, double>("ReluGrad", kDeviceCpu);

@@ -5,7 +5,9 @@
 
 #include <cmath>
 
+#include "towerflow/graph/gradients.h"
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/runtime/gradient_checker.h"
 #include "towerflow/runtime/session.h"
@@ -57,6 +59,23 @@ TEST(NnKernelsTest, BiasAddAndItsGradient) {
   Output p = Placeholder(s, kFloat32);
   Status st = Session(g).Run({{p, Tensor(kFloat32, {4})}}, {BiasAdd(s, v, p)}).status();
   EXPECT_EQ(st.code(), Code::kInvalidArgument);
+}
+
+TEST(NnKernelsTest, FusedBiasAddReluMatchesTheTwoOps) {
+  Graph g;
+  Scope s(g);
+  Output v = ConstF(s, {-5, 1, 2, 3, -40, 6}, {2, 3});
+  Output b = ConstF(s, {1, -2, 3}, {3});
+  // -5+1, 1-2, 2+3 | 3+1, -40-2, 6+3, then relu.
+  EXPECT_EQ(Eval(g, BiasAddRelu(s, v, b)).ToVector<float>(), (std::vector<float>{0, 0, 5, 4, 0, 9}));
+  auto fused = Gradients(s, {Sum(s, BiasAddRelu(s, v, b), std::vector<int32_t>{})}, {v, b});
+  auto split = Gradients(s, {Sum(s, Relu(s, BiasAdd(s, v, b)), std::vector<int32_t>{})}, {v, b});
+  ASSERT_TRUE(fused.ok() && split.ok());
+  EXPECT_EQ(Eval(g, (*fused)[0]).ToVector<float>(), Eval(g, (*split)[0]).ToVector<float>());
+  EXPECT_EQ(Eval(g, (*fused)[1]).ToVector<float>(), (std::vector<float>{1, 0, 2}));
+  auto bad = BiasAddRelu(s, v, ConstF(s, {1, 2}, {2}));
+  EXPECT_FALSE(bad.valid());
+  EXPECT_NE(s.status().message().find("does not match the last dimension"), std::string::npos);
 }
 
 TEST(NnKernelsTest, ReluAndReluGrad) {

@@ -56,6 +56,14 @@ void RegisterNnGradients(GradientRegistry& r) {
     (*dx)[1] = NodeBuilder(s, "BiasAddGrad").Input(dy[0]).Finalize();
     return Status::OK();
   });
+  // y = relu(value + bias): dz = dy where y > 0 (y > 0 exactly where z > 0),
+  // then as BiasAdd: d value = dz, d bias = dz summed over the leading axes.
+  r.Register("BiasAddRelu", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    Output dz = NodeBuilder(s, "ReluGrad").Input(dy[0]).Input(Output(const_cast<Node*>(&op), 0)).Finalize();
+    (*dx)[0] = dz;
+    (*dx)[1] = NodeBuilder(s, "BiasAddGrad").Input(dz).Finalize();
+    return Status::OK();
+  });
   // BiasAddGrad sums over leading axes; its adjoint broadcasts back.
   r.Register("BiasAddGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     (*dx)[0] = BroadcastTo(s, dy[0], Shape(s, op.input(0)));

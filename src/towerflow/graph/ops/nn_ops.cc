@@ -148,29 +148,35 @@ Status DropoutShape(InferenceContext* c) {
   return Status::OK();
 }
 
+// value [..., C] + bias [C].
+Status BiasAddShape(InferenceContext* c) {
+  TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 1));
+  TW_RETURN_IF_ERROR(c->WithRank(1, 1));
+  const PartialShape& v = c->input(0);
+  const PartialShape& b = c->input(1);
+  if (!v.known_rank() || !b.known_rank()) return shape_fns::Unchanged(c);
+  std::vector<int64_t> dims = v.dims();
+  int64_t& last = dims.back();
+  if (last >= 0 && b.dim(0) >= 0 && last != b.dim(0)) {
+    return errors::InvalidArgument("BiasAdd: bias of shape ", b.ToString(),
+                                   " does not match the last dimension of value of shape ",
+                                   v.ToString());
+  }
+  if (last < 0) last = b.dim(0);
+  c->set_output(0, PartialShape(dims));
+  return Status::OK();
+}
+
 }  // namespace
 
 void RegisterNnOps(OpRegistry& r) {
   const std::vector<DataType>& f = FloatTypes();
   r.Register(OpDefBuilder("BiasAdd").Input("value", "T").Input("bias", "T").Output("output", "T").TypeAttr("T", f)
-                 .Shape([](InferenceContext* c) {
-                   TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 1));
-                   TW_RETURN_IF_ERROR(c->WithRank(1, 1));
-                   const PartialShape& v = c->input(0);
-                   const PartialShape& b = c->input(1);
-                   if (!v.known_rank() || !b.known_rank()) return shape_fns::Unchanged(c);
-                   std::vector<int64_t> dims = v.dims();
-                   int64_t& last = dims.back();
-                   if (last >= 0 && b.dim(0) >= 0 && last != b.dim(0)) {
-                     return errors::InvalidArgument("BiasAdd: bias of shape ", b.ToString(),
-                                                    " does not match the last dimension of value of shape ",
-                                                    v.ToString());
-                   }
-                   if (last < 0) last = b.dim(0);
-                   c->set_output(0, PartialShape(dims));
-                   return Status::OK();
-                 })
+                 .Shape(BiasAddShape)
                  .Doc("value + bias along the last dimension.").Build()).Check();
+  r.Register(OpDefBuilder("BiasAddRelu").Input("value", "T").Input("bias", "T").Output("output", "T")
+                 .TypeAttr("T", f).Shape(BiasAddShape)
+                 .Doc("relu(value + bias): BiasAdd and Relu fused into one pass.").Build()).Check();
   r.Register(OpDefBuilder("BiasAddGrad").Input("out_backprop", "T").Output("output", "T").TypeAttr("T", f)
                  .Shape([](InferenceContext* c) {
                    TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 1));
@@ -244,6 +250,9 @@ void RegisterNnOps(OpRegistry& r) {
 
 Output BiasAdd(const Scope& scope, const Output& value, const Output& bias) {
   return NodeBuilder(scope, "BiasAdd").Input(value).Input(bias).Finalize();
+}
+Output BiasAddRelu(const Scope& scope, const Output& value, const Output& bias) {
+  return NodeBuilder(scope, "BiasAddRelu").Input(value).Input(bias).Finalize();
 }
 Output Relu(const Scope& scope, const Output& features) {
   return NodeBuilder(scope, "Relu").Input(features).Finalize();

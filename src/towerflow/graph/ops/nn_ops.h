@@ -14,6 +14,9 @@ namespace tw {
 // value + bias along the last dimension.
 Output BiasAdd(const Scope& scope, const Output& value, const Output& bias);
 Output Relu(const Scope& scope, const Output& features);
+// relu(value + bias) in one pass over memory: the fused form of the hidden layers
+// of an MLP (same result as Relu(BiasAdd(value, bias))).
+Output BiasAddRelu(const Scope& scope, const Output& value, const Output& bias);
 // Softmax over the last dimension.
 Output Softmax(const Scope& scope, const Output& logits);
 

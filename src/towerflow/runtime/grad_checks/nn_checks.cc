@@ -117,6 +117,13 @@ void AddPoolChecks(std::vector<GradCheckCase>& cases) {
 void AddNnGradChecks(std::vector<GradCheckCase>& cases) {
   cases.push_back(Case("BiasAdd", "[2,3,4] + [4]", {{kFloat64, {2, 3, 4}}, {kFloat64, {4}}},
                        [](const Scope& s, V x) { return BiasAdd(s, x[0], x[1]); }));
+  // Values away from the kink: |value| >= 0.1 and |bias| <= 0.05.
+  const std::vector<In> bias_relu_in = {{kFloat64, {3, 4}}, {kFloat64, {4}}};
+  cases.push_back(Case("BiasAddRelu", "[3,4] + [4]", bias_relu_in,
+                       [](const Scope& s, V x) { return BiasAddRelu(s, x[0], x[1]); },
+                       [](int i, std::mt19937_64& rng) {
+                         return i == 0 ? AwayFromZero({3, 4}, rng) : Uniform({4}, -0.05, 0.05, rng);
+                       }));
   cases.push_back(Case("BiasAddGrad", "[3,4]", {{kFloat64, {3, 4}}},
                        [](const Scope& s, V x) { return Output(NodeBuilder(s, "BiasAddGrad").Input(x[0]).Finalize()); }));
   cases.push_back(Case("Relu", "[3,4]", {{kFloat64, {3, 4}}}, [](const Scope& s, V x) { return Relu(s, x[0]); },
