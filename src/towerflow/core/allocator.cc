@@ -7,7 +7,8 @@ namespace {
 
 class HostAllocator final : public Allocator {
  public:
-  std::string Name() const override { return "cpu"; }
+  explicit HostAllocator(std::string name) : name_(std::move(name)) {}
+  std::string Name() const override { return name_; }
   void* Allocate(size_t bytes) override {
     // aligned_alloc requires a size that is a multiple of the alignment.
     size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
@@ -25,14 +26,19 @@ class HostAllocator final : public Allocator {
   size_t BytesInUse() const override { return in_use_.load(std::memory_order_relaxed); }
 
  private:
+  std::string name_;
   std::atomic<size_t> in_use_{0};
 };
 
 }  // namespace
 
 Allocator* CpuAllocator() {
-  static HostAllocator* allocator = new HostAllocator();
+  static HostAllocator* allocator = new HostAllocator("cpu");
   return allocator;
+}
+
+std::unique_ptr<Allocator> NewHostAllocator(std::string name) {
+  return std::make_unique<HostAllocator>(std::move(name));
 }
 
 }  // namespace tw

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <memory>
 #include <string>
 
 namespace tw {
@@ -28,6 +29,9 @@ class Allocator {
 
 // The process-wide host allocator (aligned_alloc), shared by CPU devices.
 Allocator* CpuAllocator();
+// A new host allocator with its own name and byte count (devices whose memory
+// is host memory but whose use is counted apart, such as the test fake GPU).
+std::unique_ptr<Allocator> NewHostAllocator(std::string name);
 
 }  // namespace tw
 

@@ -11,35 +11,10 @@
 namespace tw {
 namespace {
 
-// Host memory with its own count: what a test reads as "bytes on the GPU".
-class FakeGpuAllocator final : public Allocator {
- public:
-  explicit FakeGpuAllocator(int index) : name_("fake_gpu_" + std::to_string(index)) {}
-  std::string Name() const override { return name_; }
-  void* Allocate(size_t bytes) override {
-    size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-    if (rounded == 0) rounded = kTensorAlignment;
-    if (rounded < bytes) return nullptr;  // overflow
-    void* p = std::aligned_alloc(kTensorAlignment, rounded);
-    if (p) in_use_.fetch_add(bytes, std::memory_order_relaxed);
-    return p;
-  }
-  void Deallocate(void* ptr, size_t bytes) override {
-    if (!ptr) return;
-    std::free(ptr);
-    in_use_.fetch_sub(bytes, std::memory_order_relaxed);
-  }
-  size_t BytesInUse() const override { return in_use_.load(std::memory_order_relaxed); }
-
- private:
-  std::string name_;
-  std::atomic<size_t> in_use_{0};
-};
-
 class FakeGpuDevice final : public Device {
  public:
   FakeGpuDevice(int index, int intra_op_threads)
-      : Device(kDeviceGpu, index, std::make_unique<FakeGpuAllocator>(index), intra_op_threads) {}
+      : Device(kDeviceGpu, index, NewHostAllocator("fake_gpu_" + std::to_string(index)), intra_op_threads) {}
   std::string physical_description() const override {
     return "device: " + std::to_string(index()) + ", name: towerflow fake GPU (host memory)";
   }
