@@ -99,6 +99,11 @@ class StepState {
   std::vector<StepStats::NodeTiming> TakeTimings() { return std::move(timings_); }
 
  private:
+  bool IsExpensive(int id) const {
+    const OpKernel* k = plan_.items[static_cast<size_t>(id)].kernel;
+    return k != nullptr && k->IsExpensive();
+  }
+
   // Which kind of thread runs Process: the thread that called Run (idle until
   // the step ends anyway), an inter-op pool thread (shared by every step: must
   // never wait on a queue), or a blocking-pool thread (one per waiting kernel).
@@ -113,9 +118,13 @@ class StepState {
     ScopedFlushDenormal flush_denormal;  // as TF's compute threads: see denormal.h
     std::vector<int> stack{first};
     std::vector<int> newly_ready;
+    // Expensive nodes waiting in `stack`: at most one, so that a second expensive
+    // branch (another tower's MatMul) goes to the pool instead of queueing here.
+    int expensive_in_stack = IsExpensive(first) ? 1 : 0;
     while (!stack.empty()) {
       const int id = stack.back();
       stack.pop_back();
+      if (IsExpensive(id) && expensive_in_stack > 0) --expensive_in_stack;
       const ExecutorPlan::Item& item = plan_.items[static_cast<size_t>(id)];
       if (item.kernel != nullptr && item.kernel->MayBlock() && !aborted_.load(std::memory_order_acquire)) {
         if (thread == Thread::kInterOp) {
@@ -129,6 +138,7 @@ class StepState {
           stack.pop_back();
           pool_->Schedule([this, other] { Process(other, Thread::kInterOp); });
         }
+        if (pool_ != nullptr) expensive_in_stack = 0;
       }
       if (!aborted_.load(std::memory_order_acquire)) {
         if (item.is_transfer()) {
@@ -151,14 +161,17 @@ class StepState {
         // Transfers are host memcpys for now: cheap, run inline.
         if (pool_ == nullptr || s.kernel == nullptr || !s.kernel->IsExpensive()) {
           stack.push_back(succ);
-        } else if (kept_expensive < 0) {
+        } else if (kept_expensive < 0 && expensive_in_stack == 0) {
           kept_expensive = succ;
         } else {
           pool_->Schedule([this, succ] { Process(succ, Thread::kInterOp); });
         }
       }
       // Pushed last, so it runs after the cheap nodes that may feed it.
-      if (kept_expensive >= 0) stack.insert(stack.begin(), kept_expensive);
+      if (kept_expensive >= 0) {
+        stack.insert(stack.begin(), kept_expensive);
+        ++expensive_in_stack;
+      }
       if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(done_mu_);
         done_ = true;
