@@ -60,7 +60,9 @@ class Node {
   bool output_is_ref(int i) const { return output_is_ref_[static_cast<size_t>(i)]; }
   bool input_is_ref(int i) const { return input_is_ref_[static_cast<size_t>(i)]; }
   const PartialShape& output_shape(int i) const { return output_shapes_[static_cast<size_t>(i)]; }
-  // The device the user asked for, as written ("/gpu:0"), possibly empty.
+  // The device the user asked for: the merged spec of the enclosing device
+  // scopes ("/device:GPU:0"), or the string as written when nothing enclosed it
+  // ("/gpu:1"); empty when unconstrained.
   const std::string& requested_device() const { return requested_device_; }
   // "loc:@<node>" entries: nodes this one must share a device with.
   const std::vector<std::string>& colocation_groups() const { return colocation_; }

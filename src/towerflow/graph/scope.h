@@ -29,8 +29,11 @@ class Scope {
   Scope NewSubScope(const std::string& name) const;
   // The next node built in the returned scope gets this name (made unique).
   Scope WithOpName(const std::string& name) const;
-  // Requested device for nodes built in the returned scope ("/gpu:0"). Placement
-  // itself happens when a session is created.
+  // Requested device for nodes built in the returned scope ("/gpu:0"), merged
+  // with the enclosing one as TF merges nested tf.device scopes: a partial spec
+  // fills in from the outer spec, a complete one replaces it, "" clears it. A
+  // malformed string is InvalidArgument recorded in the scope (the enclosing
+  // device is kept). Placement itself happens when a session is created.
   Scope WithDevice(const std::string& device) const;
   Scope WithControlDependencies(const std::vector<Output>& deps) const;
   Scope WithNoControlDependencies() const;
