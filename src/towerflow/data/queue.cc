@@ -118,17 +118,26 @@ Status QueueResource::MatchesSpec(const Spec& spec) const {
   return Status::OK();
 }
 
-Status QueueResource::ValidateTuple(const Tuple& tuple) const {
-  if (tuple.size() != spec_.dtypes.size()) {
-    return errors::InvalidArgument("Wrong number of components in tuple for ", KindName(kind()), " '", name(),
-                                   "'. Expected ", spec_.dtypes.size(), ", got ", tuple.size());
+// Component count and dtypes, shared by Enqueue and EnqueueMany validation.
+static Status CheckComponentTypes(const std::vector<DataType>& want, const std::vector<Tensor>& tuple, const char* kind,
+                                  const std::string& name) {
+  if (tuple.size() != want.size()) {
+    return errors::InvalidArgument("Wrong number of components in tuple for ", kind, " '", name,
+                                   "'. Expected ", want.size(), ", got ", tuple.size());
   }
   for (size_t i = 0; i < tuple.size(); ++i) {
-    if (tuple[i].dtype() != spec_.dtypes[i]) {
-      return errors::InvalidArgument("Type mismatch in tuple component ", i, " of ", KindName(kind()), " '",
-                                     name(), "'. Expected ", DataTypeName(spec_.dtypes[i]), ", got ",
+    if (tuple[i].dtype() != want[i]) {
+      return errors::InvalidArgument("Type mismatch in tuple component ", i, " of ", kind, " '", name,
+                                     "'. Expected ", DataTypeName(want[i]), ", got ",
                                      DataTypeName(tuple[i].dtype()));
     }
+  }
+  return Status::OK();
+}
+
+Status QueueResource::ValidateTuple(const Tuple& tuple) const {
+  TW_RETURN_IF_ERROR(CheckComponentTypes(spec_.dtypes, tuple, KindName(kind()), name()));
+  for (size_t i = 0; i < tuple.size(); ++i) {
     if (has_shapes() && tuple[i].shape() != spec_.shapes[i]) {
       return errors::InvalidArgument("Shape mismatch in tuple component ", i, " of ", KindName(kind()), " '",
                                      name(), "'. Expected ", spec_.shapes[i].ToString(), ", got ",
@@ -139,16 +148,8 @@ Status QueueResource::ValidateTuple(const Tuple& tuple) const {
 }
 
 Status QueueResource::ValidateManyTuple(const Tuple& batch) const {
-  if (batch.size() != spec_.dtypes.size()) {
-    return errors::InvalidArgument("Wrong number of components in tuple for ", KindName(kind()), " '", name(),
-                                   "'. Expected ", spec_.dtypes.size(), ", got ", batch.size());
-  }
+  TW_RETURN_IF_ERROR(CheckComponentTypes(spec_.dtypes, batch, KindName(kind()), name()));
   for (size_t i = 0; i < batch.size(); ++i) {
-    if (batch[i].dtype() != spec_.dtypes[i]) {
-      return errors::InvalidArgument("Type mismatch in tuple component ", i, " of ", KindName(kind()), " '",
-                                     name(), "'. Expected ", DataTypeName(spec_.dtypes[i]), ", got ",
-                                     DataTypeName(batch[i].dtype()));
-    }
     if (batch[i].rank() < 1) {
       return errors::InvalidArgument("EnqueueMany to ", KindName(kind()), " '", name(), "': component ", i,
                                      " is a scalar ", batch[i].shape().ToString(),
