@@ -12,6 +12,14 @@
 namespace tw {
 namespace {
 
+// StepStats::NodeTiming::thread: numbered on a thread's first timing, so only
+// steps that collect stats pay for it (one thread_local read after that).
+int TimingThreadId() {
+  static std::atomic<int> next{0};
+  thread_local const int id = next.fetch_add(1, std::memory_order_relaxed);
+  return id;
+}
+
 // The mutable state of one step.
 class StepState {
  public:
@@ -200,8 +208,11 @@ class StepState {
       const auto end = std::chrono::steady_clock::now();
       kernel_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
                            std::memory_order_relaxed);
+      StepStats::NodeTiming timing{node, start.time_since_epoch().count(), end.time_since_epoch().count()};
+      timing.thread = TimingThreadId();
+      timing.device = item.device;
       std::lock_guard<std::mutex> lock(timings_mu_);
-      timings_.push_back({node, start.time_since_epoch().count(), end.time_since_epoch().count()});
+      timings_.push_back(timing);
     }
     if (!ctx.status().ok()) return Fail(node, ctx.status());
     for (int o = 0; o < node->num_outputs(); ++o) {
@@ -216,10 +227,22 @@ class StepState {
   // The Recv half of a cross-device edge: the producer's value, copied into
   // the destination device's memory.
   void RunTransfer(const ExecutorPlan::Item& item) {
+    auto start = collect_stats_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     TensorValue value;
     Status s = Resolve(item.inputs[0], nullptr, 0, &value, item.node);
     Tensor copy;
     if (s.ok()) s = CopyTensorBetweenDevices(value.value, item.transfer_from, item.device, &copy);
+    if (collect_stats_) {
+      StepStats::NodeTiming timing{item.node, start.time_since_epoch().count(),
+                                   std::chrono::steady_clock::now().time_since_epoch().count()};
+      timing.thread = TimingThreadId();
+      timing.transfer = true;
+      timing.output = item.transfer_output;
+      timing.device = item.device;
+      timing.transfer_from = item.transfer_from;
+      std::lock_guard<std::mutex> lock(timings_mu_);
+      timings_.push_back(timing);
+    }
     if (!s.ok()) {
       return Fail(item.node, s.WithContext("transferring output " + std::to_string(item.transfer_output) +
                                            " from " + item.transfer_from->name() + " to " + item.device->name()));

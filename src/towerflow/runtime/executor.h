@@ -53,14 +53,24 @@ struct ExecutorPlan {
 
 struct StepStats {
   // Time spent inside Compute, summed over nodes (ns); step overhead is the
-  // step's wall time minus this.
+  // step's wall time minus this. Transfers are not kernels: not counted.
   int64_t kernel_ns = 0;
-  // Per node that ran: start and end of Compute, steady-clock ns. Filled when
-  // the caller asks for stats (Session::Run with a StepStats).
+  // Per node that ran and per transfer: start and end of Compute (of the copy),
+  // steady-clock ns, in no particular order. Filled when the caller asks for
+  // stats (Session::Run with a StepStats); runtime/trace.h draws them.
   struct NodeTiming {
-    const Node* node;
+    const Node* node;  // for a transfer, the producer of the value moved
     int64_t start_ns;
     int64_t end_ns;
+    // The thread that ran it: a small integer per thread, stable for the
+    // thread's life, numbered from 0 in the order threads first record a timing.
+    int thread = 0;
+    // A transfer (partition.h) copied output `output` of `node` from
+    // `transfer_from` to `device`; otherwise the node's kernel ran on `device`.
+    bool transfer = false;
+    int output = 0;
+    const Device* device = nullptr;
+    const Device* transfer_from = nullptr;
   };
   std::vector<NodeTiming> nodes;
 };

@@ -1,0 +1,171 @@
+#include "towerflow/runtime/trace.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <limits>
+#include <set>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "towerflow/device/device.h"
+#include "towerflow/graph/graph.h"
+
+namespace tw {
+namespace {
+
+constexpr char kSpanProcess[] = "towerflow";
+constexpr char kUnplaced[] = "unplaced";
+
+// The Status of a failed file operation, its code following errno.
+Status FileStatus(const std::string& path, std::string_view what, int err) {
+  std::string message = StrCat(path, ": ", what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+      return errors::NotFound(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return Status(Code::kPermissionDenied, std::move(message));
+    case ENOSPC:
+    case EDQUOT:
+      return errors::ResourceExhausted(message);
+    case EISDIR:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+      return errors::InvalidArgument(message);
+    default:
+      return errors::Internal(message);
+  }
+}
+
+// REQUIRES: t.node != nullptr.
+std::string DeviceName(const StepStats::NodeTiming& t, const Placement& placement) {
+  if (t.device != nullptr) return t.device->name();
+  std::string name = placement.device_name(*t.node);
+  return name.empty() ? kUnplaced : name;
+}
+
+}  // namespace
+
+int TraceRecorder::ProcessLocked(const std::string& name) {
+  auto [it, inserted] = pids_.emplace(name, static_cast<int>(pids_.size()) + 1);
+  return it->second;
+}
+
+void TraceRecorder::AddStep(int64_t step, const StepStats& stats, const Placement& placement) {
+  std::lock_guard<std::mutex> lock(mu_);
+  // New devices get pids in name order (CPU:0 before CPU:1 before GPU:0), so
+  // the viewer lists them in that order whichever ran first.
+  std::set<std::string> devices;
+  for (const auto& t : stats.nodes) {
+    if (t.node != nullptr) devices.insert(DeviceName(t, placement));
+  }
+  for (const std::string& d : devices) ProcessLocked(d);
+  for (const auto& t : stats.nodes) {
+    if (t.node == nullptr) continue;
+    Event e;
+    const std::string device = DeviceName(t, placement);
+    e.pid = ProcessLocked(device);
+    e.tid = t.thread;
+    e.start_ns = t.start_ns;
+    e.end_ns = t.end_ns;
+    e.step = step;
+    if (t.transfer) {
+      const std::string tensor = StrCat(t.node->name(), ":", t.output);
+      e.name = "transfer " + tensor;
+      e.category = "transfer";
+      e.args = {{"op", "transfer"},
+                {"tensor", tensor},
+                {"from", t.transfer_from ? t.transfer_from->name() : std::string(kUnplaced)},
+                {"to", device},
+                {"device", device}};
+    } else {
+      e.name = t.node->name();
+      e.category = "kernel";
+      e.args = {{"op", t.node->op()}, {"device", device}};
+    }
+    threads_.emplace(std::make_pair(e.pid, e.tid), StrCat("executor thread ", e.tid));
+    events_.push_back(std::move(e));
+  }
+}
+
+void TraceRecorder::AddSpan(const std::string& name, const std::string& category, int64_t start_ns,
+                            int64_t end_ns, const std::string& track) {
+  std::lock_guard<std::mutex> lock(mu_);
+  Event e;
+  e.name = name;
+  e.category = category;
+  e.start_ns = start_ns;
+  e.end_ns = end_ns;
+  e.pid = ProcessLocked(kSpanProcess);
+  e.tid = track_tids_.emplace(track, static_cast<int>(track_tids_.size())).first->second;
+  threads_.emplace(std::make_pair(e.pid, e.tid), track);
+  events_.push_back(std::move(e));
+}
+
+int TraceRecorder::num_events() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int>(events_.size());
+}
+
+Status TraceRecorder::Write(const std::string& path) const {
+  using Json = nlohmann::json;
+  Json events = Json::array();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    for (const auto& [name, pid] : pids_) {
+      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                        {"args", {{"name", name}}}});
+      events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
+                        {"args", {{"sort_index", pid}}}});
+    }
+    for (const auto& [key, name] : threads_) {
+      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", key.first}, {"tid", key.second},
+                        {"args", {{"name", name}}}});
+    }
+    int64_t base = std::numeric_limits<int64_t>::max();
+    for (const Event& e : events_) base = std::min(base, e.start_ns);
+    for (const Event& e : events_) {
+      // Microseconds with the nanoseconds kept as the fraction.
+      Json event = {{"name", e.name},
+                    {"cat", e.category},
+                    {"ph", "X"},
+                    {"ts", static_cast<double>(e.start_ns - base) / 1e3},
+                    {"dur", static_cast<double>(std::max<int64_t>(e.end_ns - e.start_ns, 0)) / 1e3},
+                    {"pid", e.pid},
+                    {"tid", e.tid}};
+      Json args = Json::object();
+      for (const auto& [key, value] : e.args) args[key] = value;
+      if (e.step >= 0) args["step"] = e.step;
+      event["args"] = std::move(args);
+      events.push_back(std::move(event));
+    }
+  }
+  Json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
+  // Names are bytes; invalid UTF-8 becomes U+FFFD rather than an exception.
+  const std::string text = trace.dump(-1, ' ', false, Json::error_handler_t::replace);
+
+  const std::string tmp = StrCat(path, ".tmp.", static_cast<int64_t>(::getpid()));
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  if (f == nullptr) return FileStatus(tmp, "cannot open for writing", errno);
+  const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
+  const int write_err = errno;
+  if (std::fclose(f) != 0 || !wrote) {
+    const int err = wrote ? errno : write_err;
+    std::remove(tmp.c_str());
+    return FileStatus(tmp, "write", err);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    const int err = errno;
+    std::remove(tmp.c_str());
+    return FileStatus(path, StrCat("cannot rename ", tmp, " to it"), err);
+  }
+  return Status::OK();
+}
+
+}  // namespace tw
