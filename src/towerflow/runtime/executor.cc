@@ -42,14 +42,23 @@ class StepState {
 
   Status Run() {
     if (plan_.items.empty()) return Status::OK();
-    std::vector<int> ready(plan_.roots.begin(), plan_.roots.end());
-    // Hand all roots but one to the pool so independent branches start at once.
-    while (pool_ != nullptr && ready.size() > 1) {
-      int item = ready.back();
-      ready.pop_back();
-      pool_->Schedule([this, item] { Process(item, Thread::kInterOp); });
+    // Cheap roots (constants, variables, resource handles) and one expensive
+    // root run here; the other expensive roots go to the pool so that
+    // independent branches start at once.
+    std::vector<int> here;
+    int kept_expensive = -1;
+    for (int root : plan_.roots) {
+      if (pool_ == nullptr || !IsExpensive(root)) {
+        here.push_back(root);
+      } else if (kept_expensive < 0) {
+        kept_expensive = root;
+      } else {
+        pool_->Schedule([this, root] { Process({root}, Thread::kInterOp); });
+      }
     }
-    for (int item : ready) Process(item, Thread::kCaller);  // one left with a pool; every root without
+    // A stack: the expensive root runs after the cheap ones, which may feed it.
+    if (kept_expensive >= 0) here.insert(here.begin(), kept_expensive);
+    Process(std::move(here), Thread::kCaller);
     std::unique_lock<std::mutex> lock(done_mu_);
     done_cv_.wait(lock, [this] { return done_; });
     std::lock_guard<std::mutex> status_lock(status_mu_);
@@ -107,10 +116,35 @@ class StepState {
   std::vector<StepStats::NodeTiming> TakeTimings() { return std::move(timings_); }
 
  private:
+  // Expensive: worth a hand-off to another thread. Declared by the kernel,
+  // unless this plan measured it below kCheapNs.
   bool IsExpensive(int id) const {
     const OpKernel* k = plan_.items[static_cast<size_t>(id)].kernel;
-    return k != nullptr && k->IsExpensive();
+    if (k == nullptr || !k->IsExpensive()) return false;
+    if (plan_.costs == nullptr) return true;
+    const int64_t ns = plan_.costs->ns[static_cast<size_t>(id)].load(std::memory_order_relaxed);
+    return ns < 0 || ns >= kCheapNs;
   }
+
+  // Whether this run of a declared-expensive kernel is timed for the cost
+  // model: its first runs, then one in kSampleEvery (costs drift with load).
+  bool SampleCost(int id) const {
+    if (plan_.costs == nullptr) return false;
+    const uint32_t n = plan_.costs->runs[static_cast<size_t>(id)].fetch_add(1, std::memory_order_relaxed);
+    return n < kWarmupSamples || n % kSampleEvery == 0;
+  }
+
+  void RecordCost(int id, int64_t ns) const {
+    std::atomic<int64_t>& avg = plan_.costs->ns[static_cast<size_t>(id)];
+    const int64_t old = avg.load(std::memory_order_relaxed);
+    avg.store(old < 0 ? ns : (old * 7 + ns) / 8, std::memory_order_relaxed);
+  }
+
+  // A hand-off (queue, futex wake, a cache-cold thread) costs several
+  // microseconds on common machines; kernels cheaper than this run inline.
+  static constexpr int64_t kCheapNs = 10'000;
+  static constexpr uint32_t kWarmupSamples = 4;
+  static constexpr uint32_t kSampleEvery = 64;
 
   // Which kind of thread runs Process: the thread that called Run (idle until
   // the step ends anyway), an inter-op pool thread (shared by every step: must
@@ -122,21 +156,21 @@ class StepState {
   // there it goes to the blocking pool, so waiting never starves other steps.
   // Running it in place when possible saves two thread hand-offs per record in
   // input pipelines, where the wait is usually none.
-  void Process(int first, Thread thread) {
+  void Process(std::vector<int> stack, Thread thread) {
     ScopedFlushDenormal flush_denormal;  // as TF's compute threads: see denormal.h
-    std::vector<int> stack{first};
     std::vector<int> newly_ready;
     // Expensive nodes waiting in `stack`: at most one, so that a second expensive
     // branch (another tower's MatMul) goes to the pool instead of queueing here.
-    int expensive_in_stack = IsExpensive(first) ? 1 : 0;
+    int expensive_in_stack = 0;
+    for (int id : stack) expensive_in_stack += IsExpensive(id) ? 1 : 0;
     while (!stack.empty()) {
       const int id = stack.back();
       stack.pop_back();
-      if (IsExpensive(id) && expensive_in_stack > 0) --expensive_in_stack;
       const ExecutorPlan::Item& item = plan_.items[static_cast<size_t>(id)];
+      if (expensive_in_stack > 0 && IsExpensive(id)) --expensive_in_stack;
       if (item.kernel != nullptr && item.kernel->MayBlock() && !aborted_.load(std::memory_order_acquire)) {
         if (thread == Thread::kInterOp) {
-          blocking_pool_->Schedule([this, id] { Process(id, Thread::kBlocking); });
+          blocking_pool_->Schedule([this, id] { Process({id}, Thread::kBlocking); });
           continue;
         }
         // About to wait here: hand the other ready nodes of this thread to the
@@ -144,7 +178,7 @@ class StepState {
         while (pool_ != nullptr && !stack.empty()) {
           const int other = stack.back();
           stack.pop_back();
-          pool_->Schedule([this, other] { Process(other, Thread::kInterOp); });
+          pool_->Schedule([this, other] { Process({other}, Thread::kInterOp); });
         }
         if (pool_ != nullptr) expensive_in_stack = 0;
       }
@@ -152,7 +186,7 @@ class StepState {
         if (item.is_transfer()) {
           RunTransfer(item);
         } else {
-          RunNode(item);
+          RunNode(id, item);
         }
       }
       newly_ready.clear();
@@ -165,14 +199,13 @@ class StepState {
       // the others go to the pool so that independent branches run in parallel.
       int kept_expensive = -1;
       for (int succ : newly_ready) {
-        const ExecutorPlan::Item& s = plan_.items[static_cast<size_t>(succ)];
-        // Transfers are host memcpys for now: cheap, run inline.
-        if (pool_ == nullptr || s.kernel == nullptr || !s.kernel->IsExpensive()) {
+        // Transfers are host memcpys for now: cheap (no kernel), run inline.
+        if (pool_ == nullptr || !IsExpensive(succ)) {
           stack.push_back(succ);
         } else if (kept_expensive < 0 && expensive_in_stack == 0) {
           kept_expensive = succ;
         } else {
-          pool_->Schedule([this, succ] { Process(succ, Thread::kInterOp); });
+          pool_->Schedule([this, succ] { Process({succ}, Thread::kInterOp); });
         }
       }
       // Pushed last, so it runs after the cheap nodes that may feed it.
@@ -188,7 +221,7 @@ class StepState {
     }
   }
 
-  void RunNode(const ExecutorPlan::Item& item) {
+  void RunNode(int id, const ExecutorPlan::Item& item) {
     const Node* node = item.node;
     std::vector<TensorValue> inputs(item.inputs.size());
     for (size_t i = 0; i < item.inputs.size(); ++i) {
@@ -202,10 +235,13 @@ class StepState {
     params.inputs = &inputs;
     params.step_id = step_id_;
     OpKernelContext ctx(params);
-    auto start = collect_stats_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const bool sample = item.kernel->IsExpensive() && SampleCost(id);
+    const bool timed = collect_stats_ || sample;
+    auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     item.kernel->Compute(&ctx);
+    const auto end = timed ? std::chrono::steady_clock::now() : start;
+    if (sample) RecordCost(id, std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
     if (collect_stats_) {
-      const auto end = std::chrono::steady_clock::now();
       kernel_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
                            std::memory_order_relaxed);
       StepStats::NodeTiming timing{node, start.time_since_epoch().count(), end.time_since_epoch().count()};

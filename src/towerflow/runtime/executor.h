@@ -6,7 +6,9 @@
 // A step keeps a pending count per node; ready nodes run on the calling thread,
 // and when several become ready at once the expensive extra ones go to the
 // inter-op pool (TF's "inline the first ready node" rule) while cheap ones stay
-// inline. Kernels that may block (queues, readers) run on the blocking pool, a
+// inline; a kernel whose measured cost on this plan is below a few
+// microseconds counts as cheap whatever it declares (ExecutorPlan::Costs).
+// Cheap roots run on the calling thread. Kernels that may block (queues, readers) run on the blocking pool, a
 // thread each, so that they can wait on other steps without starving them. A failing kernel aborts the step:
 // nodes not yet started are skipped, and Run returns the first error prefixed by
 // the failing node's name and op. Each kernel runs with its item's device (its
@@ -16,6 +18,7 @@
 #ifndef TOWERFLOW_RUNTIME_EXECUTOR_H_
 #define TOWERFLOW_RUNTIME_EXECUTOR_H_
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -45,6 +48,22 @@ struct ExecutorPlan {
     bool is_transfer() const { return transfer_from != nullptr; }
   };
   std::vector<Item> items;
+  // What the plan's steps learn about their kernels (TF's KernelStats): the
+  // measured cost of each item, so that a kernel that declares itself
+  // expensive but runs in a few microseconds on this plan's shapes stays on
+  // the thread that made it ready instead of paying a hand-off to the pool.
+  // The only mutable part of a plan; updated without locks by its steps.
+  struct Costs {
+    explicit Costs(size_t n) : ns(new std::atomic<int64_t>[n]), runs(new std::atomic<uint32_t>[n]) {
+      for (size_t i = 0; i < n; ++i) {
+        ns[i].store(-1, std::memory_order_relaxed);  // unknown: expensive
+        runs[i].store(0, std::memory_order_relaxed);
+      }
+    }
+    std::unique_ptr<std::atomic<int64_t>[]> ns;    // moving average of Compute's time; -1 unknown
+    std::unique_ptr<std::atomic<uint32_t>[]> runs;
+  };
+  std::shared_ptr<Costs> costs;  // one entry per item; null: declared costs only
   int num_entries = 0;
   int num_transfers = 0;  // transfer items among `items`
   std::vector<int> roots;           // items with no pending inputs

@@ -232,6 +232,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     }
     plan->fetches.push_back(src);
   }
+  plan->costs = std::make_shared<ExecutorPlan::Costs>(plan->items.size());
   return std::shared_ptr<const ExecutorPlan>(std::move(plan));
 }
 
