@@ -1,0 +1,628 @@
+// Safetensors reading and writing. The header is JSON, parsed with nlohmann-json
+// (ordered, so that header order survives), never with exceptions: parse() runs
+// with allow_exceptions = false and a failed parse is re-run through a SAX handler
+// that only collects the error's message and position. Reading checks the header
+// against the file's size before anything is allocated from it.
+#include "towerflow/train/safetensors.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <bit>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "towerflow/data/record_writer.h"
+
+namespace tw::train {
+namespace {
+
+// Tensor bytes are copied as they lie in memory; safetensors is little-endian.
+static_assert(std::endian::native == std::endian::little, "safetensors I/O assumes a little-endian host");
+static_assert(sizeof(bool) == 1, "BOOL elements are one byte");
+
+using Json = nlohmann::ordered_json;
+using tw::internal::FileError;
+
+constexpr uint64_t kPrefixBytes = 8;
+constexpr char kMetadataKey[] = "__metadata__";
+
+struct DtypeName {
+  DataType dtype;
+  std::string_view name;
+};
+constexpr std::array<DtypeName, 6> kDtypeNames = {{{kFloat32, "F32"},
+                                                   {kFloat64, "F64"},
+                                                   {kInt32, "I32"},
+                                                   {kInt64, "I64"},
+                                                   {kUInt8, "U8"},
+                                                   {kBool, "BOOL"}}};
+
+std::optional<std::string_view> SafetensorsName(DataType dtype) {
+  for (const DtypeName& d : kDtypeNames) {
+    if (d.dtype == dtype) return d.name;
+  }
+  return std::nullopt;
+}
+
+std::optional<DataType> FromSafetensorsName(std::string_view name) {
+  for (const DtypeName& d : kDtypeNames) {
+    if (d.name == name) return d.dtype;
+  }
+  return std::nullopt;
+}
+
+template <typename... Args>
+Status Corrupt(const std::string& file, const Args&... args) {
+  return errors::DataLoss(file, ": ", args...);
+}
+
+constexpr size_t kSnippetChars = 80;
+
+// Text (a JSON value's, the parser's message) for an error message: at most
+// kSnippetChars, with bytes outside printable ASCII as \xNN.
+std::string Snippet(std::string_view text) {
+  std::string out;
+  for (size_t i = 0; i < text.size() && i < kSnippetChars; ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      out += static_cast<char>(c);
+    } else {
+      static constexpr char kHex[] = "0123456789abcdef";
+      out += "\\x";
+      out += kHex[c >> 4];
+      out += kHex[c & 15];
+    }
+  }
+  if (text.size() > kSnippetChars) out += "...";
+  return out;
+}
+
+// Compact JSON of `value`, stopping once `out` is long enough for Snippet: a
+// hostile header may hold a 100 MB array, which dump() would copy whole.
+void AppendJson(const Json& value, std::string* out) {
+  if (out->size() > kSnippetChars) return;
+  if (value.is_structured()) {
+    *out += value.is_array() ? '[' : '{';
+    bool first = true;
+    for (auto it = value.begin(); it != value.end() && out->size() <= kSnippetChars; ++it) {
+      if (!first) *out += ',';
+      first = false;
+      if (value.is_object())
+        *out += Json(it.key()).dump(-1, ' ', false, Json::error_handler_t::replace) + ":";
+      AppendJson(*it, out);
+    }
+    *out += value.is_array() ? ']' : '}';
+  } else if (value.is_string()) {
+    const std::string& s = value.get_ref<const std::string&>();
+    *out += Json(s.substr(0, kSnippetChars)).dump(-1, ' ', false, Json::error_handler_t::replace);
+  } else {
+    *out += value.dump();
+  }
+}
+std::string JsonSnippet(const Json& value) {
+  std::string out;
+  AppendJson(value, &out);
+  return Snippet(out);
+}
+
+// ---- header validation ------------------------------------------------------
+
+// One tensor as the header declares it; offsets relative to the buffer.
+struct Entry {
+  std::string name;
+  DataType dtype = DataType::kInvalid;
+  TensorShape shape;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+};
+
+// A validated header: entries in buffer order, the metadata, where the buffer is.
+struct Layout {
+  std::vector<Entry> entries;
+  std::map<std::string, std::string> metadata;
+  uint64_t buffer_start = 0;  // file offset: 8 + N
+  uint64_t buffer_size = 0;
+};
+
+// The header length N from the first 8 bytes, checked against the cap and the
+// `file_size` (the whole file, prefix included).
+StatusOr<uint64_t> HeaderLength(std::string_view bytes, uint64_t file_size, const std::string& file) {
+  if (file_size < kPrefixBytes) {
+    return Corrupt(file, "file has ", file_size, " bytes, fewer than the 8-byte header length");
+  }
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), sizeof(n));
+  if (n > kSafetensorsMaxHeaderBytes) {
+    return Corrupt(file, "header length ", n, " (byte 0) exceeds the limit of ", kSafetensorsMaxHeaderBytes,
+                   " bytes");
+  }
+  if (n > file_size - kPrefixBytes) {
+    return Corrupt(file, "header length ", n, " (byte 0) runs past the end of the file: only ",
+                   file_size - kPrefixBytes, " bytes follow the length");
+  }
+  return n;
+}
+
+// Collects only the error of a failed parse: its message and position.
+class ErrorSax : public nlohmann::json_sax<Json> {
+ public:
+  bool null() override { return true; }
+  bool boolean(bool) override { return true; }
+  bool number_integer(number_integer_t) override { return true; }
+  bool number_unsigned(number_unsigned_t) override { return true; }
+  bool number_float(number_float_t, const string_t&) override { return true; }
+  bool string(string_t&) override { return true; }
+  bool binary(binary_t&) override { return true; }
+  bool start_object(std::size_t) override { return true; }
+  bool key(string_t&) override { return true; }
+  bool end_object() override { return true; }
+  bool start_array(std::size_t) override { return true; }
+  bool end_array() override { return true; }
+  bool parse_error(std::size_t position, const std::string&, const nlohmann::detail::exception& e) override {
+    position_ = position;
+    message_ = e.what();
+    return false;
+  }
+  size_t position() const { return position_; }
+  const std::string& message() const { return message_; }
+
+ private:
+  size_t position_ = 0;  // characters read, the failing one included
+  std::string message_;
+};
+
+// DataLoss at the first bracket nested deeper than kMaxHeaderDepth (strings
+// skipped). A valid header nests 3 deep; the bound keeps the parser's stacks and
+// the recursion of AppendJson small, as serde_json's limit does for the reference.
+Status CheckNesting(std::string_view text, const std::string& file) {
+  constexpr int kMaxHeaderDepth = 128;
+  int depth = 0;
+  bool in_string = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') {
+        ++i;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if ((c == '[' || c == '{') && ++depth > kMaxHeaderDepth) {
+      return Corrupt(file, "header nests deeper than ", kMaxHeaderDepth, " levels at file byte ",
+                     kPrefixBytes + i);
+    } else if (c == ']' || c == '}') {
+      --depth;
+    }
+  }
+  return Status::OK();
+}
+
+// Parses the header text (at file byte 8) into a JSON object, rejecting repeated
+// top-level names, which the DOM would silently merge.
+StatusOr<Json> ParseHeaderJson(std::string_view text, const std::string& file) {
+  if (text.empty() || text.front() != '{') {
+    return Corrupt(file, "header (byte 8) does not start with '{'");
+  }
+  TW_RETURN_IF_ERROR(CheckNesting(text, file));
+  std::set<std::string> names;
+  std::string repeated;
+  auto track_names = [&](int depth, Json::parse_event_t event, Json& parsed) {
+    if (event == Json::parse_event_t::key && depth == 1 && repeated.empty() &&
+        !names.insert(parsed.get_ref<const std::string&>()).second) {
+      repeated = parsed.get_ref<const std::string&>();
+    }
+    return true;
+  };
+  Json header = Json::parse(text.begin(), text.end(), track_names, /*allow_exceptions=*/false);
+  if (header.is_discarded()) {
+    ErrorSax sax;
+    (void)Json::sax_parse(text.begin(), text.end(), &sax);
+    const uint64_t at = kPrefixBytes + (sax.position() > 0 ? sax.position() - 1 : 0);
+    return Corrupt(file, "header is not valid JSON (file byte ", at, "): ", Snippet(sax.message()));
+  }
+  if (!repeated.empty()) return Corrupt(file, "header names '", repeated, "' twice");
+  return header;
+}
+
+StatusOr<std::map<std::string, std::string>> ParseMetadata(const Json& value, const std::string& file) {
+  std::map<std::string, std::string> metadata;
+  if (value.is_null()) return metadata;  // the reference reads null as "no metadata"
+  if (!value.is_object()) return Corrupt(file, "\"__metadata__\" is not an object: ", JsonSnippet(value));
+  for (const auto& [key, v] : value.items()) {
+    if (!v.is_string()) {
+      return Corrupt(file, "\"__metadata__\" value of '", key, "' is not a string: ", JsonSnippet(v));
+    }
+    metadata[key] = v.get<std::string>();
+  }
+  return metadata;
+}
+
+// `shape` as dims, with the element count checked for int64 overflow.
+StatusOr<TensorShape> ParseShape(const Json* shape, const std::string& where) {
+  if (shape == nullptr || !shape->is_array()) {
+    return Corrupt(where, "\"shape\" is missing or not a list: ", shape ? JsonSnippet(*shape) : "absent");
+  }
+  std::vector<int64_t> dims;
+  int64_t elements = 1;
+  bool overflow = false;
+  for (const Json& d : *shape) {
+    if (!d.is_number_unsigned() || d.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX)) {
+      return Corrupt(where, "\"shape\" is not a list of non-negative integers: ", JsonSnippet(*shape));
+    }
+    dims.push_back(static_cast<int64_t>(d.get<uint64_t>()));
+    overflow = overflow || __builtin_mul_overflow(elements, dims.back(), &elements);
+  }
+  // The running product must fit even when a later dimension is 0, as in the
+  // reference (and TensorShape): such a shape is rejected, not counted as empty.
+  if (overflow)
+    return Corrupt(where, "shape ", JsonSnippet(*shape), " has more elements than fit in 64 bits");
+  return TensorShape(std::move(dims));
+}
+
+Status ParseOffsets(const Json* offsets, const std::string& where, uint64_t* begin, uint64_t* end) {
+  if (offsets == nullptr || !offsets->is_array() || offsets->size() != 2 ||
+      !(*offsets)[0].is_number_unsigned() || !(*offsets)[1].is_number_unsigned()) {
+    return Corrupt(where, "\"data_offsets\" is not a list of two non-negative integers: ",
+                   offsets ? JsonSnippet(*offsets) : "absent");
+  }
+  *begin = (*offsets)[0].get<uint64_t>();
+  *end = (*offsets)[1].get<uint64_t>();
+  if (*begin > *end) return Corrupt(where, "data_offsets [", *begin, ", ", *end, "] begin after end");
+  return Status::OK();
+}
+
+const Json* Field(const Json& object, const char* key) {
+  auto it = object.find(key);
+  return it == object.end() ? nullptr : &*it;
+}
+
+StatusOr<Entry> ParseEntry(const std::string& name, const Json& value, const Layout& layout,
+                           const std::string& file) {
+  const std::string where = StrCat(file, ": tensor '", name, "'");
+  if (!value.is_object()) return Corrupt(where, "header entry is not an object: ", JsonSnippet(value));
+  Entry entry;
+  entry.name = name;
+  const Json* dtype = Field(value, "dtype");
+  if (dtype == nullptr || !dtype->is_string()) {
+    return Corrupt(where, "\"dtype\" is missing or not a string: ", dtype ? JsonSnippet(*dtype) : "absent");
+  }
+  std::optional<DataType> dt = FromSafetensorsName(dtype->get_ref<const std::string&>());
+  if (!dt)
+    return Corrupt(where, "unknown dtype ", JsonSnippet(*dtype),
+                   " (towerflow reads F32 F64 I32 I64 U8 BOOL)");
+  entry.dtype = *dt;
+  TW_ASSIGN_OR_RETURN(entry.shape, ParseShape(Field(value, "shape"), where));
+  TW_RETURN_IF_ERROR(ParseOffsets(Field(value, "data_offsets"), where, &entry.begin, &entry.end));
+  if (entry.end > layout.buffer_size) {
+    return Corrupt(where, "data_offsets [", entry.begin, ", ", entry.end, "] end past the ",
+                   layout.buffer_size, "-byte buffer (the file ends at byte ",
+                   layout.buffer_start + layout.buffer_size, ")");
+  }
+  uint64_t bytes = 0;
+  if (__builtin_mul_overflow(static_cast<uint64_t>(entry.shape.num_elements()), DataTypeSize(entry.dtype),
+                             &bytes) ||
+      bytes != entry.end - entry.begin) {
+    return Corrupt(where, "data_offsets [", entry.begin, ", ", entry.end, "] (file byte ",
+                   layout.buffer_start + entry.begin, ") hold ", entry.end - entry.begin, " bytes, but ",
+                   dtype->get_ref<const std::string&>(), " ", entry.shape.ToString(), " needs ",
+                   entry.shape.num_elements(), " * ", DataTypeSize(entry.dtype));
+  }
+  return entry;
+}
+
+// Sorts the entries into buffer order and checks that they tile the buffer.
+Status CheckCoverage(Layout& layout, const std::string& file) {
+  // By (begin, end): empty tensors at an offset come before the one that starts
+  // there; ties keep header order.
+  std::stable_sort(layout.entries.begin(), layout.entries.end(), [](const Entry& a, const Entry& b) {
+    return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;
+  });
+  uint64_t covered = 0;
+  const Entry* previous = nullptr;
+  for (const Entry& e : layout.entries) {
+    if (e.begin > covered) {
+      return Corrupt(file, "tensors leave a hole of ", e.begin - covered, " bytes at file byte ",
+                     layout.buffer_start + covered, " before tensor '", e.name, "'");
+    }
+    if (e.begin < covered) {
+      return Corrupt(file, "tensor '", e.name, "' (data_offsets [", e.begin, ", ", e.end,
+                     "]) overlaps tensor '", previous->name, "' (data_offsets [", previous->begin, ", ",
+                     previous->end, "]) at file byte ", layout.buffer_start + e.begin);
+    }
+    covered = e.end;
+    previous = &e;
+  }
+  if (covered != layout.buffer_size) {
+    return Corrupt(file, "the buffer has ", layout.buffer_size, " bytes but the tensors cover ", covered,
+                   ": ", layout.buffer_size - covered, " bytes from file byte ",
+                   layout.buffer_start + covered, " belong to no tensor");
+  }
+  return Status::OK();
+}
+
+// Validates `header_text`, the header of a file of `file_size` bytes (checked by
+// HeaderLength), against that file.
+StatusOr<Layout> ParseLayout(std::string_view header_text, uint64_t file_size, const std::string& file) {
+  Layout layout;
+  layout.buffer_start = kPrefixBytes + header_text.size();
+  layout.buffer_size = file_size - layout.buffer_start;
+  TW_ASSIGN_OR_RETURN(Json header, ParseHeaderJson(header_text, file));
+  for (const auto& [key, value] : header.items()) {
+    if (key == kMetadataKey) {
+      TW_ASSIGN_OR_RETURN(layout.metadata, ParseMetadata(value, file));
+      continue;
+    }
+    TW_ASSIGN_OR_RETURN(Entry entry, ParseEntry(key, value, layout, file));
+    layout.entries.push_back(std::move(entry));
+  }
+  TW_RETURN_IF_ERROR(CheckCoverage(layout, file));
+  return layout;
+}
+
+// BOOL bytes must be 0 or 1: anything else is not a valid C++ bool.
+Status CheckBools(const Entry& entry, const Tensor& t, const Layout& layout, const std::string& file) {
+  if (entry.dtype != kBool) return Status::OK();
+  const auto* bytes = static_cast<const uint8_t*>(t.raw_data());
+  for (uint64_t i = 0; i < entry.end - entry.begin; ++i) {
+    if (bytes[i] > 1) {
+      return Corrupt(file, "tensor '", entry.name, "': BOOL byte ", static_cast<int>(bytes[i]),
+                     " at file byte ", layout.buffer_start + entry.begin + i, " is neither 0 nor 1");
+    }
+  }
+  return Status::OK();
+}
+
+// The file's tensors: each allocated from the host allocator (its size checked
+// against the file already), filled by fill(entry, data) unless empty, checked.
+template <typename Fill>
+StatusOr<SafetensorsFile> Assemble(Layout layout, const std::string& file, Fill fill) {
+  SafetensorsFile out;
+  out.metadata = std::move(layout.metadata);
+  for (const Entry& e : layout.entries) {
+    auto t = Tensor::Allocate(CpuAllocator(), e.dtype, e.shape);
+    if (!t.ok()) return t.status().WithContext(StrCat(file, ": tensor '", e.name, "'"));
+    if (e.end > e.begin) TW_RETURN_IF_ERROR(fill(e, t->raw_data()));
+    TW_RETURN_IF_ERROR(CheckBools(e, *t, layout, file));
+    out.tensors.emplace_back(e.name, std::move(*t));
+  }
+  return out;
+}
+
+// ---- files -----------------------------------------------------------------
+
+class FileDescriptor {
+ public:
+  explicit FileDescriptor(int fd) : fd_(fd) {}
+  ~FileDescriptor() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileDescriptor(const FileDescriptor&) = delete;
+  FileDescriptor& operator=(const FileDescriptor&) = delete;
+  int get() const { return fd_; }
+  // Closes now, reporting the error (close can report a failed write-back).
+  Status Close(const std::string& path) {
+    const int fd = fd_;
+    fd_ = -1;
+    if (::close(fd) != 0 && errno != EINTR) return FileError(path, "close", errno);
+    return Status::OK();
+  }
+
+ private:
+  int fd_;
+};
+
+StatusOr<int> OpenFile(const std::string& path, int flags, const char* what) {
+  int fd;
+  do {
+    fd = ::open(path.c_str(), flags | O_CLOEXEC, 0644);
+  } while (fd < 0 && errno == EINTR);
+  if (fd < 0) return FileError(path, what, errno);
+  return fd;
+}
+
+Status WriteAll(int fd, std::string_view bytes, const std::string& path) {
+  while (!bytes.empty()) {
+    const ssize_t n = ::write(fd, bytes.data(), bytes.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return FileError(path, "write", errno);
+    }
+    bytes.remove_prefix(static_cast<size_t>(n));
+  }
+  return Status::OK();
+}
+
+// Reads exactly `n` bytes at `offset`; a file that ends early (it shrank after
+// its size was read) is DataLoss.
+Status ReadAt(int fd, void* dst, uint64_t n, uint64_t offset, const std::string& path) {
+  auto* out = static_cast<char*>(dst);
+  uint64_t done = 0;
+  while (done < n) {
+    const ssize_t r = ::pread(fd, out + done, n - done, static_cast<off_t>(offset + done));
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      return FileError(path, StrCat("read at byte ", offset + done), errno);
+    }
+    if (r == 0) return Corrupt(path, "file ended at byte ", offset + done, " while reading it (it shrank)");
+    done += static_cast<uint64_t>(r);
+  }
+  return Status::OK();
+}
+
+Status SyncDirectoryOf(const std::string& path) {
+  std::string dir = std::filesystem::path(path).parent_path().string();
+  if (dir.empty()) dir = ".";
+  TW_ASSIGN_OR_RETURN(int raw, OpenFile(dir, O_RDONLY | O_DIRECTORY, "cannot open directory to fsync it"));
+  FileDescriptor fd(raw);
+  if (::fsync(fd.get()) != 0) return FileError(dir, "fsync of directory", errno);
+  return fd.Close(dir);
+}
+
+// An open file and its size, as read once before anything else.
+struct OpenedFile {
+  std::unique_ptr<FileDescriptor> fd;
+  uint64_t size = 0;
+};
+
+StatusOr<OpenedFile> OpenForReading(const std::string& path) {
+  TW_ASSIGN_OR_RETURN(int raw, OpenFile(path, O_RDONLY, "cannot open for reading"));
+  OpenedFile file{std::make_unique<FileDescriptor>(raw), 0};
+  struct stat st {};
+  if (::fstat(raw, &st) != 0) return FileError(path, "fstat", errno);
+  if (!S_ISREG(st.st_mode)) return FileError(path, "not a regular file", EISDIR);
+  file.size = static_cast<uint64_t>(st.st_size);
+  return file;
+}
+
+// Reads the prefix and header of an open file and validates them.
+StatusOr<Layout> ReadLayout(const OpenedFile& file, const std::string& path) {
+  std::array<char, kPrefixBytes> prefix{};
+  if (file.size >= kPrefixBytes)
+    TW_RETURN_IF_ERROR(ReadAt(file.fd->get(), prefix.data(), kPrefixBytes, 0, path));
+  TW_ASSIGN_OR_RETURN(uint64_t n,
+                      HeaderLength(std::string_view(prefix.data(), prefix.size()), file.size, path));
+  std::string header(n, '\0');  // n <= file.size - 8: justified by the file
+  TW_RETURN_IF_ERROR(ReadAt(file.fd->get(), header.data(), n, kPrefixBytes, path));
+  return ParseLayout(header, file.size, path);
+}
+
+// ---- writing ---------------------------------------------------------------
+
+// Whether nlohmann's parser, and so our reader, accepts `s` in a JSON string:
+// its serializer's UTF-8 decoder is the same, and with invalid bytes the
+// "ignore" output (bytes dropped) differs from the "replace" one (U+FFFD).
+bool IsValidUtf8(std::string_view s) {
+  const Json j = std::string(s);
+  return j.dump(-1, ' ', false, Json::error_handler_t::ignore) ==
+         j.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Status CheckWritable(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                     const std::map<std::string, std::string>& metadata, const std::string& path) {
+  std::set<std::string_view> seen;
+  for (const auto& [name, t] : tensors) {
+    const std::string where = StrCat(path, ": tensor '", Snippet(name), "'");
+    if (!IsValidUtf8(name)) return errors::InvalidArgument(where, ": the name is not valid UTF-8");
+    if (name == kMetadataKey) return errors::InvalidArgument(where, ": the name is reserved for metadata");
+    if (!seen.insert(name).second) return errors::InvalidArgument(where, ": the name appears twice");
+    if (!t.IsInitialized()) return errors::InvalidArgument(where, ": the tensor is uninitialized");
+    if (!SafetensorsName(t.dtype())) {
+      return errors::InvalidArgument(where, ": safetensors has no dtype for ", DataTypeName(t.dtype()),
+                                     " tensors");
+    }
+  }
+  for (const auto& [key, value] : metadata) {
+    if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
+      return errors::InvalidArgument(path, ": metadata '", Snippet(key), "' is not valid UTF-8");
+    }
+  }
+  return Status::OK();
+}
+
+// The header JSON as the reference writes it (compact; "__metadata__" first;
+// dtype, shape, data_offsets), padded with spaces to a multiple of 8.
+std::string BuildHeader(const std::vector<std::pair<std::string, Tensor>>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  Json header = Json::object();
+  if (!metadata.empty()) {
+    Json m = Json::object();
+    for (const auto& [key, value] : metadata) m[key] = value;
+    header[kMetadataKey] = std::move(m);
+  }
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    Json shape = Json::array();
+    for (int64_t d : t.shape().dims()) shape.push_back(static_cast<uint64_t>(d));
+    const uint64_t end = offset + t.TotalBytes();
+    header[name] = Json{{"dtype", *SafetensorsName(t.dtype())},
+                        {"shape", std::move(shape)},
+                        {"data_offsets", Json::array({offset, end})}};
+    offset = end;
+  }
+  // Every string was checked to be UTF-8, so the handler never fires; it is
+  // there because the default one throws.
+  std::string text = header.dump(-1, ' ', false, Json::error_handler_t::replace);
+  text.append((kPrefixBytes - text.size() % kPrefixBytes) % kPrefixBytes, ' ');
+  return text;
+}
+
+}  // namespace
+
+const Tensor* SafetensorsFile::Find(std::string_view name) const {
+  for (const auto& [n, t] : tensors) {
+    if (n == name) return &t;
+  }
+  return nullptr;
+}
+
+Status WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& pieces) {
+  const std::string tmp = StrCat(path, ".tmp-", static_cast<int64_t>(::getpid()));
+  TW_ASSIGN_OR_RETURN(int raw, OpenFile(tmp, O_WRONLY | O_CREAT | O_TRUNC, "cannot open for writing"));
+  FileDescriptor fd(raw);
+  Status s;
+  for (std::string_view piece : pieces) {
+    s = WriteAll(fd.get(), piece, tmp);
+    if (!s.ok()) break;
+  }
+  if (s.ok() && ::fsync(fd.get()) != 0) s = FileError(tmp, "fsync", errno);
+  Status closed = fd.Close(tmp);
+  if (s.ok()) s = closed;
+  if (s.ok() && ::rename(tmp.c_str(), path.c_str()) != 0)
+    s = FileError(path, StrCat("rename of ", tmp), errno);
+  if (!s.ok()) {
+    ::unlink(tmp.c_str());
+    return s;
+  }
+  return SyncDirectoryOf(path);
+}
+
+Status WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                        const std::map<std::string, std::string>& metadata) {
+  TW_RETURN_IF_ERROR(CheckWritable(tensors, metadata, path));
+  const std::string header = BuildHeader(tensors, metadata);
+  const uint64_t n = header.size();
+  char prefix[kPrefixBytes];
+  std::memcpy(prefix, &n, sizeof(n));
+  std::vector<std::string_view> pieces = {std::string_view(prefix, kPrefixBytes), header};
+  for (const auto& [name, t] : tensors) {
+    if (t.TotalBytes() > 0) pieces.emplace_back(static_cast<const char*>(t.raw_data()), t.TotalBytes());
+  }
+  return WriteFileAtomically(path, pieces);
+}
+
+StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path) {
+  TW_ASSIGN_OR_RETURN(OpenedFile file, OpenForReading(path));
+  TW_ASSIGN_OR_RETURN(Layout layout, ReadLayout(file, path));
+  const uint64_t start = layout.buffer_start;
+  return Assemble(std::move(layout), path, [&](const Entry& e, void* data) {
+    return ReadAt(file.fd->get(), data, e.end - e.begin, start + e.begin, path);
+  });
+}
+
+StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::string& path) {
+  TW_ASSIGN_OR_RETURN(OpenedFile file, OpenForReading(path));
+  TW_ASSIGN_OR_RETURN(Layout layout, ReadLayout(file, path));
+  return std::move(layout.metadata);
+}
+
+StatusOr<SafetensorsFile> ParseSafetensors(std::string_view bytes, const std::string& name_for_errors) {
+  TW_ASSIGN_OR_RETURN(uint64_t n, HeaderLength(bytes, bytes.size(), name_for_errors));
+  TW_ASSIGN_OR_RETURN(Layout layout,
+                      ParseLayout(bytes.substr(kPrefixBytes, n), bytes.size(), name_for_errors));
+  const char* buffer = bytes.data() + layout.buffer_start;
+  return Assemble(std::move(layout), name_for_errors, [&](const Entry& e, void* data) {
+    std::memcpy(data, buffer + e.begin, e.end - e.begin);
+    return Status::OK();
+  });
+}
+
+}  // namespace tw::train

@@ -1,0 +1,107 @@
+// Saver: the restore graph (placeholders -> assigns -> restore_all) and the
+// checks that make a restore all-or-nothing.
+#include "towerflow/train/saver.h"
+
+#include <set>
+#include <string_view>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/control_flow_ops.h"
+
+namespace tw::train {
+namespace {
+
+// InvalidArgument when `vars` is empty, holds an unbuilt variable or repeats a name.
+Status CheckVariables(const std::vector<Variable>& vars) {
+  if (vars.empty()) return errors::InvalidArgument("Saver: no variables to save");
+  std::set<std::string_view> names;
+  for (const Variable& v : vars) {
+    if (!v.valid() || !v.value.valid()) {
+      return errors::InvalidArgument("Saver: variable '", v.name, "' was not built (null ref or value)");
+    }
+    if (!names.insert(v.name).second) {
+      return errors::InvalidArgument("Saver: two variables are named '", v.name, "'");
+    }
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Saver::Saver(const Scope& scope, std::vector<Variable> vars) : vars_(std::move(vars)) {
+  if (vars_.empty()) vars_ = GlobalVariables(scope.graph());
+  build_status_ = CheckVariables(vars_);
+  if (!build_status_.ok()) {
+    scope.UpdateStatus(build_status_);
+    return;
+  }
+  const Scope save = scope.NewSubScope("save");
+  std::vector<Output> assigns;
+  for (const Variable& v : vars_) {
+    Output placeholder = Placeholder(save, v.ref.dtype(), v.ref.shape());
+    placeholders_.push_back(placeholder);
+    assigns.push_back(Assign(save, v, placeholder));
+  }
+  restore_op_ = Group(save.WithOpName("restore_all"), assigns);
+  if (restore_op_ == nullptr || !save.ok()) {
+    build_status_ = save.ok() ? errors::Internal("Saver: building save/restore_all failed")
+                              : save.status().WithContext("Saver: building the restore graph failed");
+  }
+}
+
+Status Saver::Save(Session& session, const std::string& path,
+                   const std::map<std::string, std::string>& metadata) const {
+  TW_RETURN_IF_ERROR(build_status_);
+  std::vector<Output> fetches;
+  fetches.reserve(vars_.size());
+  for (const Variable& v : vars_) fetches.push_back(v.value);
+  auto values = session.Run(fetches);
+  if (!values.ok()) return values.status().WithContext(StrCat("Saver: saving ", path));
+  std::vector<std::pair<std::string, Tensor>> tensors;
+  tensors.reserve(vars_.size());
+  for (size_t i = 0; i < vars_.size(); ++i) tensors.emplace_back(vars_[i].name, std::move((*values)[i]));
+  return WriteSafetensors(path, tensors, metadata);
+}
+
+Status Saver::Restore(Session& session, const std::string& path) const {
+  TW_RETURN_IF_ERROR(build_status_);
+  TW_ASSIGN_OR_RETURN(SafetensorsFile file, ReadSafetensors(path));
+  return RestoreFrom(session, file, path);
+}
+
+StatusOr<std::vector<const Tensor*>> Saver::MatchFile(const SafetensorsFile& file,
+                                                      const std::string& path) const {
+  std::map<std::string_view, const Tensor*> by_name;
+  for (const auto& [name, t] : file.tensors) by_name.emplace(name, &t);
+  std::vector<const Tensor*> matched;
+  for (const Variable& v : vars_) {
+    auto it = by_name.find(v.name);
+    if (it == by_name.end()) {
+      return errors::NotFound("Saver: variable '", v.name, "' is not in checkpoint ", path);
+    }
+    const Tensor& t = *it->second;
+    if (t.dtype() != v.ref.dtype()) {
+      return errors::InvalidArgument("Saver: variable '", v.name, "' is ", DataTypeName(v.ref.dtype()),
+                                     " but checkpoint ", path, " holds ", DataTypeName(t.dtype()));
+    }
+    if (!PartialShape(t.shape()).IsCompatibleWith(v.ref.shape())) {
+      return errors::InvalidArgument("Saver: variable '", v.name, "' has shape ", v.ref.shape().ToString(),
+                                     " but checkpoint ", path, " holds ", t.shape().ToString());
+    }
+    matched.push_back(&t);
+  }
+  return matched;
+}
+
+Status Saver::RestoreFrom(Session& session, const SafetensorsFile& file, const std::string& path) const {
+  TW_RETURN_IF_ERROR(build_status_);
+  TW_ASSIGN_OR_RETURN(std::vector<const Tensor*> values, MatchFile(file, path));
+  FeedList feeds;
+  feeds.reserve(vars_.size());
+  for (size_t i = 0; i < vars_.size(); ++i) feeds.emplace_back(placeholders_[i], *values[i]);
+  auto run = session.Run(feeds, {}, {restore_op_});
+  if (!run.ok()) return run.status().WithContext(StrCat("Saver: restoring ", path));
+  return Status::OK();
+}
+
+}  // namespace tw::train
