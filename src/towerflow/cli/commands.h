@@ -9,6 +9,8 @@ namespace tw::cli {
 int RunOps(int argc, char** argv);
 int RunRecords(int argc, char** argv);
 int RunConvert(int argc, char** argv);
+int RunTrain(int argc, char** argv);
+int RunEval(int argc, char** argv);
 
 }  // namespace tw::cli
 

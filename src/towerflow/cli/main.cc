@@ -10,6 +10,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "usage: towerflow <command> [options]\n\n"
                  "commands:\n"
+                 "  train   train a model on TFRecord files on every device (towers);\n"
+                 "          progress, TensorBoard events, checkpoints, traces\n"
+                 "  eval    evaluate a checkpoint on TFRecord files\n"
                  "  ops     list registered ops, their kernels and gradients;\n"
                  "          --json, --check-gradients\n"
                  "  records count|verify|show   inspect TFRecord files (CRCs, Examples as JSON)\n"
@@ -17,6 +20,8 @@ int main(int argc, char** argv) {
     return argc < 2 ? 2 : 0;
   }
   const std::string cmd = argv[1];
+  if (cmd == "train") return tw::cli::RunTrain(argc - 1, argv + 1);
+  if (cmd == "eval") return tw::cli::RunEval(argc - 1, argv + 1);
   if (cmd == "ops") return tw::cli::RunOps(argc - 1, argv + 1);
   if (cmd == "records") return tw::cli::RunRecords(argc - 1, argv + 1);
   if (cmd == "convert") return tw::cli::RunConvert(argc - 1, argv + 1);

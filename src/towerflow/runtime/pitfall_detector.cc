@@ -38,6 +38,15 @@ bool ConsumesData(const Node& consumer, const Node& producer) {
   return false;
 }
 
+// A loss that is trained on: symbolic gradients start from it (their first
+// node, "gradients/OnesLike", reads it).
+bool IsDifferentiated(const Graph& graph, const Node& loss) {
+  for (const Node* c : graph.consumers(&loss)) {
+    if (IsGradient(*c) && ConsumesData(*c, loss)) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string SharedBatchFinding::Message() const {
@@ -78,6 +87,10 @@ std::vector<SharedBatchFinding> FindSharedBatches(const Graph& graph, const Node
     // towers' losses (a report on CPU:0) is downstream of them and no tower.
     std::vector<char> after_loss(static_cast<size_t>(graph.num_nodes()), 0);
     std::map<std::string, const Node*> loss_by_device;  // first tower loss per device
+    // When some losses are differentiated, only they are towers: a metric
+    // (an accuracy over every tower's batch, on CPU:0) is no tower.
+    bool trained = false;
+    for (int nid : order) trained = trained || (IsLoss(*graph.node(nid)) && IsDifferentiated(graph, *graph.node(nid)));
     for (int nid : order) {
       const Node& n = *graph.node(nid);
       bool derived = false;
@@ -86,7 +99,7 @@ std::vector<SharedBatchFinding> FindSharedBatches(const Graph& graph, const Node
         if (reached[i] && (after_loss[i] || IsLoss(*in.node))) derived = true;
       }
       after_loss[static_cast<size_t>(nid)] = derived;
-      if (derived || !IsLoss(n)) continue;
+      if (derived || !IsLoss(n) || (trained && !IsDifferentiated(graph, n))) continue;
       const std::string device = device_of(n);
       if (!device.empty()) loss_by_device.emplace(device, &n);  // ids ascend: the first stays
     }

@@ -7,7 +7,9 @@
 // through slicing ops: a batch split into per-tower slices gives each tower its
 // own data). Among the nodes reached, a tower's loss is a node whose first
 // output is a floating-point scalar and that is computed from no other such
-// node (an average of the towers' losses, downstream of them, is no tower); the
+// node (an average of the towers' losses, downstream of them, is no tower) and,
+// when gradients are taken of some of them, that is differentiated (a metric
+// such as an accuracy over all towers' batches is no tower); the
 // devices of these losses are the towers, each named by its loss's top-level
 // name scope ("tower_0"). Two or more devices computing losses from one dequeue
 // is a finding. A Session runs the detection when it places

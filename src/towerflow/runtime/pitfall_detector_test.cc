@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "towerflow/data/queue_ops.h"
+#include "towerflow/graph/gradients.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/runtime/session.h"
@@ -153,6 +154,48 @@ TEST_F(PitfallDetectorTest, OneTowerIsNoFinding) {
   Tower(TowerScope(0), q.DequeueMany(root_, 2)[0]);
   ASSERT_TRUE(root_.ok());
   EXPECT_TRUE(FindSharedBatchesByRequest(graph_).empty());
+}
+
+}  // namespace
+}  // namespace tw
+
+namespace tw {
+namespace {
+
+// Per-tower dequeues, towers trained (gradients of each loss), plus a metric
+// over every tower's batch on the CPU: the metric is no tower, so no finding.
+// The same metric over a shared batch still finds the shared batch.
+TEST(PitfallDetectorMetricsTest, AMetricOverAllTowersIsNoTower) {
+  for (bool shared : {false, true}) {
+    Graph graph;
+    Scope root(graph);
+    io::FIFOQueueOptions options;
+    options.shapes = {TensorShape{4}};
+    io::Queue q = io::FIFOQueue(root, 100, {kFloat32}, options);
+    Output once = shared ? q.DequeueMany(root, 2)[0] : Output();
+    std::vector<Output> per_example;
+    for (int i = 0; i < 2; ++i) {
+      Scope s = root.NewSubScope("tower_" + std::to_string(i)).WithDevice("/cpu:" + std::to_string(i));
+      Output x = shared ? once : q.DequeueMany(s, 2)[0];
+      auto w = Const(s.WithOpName("w"), std::vector<float>{0.5f, 0.5f, 0.5f, 0.5f}, TensorShape{4, 1});
+      Output logits = MatMul(s.WithOpName("logits"), x, w);
+      Output loss = Mean(s.WithOpName("loss"), logits, {0, 1});
+      ASSERT_TRUE(Gradients(s, {loss}, {w}).ok());
+      per_example.push_back(Reshape(s, logits, {-1}));
+    }
+    Scope cpu = root.WithDevice("/cpu:0");
+    Output accuracy = Mean(cpu.WithOpName("accuracy"), Concat(cpu, per_example, 0), {0});
+    ASSERT_TRUE(root.ok()) << root.status().ToString();
+    ASSERT_TRUE(accuracy.valid());
+    std::vector<SharedBatchFinding> findings = FindSharedBatchesByRequest(graph);
+    if (!shared) {
+      EXPECT_TRUE(findings.empty()) << findings[0].Message();
+    } else {
+      ASSERT_EQ(findings.size(), 1u);
+      EXPECT_EQ(findings[0].towers[0].name, "tower_0");
+      EXPECT_EQ(findings[0].towers[1].name, "tower_1");
+    }
+  }
 }
 
 }  // namespace

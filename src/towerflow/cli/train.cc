@@ -1,0 +1,309 @@
+// `towerflow train`: trains a model on TFRecord files with the seed's whole
+// pipeline on every device asked for (trainer.h), then evaluates it on
+// --eval-data. Progress on stdout (progress.h); the last line of stdout is one
+// JSON object: steps, global_step, examples, seconds, examples_per_sec,
+// final_loss, train_accuracy, test_loss and test_accuracy (with --eval-data),
+// devices, towers, checkpoint, logdir, interrupted.
+//
+// Bad usage (unknown flags, bad values, files that match nothing, data whose
+// first record does not fit the model) is one line on stderr and exit status
+// 2; a failure while training (a corrupt record: DataLoss naming the file and
+// offset) is one line and exit status 1. Ctrl-C stops after the current step,
+// writes a final checkpoint and exits 0 (a second Ctrl-C kills at once).
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "towerflow/cli/commands.h"
+#include "towerflow/cli/evaluate.h"
+#include "towerflow/cli/json.h"
+#include "towerflow/cli/trainer.h"
+#include "towerflow/data/record_reader.h"
+
+namespace tw::cli {
+namespace {
+
+struct Flags {
+  std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
+  std::string trace;
+  int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
+  double lr = -1, l2 = 0;
+  bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
+  int input_threads = 1, intra_op_threads = 0, keep_checkpoints = 5;
+  int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
+  double checkpoint_every_secs = 60, log_every_secs = 10;
+};
+
+int UsageError(const Status& status) {
+  std::fprintf(stderr, "towerflow train: %s\n", status.message().c_str());
+  return 2;
+}
+
+double DefaultLearningRate(const std::string& optimizer) {
+  if (optimizer == "adam") return 0.001;
+  if (optimizer == "sgd") return 0.1;
+  return 0.01;
+}
+
+// "auto": one virtual CPU device per core (the CUDA backend, when built, adds
+// every visible GPU instead). Returns the canonical devices and how many CPU
+// devices the session needs.
+StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int* num_cpu_devices) {
+  std::vector<std::string> devices;
+  if (flag == "auto") {
+    const int cores = std::max(1u, std::thread::hardware_concurrency());
+    for (int i = 0; i < cores; ++i) devices.push_back("/device:CPU:" + std::to_string(i));
+  } else {
+    auto parsed = ParseDevices(flag);
+    if (!parsed.ok()) return errors::InvalidArgument("--devices: ", parsed.status().message());
+    devices = *parsed;
+  }
+  *num_cpu_devices = 1;
+  for (const std::string& d : devices) {
+    if (d.rfind("/device:CPU:", 0) == 0) *num_cpu_devices = std::max(*num_cpu_devices, std::stoi(d.substr(12)) + 1);
+    if (d.rfind("/device:GPU:", 0) == 0) {
+      return errors::InvalidArgument("--devices ", flag, ": ", d,
+                                     " does not exist: this build of towerflow has no GPU devices (CUDA backend not built)");
+    }
+  }
+  return devices;
+}
+
+// The data files, their compression (the first file's, which every file must
+// share: one reader reads them all) and the first record, for the schema check.
+struct DataFiles {
+  std::vector<std::string> files;
+  Compression compression = Compression::kNone;
+  std::string first_record;
+};
+
+StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob) {
+  DataFiles d;
+  d.files = io::Glob(glob);
+  if (d.files.empty()) return errors::NotFound(flag, " ", glob, ": no files match");
+  auto first = DetectFileCompression(d.files[0]);
+  if (!first.ok()) return first.status();
+  d.compression = *first;
+  for (const std::string& f : d.files) {
+    auto c = DetectFileCompression(f);
+    if (!c.ok()) return c.status();
+    if (*c != d.compression) {
+      return errors::InvalidArgument(flag, ": ", f, " is ", CompressionName(*c), " but ", d.files[0], " is ",
+                                     CompressionName(d.compression), "; every file must be compressed alike");
+    }
+  }
+  auto reader = RecordReader::Open(d.files[0], {.compression = d.compression});
+  if (!reader.ok()) return reader.status();
+  Status s = (*reader)->ReadRecord(&d.first_record);
+  if (errors::IsOutOfRange(s)) return errors::InvalidArgument(flag, ": ", d.files[0], " holds no records");
+  if (!s.ok()) return s;
+  return d;
+}
+
+// Records per epoch (every CRC checked, so corrupt data is found before the first step).
+StatusOr<int64_t> CountRecords(const DataFiles& d, bool skip_corrupt) {
+  int64_t n = 0;
+  std::string_view record;
+  for (const std::string& f : d.files) {
+    auto reader = RecordReader::Open(f, {.compression = d.compression, .skip_corrupt = skip_corrupt});
+    if (!reader.ok()) return reader.status();
+    for (;;) {
+      Status s = (*reader)->ReadRecordView(&record);
+      if (errors::IsOutOfRange(s)) break;
+      if (!s.ok()) return s;
+      ++n;
+    }
+  }
+  return n;
+}
+
+void OnSignal(int) {
+  g_stop_requested = true;
+  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process
+  std::signal(SIGTERM, SIG_DFL);
+}
+
+std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResult* eval) {
+  char buf[512];
+  std::snprintf(buf, sizeof(buf),
+                "{\"steps\": %lld, \"global_step\": %lld, \"examples\": %lld, \"seconds\": %.3f, "
+                "\"examples_per_sec\": %.1f, \"final_loss\": %.6f, \"train_accuracy\": %.4f, ",
+                static_cast<long long>(r.steps), static_cast<long long>(r.global_step),
+                static_cast<long long>(r.examples), r.seconds, r.examples_per_sec, r.final_loss, r.final_accuracy);
+  std::string out = buf;
+  if (eval != nullptr) {
+    std::snprintf(buf, sizeof(buf), "\"test_loss\": %.6f, \"test_accuracy\": %.4f, \"test_examples\": %lld, ",
+                  eval->loss, eval->accuracy, static_cast<long long>(eval->examples));
+    out += buf;
+  }
+  out += "\"model\": ";
+  AppendJsonString(c.model.name, &out);
+  out += ", \"towers\": " + std::to_string(r.devices.size()) + ", \"devices\": [";
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    if (i > 0) out += ", ";
+    AppendJsonString(r.devices[i], &out);
+  }
+  out += "], \"checkpoint\": ";
+  AppendJsonString(r.checkpoint, &out);
+  out += ", \"logdir\": ";
+  AppendJsonString(c.logdir, &out);
+  out += std::string(", \"interrupted\": ") + (r.interrupted ? "true" : "false") + "}";
+  return out;
+}
+
+// Checks the flags and the data; fills the configuration. Errors are usage errors.
+Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
+  if (f.epochs > 0 && f.steps > 0) return errors::InvalidArgument("give --epochs or --steps, not both");
+  c->model.name = f.model;
+  if (f.model != "cnn") {
+    auto hidden = ParseHidden(f.hidden.empty() ? (f.model == "seed" ? "64,64" : "256,256") : f.hidden);
+    if (!hidden.ok()) return hidden.status();
+    c->model.hidden = *hidden;
+  } else if (!f.hidden.empty()) {
+    return errors::InvalidArgument("--hidden applies to mlp and seed, not cnn (the tutorial network is fixed)");
+  }
+  auto devices = ResolveDevices(f.devices, &c->num_cpu_devices);
+  if (!devices.ok()) return devices.status();
+  c->devices = *devices;
+  auto opened = OpenData("--data", f.data);
+  if (!opened.ok()) return opened.status();
+  *data = std::move(*opened);
+  if (Status s = CheckSchema(data->first_record, data->files[0], &c->model); !s.ok()) return s;
+  c->files = data->files;
+  c->compression = data->compression;
+  c->batch_size = f.batch_size;
+  c->optimizer = f.optimizer;
+  c->learning_rate = f.lr > 0 ? f.lr : DefaultLearningRate(f.optimizer);
+  c->l2 = f.l2;
+  c->logdir = f.logdir;
+  c->seed = f.seed;
+  c->resume = f.resume;
+  c->log_device_placement = f.log_device_placement;
+  c->allow_soft_placement = f.allow_soft_placement;
+  c->skip_corrupt = f.skip_corrupt;
+  c->input_threads = f.input_threads;
+  c->min_after_dequeue = f.min_after_dequeue;
+  c->intra_op_threads = f.intra_op_threads;
+  c->checkpoint_every_steps = f.checkpoint_every_steps;
+  c->checkpoint_every_seconds = f.checkpoint_every_secs;
+  c->keep_checkpoints = f.keep_checkpoints;
+  c->summary_every_steps = f.summary_every_steps;
+  c->log_every_seconds = f.log_every_secs;
+  c->trace_file = f.trace;
+  c->trace_steps = f.trace_steps;
+  return Status::OK();
+}
+
+}  // namespace
+
+int RunTrain(int argc, char** argv) {
+  CLI::App app{"Train a model on TFRecord files on every device", "towerflow train"};
+  Flags f;
+  app.add_option("--data", f.data, "training TFRecord files (a glob)")->required();
+  app.add_option("--eval-data", f.eval_data, "test TFRecord files (a glob), evaluated at the end");
+  app.add_option("--model", f.model, "mlp | cnn (Fashion-MNIST schema) | seed (the seed's schema)")
+      ->check(CLI::IsMember({"mlp", "cnn", "seed"}));
+  app.add_option("--hidden", f.hidden, "hidden layer widths of mlp/seed (default 256,256; seed 64,64)");
+  app.add_option("--devices", f.devices, "one tower per device: auto | cpu:0,cpu:1 | gpu:0,gpu:1");
+  app.add_option("--batch-size", f.batch_size, "examples per tower per step")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--epochs", f.epochs, "passes over --data (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
+  app.add_option("--steps", f.steps, "train until the global step reaches N")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--optimizer", f.optimizer, "sgd | momentum (0.9) | adam")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--lr", f.lr, "learning rate (default: sgd 0.1, momentum 0.01, adam 0.001)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--l2", f.l2, "L2 weight decay on the kernels")->check(CLI::NonNegativeNumber);
+  app.add_option("--logdir", f.logdir, "where TensorBoard events and checkpoints go")->required();
+  app.add_option("--seed", f.seed, "graph seed: initial weights, shuffling, dropout");
+  app.add_flag("--log-device-placement", f.log_device_placement, "print the device of every op");
+  app.add_flag("--allow-soft-placement", f.allow_soft_placement, "move ops without a kernel on their device");
+  app.add_flag("--resume", f.resume, "continue from the newest valid checkpoint in --logdir");
+  app.add_option("--trace", f.trace, "write a Chrome trace (Perfetto) of a few steps to FILE");
+  app.add_option("--trace-steps", f.trace_steps, "steps traced after the first three")
+      ->check(CLI::Range(int64_t{1}, int64_t{1000}));
+  app.add_flag("--skip-corrupt-records", f.skip_corrupt, "skip records with bad CRCs (counted, logged)");
+  app.add_option("--input-threads", f.input_threads, "threads filling the shuffle queue")->check(CLI::Range(1, 64));
+  app.add_option("--min-after-dequeue", f.min_after_dequeue, "shuffle buffer: records kept in the queue")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
+  app.add_option("--intra-op-threads", f.intra_op_threads, "threads for MatMul/Conv2D, shared by CPU devices (0: all)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--checkpoint-every-steps", f.checkpoint_every_steps, "also checkpoint every N steps (0: off)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
+  app.add_option("--checkpoint-every-secs", f.checkpoint_every_secs, "checkpoint every N seconds (0: off)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--keep-checkpoints", f.keep_checkpoints, "checkpoints kept")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--summary-every-steps", f.summary_every_steps, "TensorBoard scalars every N steps")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
+  app.add_option("--log-every-secs", f.log_every_secs, "progress line period when stdout is not a terminal")
+      ->check(CLI::NonNegativeNumber);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  TrainConfig config;
+  DataFiles data;
+  if (Status s = Configure(f, &config, &data); !s.ok()) return UsageError(s);
+  std::vector<std::string> eval_files;
+  if (!f.eval_data.empty()) {
+    auto eval = OpenData("--eval-data", f.eval_data);
+    if (!eval.ok()) return UsageError(eval.status());
+    ModelConfig probe = config.model;
+    if (Status s = CheckSchema(eval->first_record, eval->files[0], &probe); !s.ok()) return UsageError(s);
+    if (probe.n_features != config.model.n_features) {
+      return UsageError(errors::InvalidArgument("--eval-data ", eval->files[0], ": x has ", probe.n_features,
+                                                " features per row but --data has ", config.model.n_features));
+    }
+    eval_files = eval->files;
+  }
+  const int64_t per_step = config.batch_size * static_cast<int64_t>(config.devices.size());
+  if (f.steps > 0) {
+    config.total_steps = f.steps;
+  } else {
+    config.epochs = f.epochs > 0 ? f.epochs : 1;
+    auto records = CountRecords(data, config.skip_corrupt);
+    if (!records.ok()) return Fail(records.status());
+    config.records = *records;
+    config.total_steps = config.epochs * config.records / per_step;
+    if (config.total_steps == 0) {
+      return UsageError(errors::InvalidArgument("--data has ", config.records, " records: fewer than one step of ",
+                                                per_step, " (--batch-size x towers) in ", config.epochs, " epoch(s)"));
+    }
+  }
+
+  std::signal(SIGINT, OnSignal);
+  std::signal(SIGTERM, OnSignal);
+  std::printf("towerflow train: model %s, %zu tower(s) on %s, batch %lld per tower, %lld steps%s\n",
+              config.model.name.c_str(), config.devices.size(), f.devices.c_str(),
+              static_cast<long long>(config.batch_size), static_cast<long long>(config.total_steps),
+              config.epochs > 0 ? (" (" + std::to_string(config.epochs) + " epochs of " +
+                                   std::to_string(config.records) + " records)").c_str()
+                                : "");
+  std::fflush(stdout);
+  auto result = Train(config);
+  if (!result.ok()) return Fail(result.status());
+  if (result->interrupted) std::printf("interrupted at step %lld\n", static_cast<long long>(result->global_step));
+  std::printf("checkpoint: %s\nTensorBoard: tensorboard --logdir %s\n", result->checkpoint.c_str(),
+              config.logdir.c_str());
+  if (!config.trace_file.empty()) std::printf("trace: %s (open in https://ui.perfetto.dev)\n", config.trace_file.c_str());
+  std::optional<EvalResult> eval;
+  if (!eval_files.empty() && !result->interrupted) {
+    auto evaluated = Evaluate(eval_files, config.model, result->checkpoint,
+                              {.skip_corrupt = config.skip_corrupt, .intra_op_threads = config.intra_op_threads});
+    if (!evaluated.ok()) return Fail(evaluated.status());
+    eval = *evaluated;
+    std::printf("test: %lld examples, loss %.4f, accuracy %.4f\n", static_cast<long long>(eval->examples),
+                eval->loss, eval->accuracy);
+  }
+  std::printf("%s\n", JsonLine(*result, config, eval ? &*eval : nullptr).c_str());
+  return 0;
+}
+
+}  // namespace tw::cli

@@ -1,0 +1,289 @@
+#include "towerflow/cli/trainer.h"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include "towerflow/cli/progress.h"
+#include "towerflow/core/logging.h"
+#include "towerflow/data/queue_stats.h"
+#include "towerflow/runtime/trace.h"
+#include "towerflow/train/checkpoint_manager.h"
+#include "towerflow/train/event_writer.h"
+#include "towerflow/train/saver.h"
+
+namespace tw::cli {
+
+std::atomic<bool> g_stop_requested{false};
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
+
+int64_t NowNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
+}
+
+std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c) {
+  if (c.optimizer == "sgd") return std::make_unique<train::GradientDescent>(train::GradientDescentOptions{c.learning_rate});
+  if (c.optimizer == "adam") return std::make_unique<train::Adam>(train::AdamOptions{.learning_rate = c.learning_rate});
+  return std::make_unique<train::Momentum>(train::MomentumOptions{.learning_rate = c.learning_rate, .momentum = 0.9});
+}
+
+// The training graph and what the loop fetches from it.
+struct TrainGraph {
+  Graph graph;
+  std::optional<train::ShuffleBatchSource> batches;
+  std::unique_ptr<train::Optimizer> optimizer;
+  train::ReplicaStep step;
+  Output accuracy;  // over every tower's batch
+  std::optional<train::Saver> saver;
+};
+
+Status BuildGraph(const TrainConfig& c, TrainGraph* g) {
+  g->graph.set_seed(c.seed);
+  Scope root(g->graph);
+  // The seed's get_input(), on the CPU: every tower dequeues from one queue.
+  Scope input = root.WithDevice("/device:CPU:0").NewSubScope("input");
+  io::Queue filenames = train::StringInputProducer(input, c.files, {.shuffle = true});
+  io::TFRecordReader reader(input, {.compression = c.compression, .skip_corrupt = c.skip_corrupt});
+  auto [key, value] = reader.Read(filenames);
+  tw::Batch example = DecodeExample(input, value, c.model);
+  const int64_t towers = static_cast<int64_t>(c.devices.size());
+  g->batches.emplace(input, example,
+                     train::ShuffleBatchOptions{
+                         .batch_size = c.batch_size,
+                         .capacity = c.min_after_dequeue + (c.input_threads + 2) * c.batch_size * towers,
+                         .min_after_dequeue = c.min_after_dequeue,
+                         .num_threads = c.input_threads});
+  g->optimizer = MakeOptimizer(c);
+  std::vector<Output> correct;
+  g->step = train::Replicate(
+      root, c.devices, *g->batches, *g->optimizer,
+      [&](const Scope& tower, const tw::Batch& batch) {
+        ModelOutputs m = BuildModel(tower, batch, c.model, /*training=*/true, c.l2);
+        // Replicate may build one replica only to create the variables; it never runs.
+        if (tower.name_scope().rfind("tower_", 0) == 0) correct.push_back(m.correct);
+        return m.loss;
+      },
+      {.variable_device = "/device:CPU:0", .global_step = true});
+  if (!root.ok()) return root.status();
+  Scope cpu = root.WithDevice("/device:CPU:0");
+  g->accuracy = Mean(cpu.WithOpName("accuracy"), Concat(cpu, correct, 0), {0});
+  g->saver.emplace(root);
+  return root.status();
+}
+
+// What the loop measures between summaries.
+struct Window {
+  Clock::time_point start = Clock::now();
+  int64_t examples = 0;
+  double Rate() const {
+    const double s = SecondsSince(start);
+    return s > 0 ? static_cast<double>(examples) / s : 0;
+  }
+};
+
+double ShuffleQueueFill(Session& session, std::vector<std::pair<std::string, double>>* summaries) {
+  double fill = -1;
+  for (const io::QueueFill& q : io::QueueFillStats(session)) {
+    if (summaries) summaries->push_back({q.summary_name, q.value});
+    if (q.op == "RandomShuffleQueue" && q.capacity > 0) {
+      fill = static_cast<double>(q.size) / static_cast<double>(q.capacity);
+    }
+  }
+  return fill;
+}
+
+class Loop {
+ public:
+  Loop(const TrainConfig& c, TrainGraph& g, Session& session, train::EventFileWriter* events)
+      : c_(c), g_(g), session_(session), events_(events),
+        progress_(stdout, StdoutIsTerminal(), c.log_every_seconds),
+        examples_per_step_(c.batch_size * static_cast<int64_t>(c.devices.size())) {}
+
+  // Runs steps until the total, a stop request, or an error (returned).
+  Status Run(train::Coordinator& coord, train::CheckpointManager& checkpoints, TrainResult* result) {
+    const int64_t warmup = std::min<int64_t>(3, std::max<int64_t>(0, c_.total_steps - result->global_step - 1));
+    Clock::time_point timed_from = Clock::now(), last_checkpoint = Clock::now();
+    const Clock::time_point started = Clock::now();
+    int64_t timed_steps = 0;
+    Window window;
+    while (result->global_step < c_.total_steps && !coord.ShouldStop()) {
+      if (g_stop_requested.load()) {
+        result->interrupted = true;
+        break;
+      }
+      const bool traced = !c_.trace_file.empty() && result->steps >= warmup && result->steps < warmup + c_.trace_steps;
+      StepStats stats;
+      const int64_t step_start = NowNs();
+      auto out = session_.Run({}, {g_.step.loss, g_.accuracy}, {g_.step.train_op}, traced ? &stats : nullptr);
+      if (!out.ok()) return out.status();
+      if (traced) {
+        trace_.AddStep(result->global_step + 1, stats, session_.placement());
+        trace_.AddSpan("step " + std::to_string(result->global_step + 1), "step", step_start, NowNs(), "steps");
+      }
+      ++result->steps;
+      ++result->global_step;
+      result->examples += examples_per_step_;
+      window.examples += examples_per_step_;
+      result->final_loss = (*out)[0].scalar<float>();
+      result->final_accuracy = (*out)[1].scalar<float>();
+      if (result->steps == warmup) timed_from = Clock::now();
+      if (result->steps > warmup) ++timed_steps;
+      const double rate = window.Rate();
+      if (result->global_step % c_.summary_every_steps == 0) {
+        if (Status s = WriteSummaries(result, rate); !s.ok()) return s;
+        window = Window();
+      }
+      progress_.Update(State(*result, rate));
+      const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
+      const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
+      if ((by_steps || by_time) && result->global_step < c_.total_steps) {
+        auto path = checkpoints.Save(session_, *g_.saver, result->global_step, ModelMetadata(c_.model));
+        if (!path.ok()) return path.status();
+        result->checkpoint = *path;
+        last_checkpoint = Clock::now();
+      }
+    }
+    result->seconds = SecondsSince(started);
+    const double timed = SecondsSince(timed_from);
+    result->examples_per_sec = timed_steps > 0 && timed > 0
+                                   ? static_cast<double>(timed_steps * examples_per_step_) / timed
+                                   : (result->seconds > 0 ? static_cast<double>(result->examples) / result->seconds : 0);
+    return Status::OK();
+  }
+
+  void Finish(const TrainResult& result) {
+    if (result.steps > 0) progress_.Finish(State(result, result.examples_per_sec));
+  }
+  void Message(const std::string& line) { progress_.Message(line); }
+  Status WriteFinalSummaries(TrainResult* result) { return WriteSummaries(result, result->examples_per_sec); }
+  Status WriteTrace() const { return trace_.Write(c_.trace_file); }
+
+ private:
+  ProgressState State(const TrainResult& r, double rate) {
+    ProgressState s;
+    s.step = r.global_step;
+    s.total_steps = c_.total_steps;
+    if (c_.records > 0) {
+      s.epoch = 1 + (r.global_step > 0 ? (r.global_step * examples_per_step_ - 1) / c_.records : 0);
+      s.total_epochs = c_.epochs;
+    }
+    s.loss = r.final_loss;
+    s.accuracy = r.final_accuracy;
+    s.examples_per_sec = rate;
+    s.queue_fill = ShuffleQueueFill(session_, nullptr);
+    return s;
+  }
+
+  Status WriteSummaries(TrainResult* r, double rate) {
+    if (events_ == nullptr) return Status::OK();
+    std::vector<std::pair<std::string, double>> scalars = {
+        {"loss", r->final_loss},
+        {"accuracy", r->final_accuracy},
+        {"learning_rate", c_.learning_rate},
+        {"examples_per_sec", rate},
+    };
+    ShuffleQueueFill(session_, &scalars);
+    if (Status s = events_->AddScalars(r->global_step, scalars); !s.ok()) return s;
+    return events_->Flush();
+  }
+
+  const TrainConfig& c_;
+  TrainGraph& g_;
+  Session& session_;
+  train::EventFileWriter* events_;
+  Progress progress_;
+  const int64_t examples_per_step_;
+  TraceRecorder trace_;
+};
+
+// Restores the newest checkpoint that validates (--resume); the global step it
+// holds, or 0 when there is none yet.
+StatusOr<int64_t> Resume(Session& session, TrainGraph& g, train::CheckpointManager& checkpoints, Loop& loop,
+                         TrainResult* result) {
+  auto restored = checkpoints.RestoreLatest(session, *g.saver);
+  if (errors::IsNotFound(restored.status()) && checkpoints.Checkpoints().empty()) {
+    loop.Message("resume: no checkpoint in the logdir yet; starting from step 0");
+    return int64_t{0};
+  }
+  if (!restored.ok()) return restored.status();
+  for (const Status& rejected : restored->rejected) loop.Message("resume: skipped " + rejected.ToString());
+  result->checkpoint = restored->path;
+  loop.Message("resume: restored " + restored->path + " (global step " + std::to_string(restored->step) + ")");
+  return restored->step;
+}
+
+}  // namespace
+
+StatusOr<TrainResult> Train(const TrainConfig& c) {
+  TrainGraph g;
+  if (Status s = BuildGraph(c, &g); !s.ok()) return s;
+  TrainResult result;
+  result.devices = g.step.devices;
+
+  SessionOptions options{.intra_op_threads = c.intra_op_threads,
+                         .num_cpu_devices = c.num_cpu_devices,
+                         .allow_soft_placement = c.allow_soft_placement,
+                         .log_device_placement = c.log_device_placement};
+  Session session(g.graph, options);
+  if (Status s = session.Run(GlobalVariablesInitializer(g.graph)); !s.ok()) return s;
+  if (Status s = session.Run(LocalVariablesInitializer(g.graph)); !s.ok()) return s;
+
+  auto events = train::EventFileWriter::Create(c.logdir);
+  if (!events.ok()) return events.status();
+  if (Status s = (*events)->AddGraph(g.graph); !s.ok()) return s;
+  train::CheckpointManager checkpoints(c.logdir, c.keep_checkpoints);
+  Loop loop(c, g, session, events->get());
+  if (c.resume) {
+    auto step = Resume(session, g, checkpoints, loop, &result);
+    if (!step.ok()) return step.status();
+    result.first_step = result.global_step = *step;
+  }
+
+  train::Coordinator coord;
+  std::vector<std::thread> runners = train::StartQueueRunners(session, coord);
+  // Ctrl-C must also wake a step blocked on an empty queue: the watcher stops
+  // the coordinator, whose cancel threads close the queues.
+  std::atomic<bool> loop_done{false};
+  std::thread watcher([&] {
+    while (!loop_done.load()) {
+      if (g_stop_requested.load()) {
+        coord.RequestStop();
+        return;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  });
+  Status status = loop.Run(coord, checkpoints, &result);
+  loop_done = true;
+  watcher.join();
+  if (g_stop_requested.load()) result.interrupted = true;
+  // A step that failed because the input stopped reports the input's error.
+  coord.RequestStop(status);
+  Status joined = coord.Join(runners, std::chrono::seconds(30));
+  if (!joined.ok()) status = joined;
+  if (result.interrupted && (errors::IsCancelled(status) || errors::IsOutOfRange(status) || errors::IsAborted(status))) status = Status::OK();
+  loop.Finish(result);
+  if (!status.ok()) return status;  // the newest checkpoint stays the last good one
+
+  if (result.steps > 0 || result.checkpoint.empty()) {
+    auto path = checkpoints.Save(session, *g.saver, result.global_step, ModelMetadata(c.model));
+    if (!path.ok()) return path.status();
+    result.checkpoint = *path;
+  }
+  if (result.steps > 0) {
+    if (Status s = loop.WriteFinalSummaries(&result); !s.ok()) return s;
+  }
+  if (Status s = (*events)->Close(); !s.ok()) return s;
+  if (!c.trace_file.empty()) {
+    if (Status s = loop.WriteTrace(); !s.ok()) return s;
+  }
+  return result;
+}
+
+}  // namespace tw::cli
