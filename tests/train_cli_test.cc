@@ -85,7 +85,7 @@ class TrainCliTest : public ::testing::Test {
 
   std::vector<std::string> TrainArgs(const std::string& logdir, int64_t steps) {
     return {"train", "--data", data_, "--model", "seed", "--hidden", "32,32", "--devices", "cpu:0,cpu:1",
-            "--batch-size", "32", "--steps", std::to_string(steps), "--lr", "0.05", "--logdir",
+            "--batch-size", "32", "--steps", std::to_string(steps), "--lr", "0.01", "--logdir",
             (dir_ / logdir).string(), "--seed", "7", "--min-after-dequeue", "200", "--intra-op-threads", "1"};
   }
 
@@ -123,7 +123,7 @@ TEST_F(TrainCliTest, TwoTowersTrainCheckpointAndReportJson) {
   const std::string ckpt = j["checkpoint"];
   EXPECT_EQ(fs::path(ckpt).filename(), "ckpt-300.safetensors");
   auto file = train::ReadSafetensors(ckpt);
-  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
   EXPECT_EQ(file->metadata["model"], "seed");
   EXPECT_NE(file->Find("hidden1/kernel"), nullptr);
   EXPECT_NE(file->Find("hidden1/kernel/Momentum"), nullptr);
@@ -151,12 +151,16 @@ TEST_F(TrainCliTest, TwoTowersTrainCheckpointAndReportJson) {
 
 TEST_F(TrainCliTest, ResumeContinuesTheGlobalStepAndTheLossCurve) {
   MakeData();
-  Result whole = Run(TrainArgs("whole", 400));
+  std::vector<std::string> args = TrainArgs("whole", 400);
+  args.insert(args.end(), {"--eval-data", data_});
+  Result whole = Run(args);
   ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  Result first = Run(TrainArgs("split", 200));
+  args = TrainArgs("split", 200);
+  args.insert(args.end(), {"--eval-data", data_});
+  Result first = Run(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
-  std::vector<std::string> args = TrainArgs("split", 400);
-  args.push_back("--resume");
+  args = TrainArgs("split", 400);
+  args.insert(args.end(), {"--resume", "--eval-data", data_});
   Result second = Run(args);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.out.find("restored"), std::string::npos) << second.out;
@@ -164,8 +168,13 @@ TEST_F(TrainCliTest, ResumeContinuesTheGlobalStepAndTheLossCurve) {
   EXPECT_EQ(b["global_step"], 400);
   EXPECT_EQ(b["steps"], 200);
   // Shuffling differs after a restart (queues are not checkpointed), so the
-  // curves agree within noise, not bit for bit.
-  EXPECT_NEAR(b["final_loss"].get<double>(), a["final_loss"].get<double>(), 0.15) << whole.out << second.out;
+  // runs agree within noise, not bit for bit: the loss on the whole data set
+  // (the last batch's loss alone is too noisy to compare).
+  // Measured here over repeated runs: ~0.12 after 200 steps, 0.06-0.09 after
+  // 400 whether interrupted or not.
+  EXPECT_NEAR(b["test_loss"].get<double>(), a["test_loss"].get<double>(), 0.045) << whole.out << second.out;
+  EXPECT_LT(b["test_loss"].get<double>(), first.last()["test_loss"].get<double>() - 0.015) << first.out;
+  EXPECT_GT(b["test_accuracy"].get<double>(), 0.9);
   // A second resume at the total has nothing left to do.
   Result again = Run(args);
   ASSERT_EQ(again.exit_code, 0) << again.err;
@@ -199,7 +208,7 @@ TEST_F(TrainCliTest, CtrlCStopsCleanlyWithAFinalCheckpoint) {
   ASSERT_GT(j["global_step"].get<int64_t>(), 0);
   const std::string ckpt = j["checkpoint"];
   auto file = train::ReadSafetensors(ckpt);
-  ASSERT_TRUE(file.ok()) << file.status();
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
   EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), j["global_step"].get<int64_t>());
 }
 
@@ -224,7 +233,7 @@ TEST_F(TrainCliTest, CorruptRecordStopsWithDataLossAndKeepsTheCheckpoint) {
   EXPECT_EQ(r.exit_code, 1) << r.out;
   EXPECT_NE(r.err.find("DataLoss"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(shard.string()), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("offset"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("corrupted record at "), std::string::npos) << r.err;  // the byte offset
   EXPECT_EQ(ReadAll(ckpt), before);
   EXPECT_EQ(Files("run", "ckpt-").size(), 1u);
   // Skipping corrupt records trains through them.

@@ -9,8 +9,12 @@
 // first record does not fit the model) is one line on stderr and exit status
 // 2; a failure while training (a corrupt record: DataLoss naming the file and
 // offset) is one line and exit status 1. Ctrl-C stops after the current step,
-// writes a final checkpoint and exits 0 (a second Ctrl-C kills at once).
+// writes a final checkpoint and exits 0 (a second Ctrl-C, a second later,
+// kills at once).
 #include <CLI/CLI.hpp>
+#include <time.h>
+
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <string>
@@ -120,10 +124,28 @@ StatusOr<int64_t> CountRecords(const DataFiles& d, bool skip_corrupt) {
   return n;
 }
 
-void OnSignal(int) {
-  g_stop_requested = true;
-  std::signal(SIGINT, SIG_DFL);  // a second Ctrl-C ends the process
-  std::signal(SIGTERM, SIG_DFL);
+// The first SIGINT/SIGTERM asks for a clean stop. A second one, a second or
+// more later, ends the process at once; sooner, it is the same request
+// delivered twice (`timeout` and terminals signal the process and its group).
+std::atomic<int64_t> g_first_signal_ns{0};
+
+int64_t MonotonicNs() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+void OnSignal(int sig) {
+  const int64_t now = MonotonicNs();
+  int64_t first = 0;
+  if (g_first_signal_ns.compare_exchange_strong(first, now)) {
+    g_stop_requested = true;
+    return;
+  }
+  if (now - first >= 1'000'000'000) {
+    std::signal(sig, SIG_DFL);
+    std::raise(sig);
+  }
 }
 
 std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResult* eval) {

@@ -1,5 +1,7 @@
 #include "towerflow/cli/trainer.h"
 
+#include <unistd.h>
+
 #include <chrono>
 #include <memory>
 #include <optional>
@@ -234,7 +236,9 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   if (Status s = session.Run(GlobalVariablesInitializer(g.graph)); !s.ok()) return s;
   if (Status s = session.Run(LocalVariablesInitializer(g.graph)); !s.ok()) return s;
 
-  auto events = train::EventFileWriter::Create(c.logdir);
+  // The pid tells apart the files of runs that start within the same second
+  // (a --resume right after a stop), as TF2 names its event files.
+  auto events = train::EventFileWriter::Create(c.logdir, "." + std::to_string(::getpid()));
   if (!events.ok()) return events.status();
   if (Status s = (*events)->AddGraph(g.graph); !s.ok()) return s;
   train::CheckpointManager checkpoints(c.logdir, c.keep_checkpoints);
