@@ -33,15 +33,20 @@
 #include "towerflow/graph/ops/training_ops.h"
 #include "towerflow/graph/scope.h"
 
-// runtime: running graphs
+// runtime: running graphs, Chrome traces of their steps
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/trace.h"
 
-// train: optimizers, towers (Replicate) and all-reduce
+// train: optimizers, towers (Replicate), all-reduce, checkpoints, TensorBoard
 #include "towerflow/train/adam.h"
 #include "towerflow/train/all_reduce.h"
+#include "towerflow/train/checkpoint_manager.h"
+#include "towerflow/train/event_writer.h"
 #include "towerflow/train/gradient_descent.h"
 #include "towerflow/train/momentum.h"
 #include "towerflow/train/optimizer.h"
 #include "towerflow/train/replicate.h"
+#include "towerflow/train/safetensors.h"
+#include "towerflow/train/saver.h"
 
 #endif  // TOWERFLOW_TOWERFLOW_H_
