@@ -265,7 +265,7 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
     Result r = Run(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.want << ": " << r.err;
     EXPECT_NE(r.err.find(c.want), std::string::npos) << r.err;
-    EXPECT_LE(std::count(r.err.begin(), r.err.end(), '\n'), 2) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }
 

@@ -61,6 +61,9 @@ int RunEval(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_flag("--skip-corrupt-records", skip_corrupt, "skip records with bad CRCs (counted, logged)");
   app.add_option("--intra-op-threads", intra_op_threads, "threads for MatMul/Conv2D (0: all)")->check(CLI::Range(0, 1024));
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("towerflow eval: ") + e.what() + " (see --help)\n";  // one line
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -263,6 +263,9 @@ int RunTrain(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--log-every-secs", f.log_every_secs, "progress line period when stdout is not a terminal")
       ->check(CLI::NonNegativeNumber);
+  app.failure_message([](const CLI::App*, const CLI::Error& e) {
+    return std::string("towerflow train: ") + e.what() + " (see --help)\n";  // one line
+  });
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
