@@ -244,6 +244,19 @@ TEST_F(TrainCliTest, CorruptRecordStopsWithDataLossAndKeepsTheCheckpoint) {
   EXPECT_EQ(skipped.last()["global_step"], 100);
 }
 
+TEST_F(TrainCliTest, CheckNumericsStopsAtTheFirstNaNAndNamesTheOp) {
+  MakeData(1000);
+  std::vector<std::string> args = TrainArgs("run", 200);
+  // A learning rate that makes the weights blow up within a few steps.
+  *(std::find(args.begin(), args.end(), "--lr") + 1) = "1e30";
+  args.push_back("--check-numerics");
+  Result r = Run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("InvalidArgument"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("values (first at flat index"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("node '"), std::string::npos) << r.err;
+}
+
 TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
   MakeData(200);
   const std::string logdir = (dir_ / "run").string();

@@ -36,6 +36,7 @@ struct Flags {
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
   double lr = -1, l2 = 0;
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
+  bool check_numerics = false;
   int input_threads = 1, intra_op_threads = 0, keep_checkpoints = 5;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
   double checkpoint_every_secs = 60, log_every_secs = 10;
@@ -206,6 +207,7 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   c->log_device_placement = f.log_device_placement;
   c->allow_soft_placement = f.allow_soft_placement;
   c->skip_corrupt = f.skip_corrupt;
+  c->check_numerics = f.check_numerics;
   c->input_threads = f.input_threads;
   c->min_after_dequeue = f.min_after_dequeue;
   c->intra_op_threads = f.intra_op_threads;
@@ -249,6 +251,7 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--trace-steps", f.trace_steps, "steps traced after the first three")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   app.add_flag("--skip-corrupt-records", f.skip_corrupt, "skip records with bad CRCs (counted, logged)");
+  app.add_flag("--check-numerics", f.check_numerics, "stop at the first op producing NaN or Inf, naming it");
   app.add_option("--input-threads", f.input_threads, "threads filling the shuffle queue")->check(CLI::Range(1, 64));
   app.add_option("--min-after-dequeue", f.min_after_dequeue, "shuffle buffer: records kept in the queue")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

@@ -231,7 +231,8 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   SessionOptions options{.intra_op_threads = c.intra_op_threads,
                          .num_cpu_devices = c.num_cpu_devices,
                          .allow_soft_placement = c.allow_soft_placement,
-                         .log_device_placement = c.log_device_placement};
+                         .log_device_placement = c.log_device_placement,
+                         .check_numerics = c.check_numerics};
   Session session(g.graph, options);
   if (Status s = session.Run(GlobalVariablesInitializer(g.graph)); !s.ok()) return s;
   if (Status s = session.Run(LocalVariablesInitializer(g.graph)); !s.ok()) return s;

@@ -40,6 +40,7 @@ struct TrainConfig {
   bool log_device_placement = false;
   bool allow_soft_placement = false;
   bool skip_corrupt = false;
+  bool check_numerics = false;  // SessionOptions::check_numerics
   int input_threads = 1;
   int64_t min_after_dequeue = 5000;
   int intra_op_threads = 0;

@@ -3,6 +3,7 @@
 #include "towerflow/core/denormal.h"
 
 #include <atomic>
+#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -20,11 +21,32 @@ int TimingThreadId() {
   return id;
 }
 
+// --check-numerics: the first NaN or Inf of a float output, as an error.
+template <typename T>
+Status CheckFinite(const Tensor& t, int output, const Device* device) {
+  const auto v = t.flat<T>();
+  for (size_t i = 0; i < v.size(); ++i) {
+    if (!std::isfinite(v[i])) {
+      return errors::InvalidArgument("output ", output, " (", DataTypeName(t.dtype()), " ", t.shape().ToString(),
+                                     ") on ", device->name(), " has ", std::isnan(v[i]) ? "NaN" : "Inf",
+                                     " values (first at flat index ", i, "): the first op found producing them");
+    }
+  }
+  return Status::OK();
+}
+
+Status CheckNumerics(const Tensor& t, int output, const Device* device) {
+  if (t.dtype() == kFloat32) return CheckFinite<float>(t, output, device);
+  if (t.dtype() == kFloat64) return CheckFinite<double>(t, output, device);
+  return Status::OK();
+}
+
 // The mutable state of one step.
 class StepState {
  public:
   StepState(const ExecutorPlan& plan, const std::vector<Tensor>& feeds, ThreadPool* pool,
-            ElasticThreadPool* blocking_pool, ResourceMgr* resources, int64_t step_id, bool collect_stats)
+            ElasticThreadPool* blocking_pool, ResourceMgr* resources, int64_t step_id, bool collect_stats,
+            bool check_numerics)
       : plan_(plan),
         feeds_(feeds),
         pool_(pool),
@@ -32,6 +54,7 @@ class StepState {
         resources_(resources),
         step_id_(step_id),
         collect_stats_(collect_stats),
+        check_numerics_(check_numerics),
         entries_(static_cast<size_t>(plan.num_entries)),
         pending_(plan.items.size()),
         remaining_(static_cast<int64_t>(plan.items.size())) {
@@ -256,6 +279,10 @@ class StepState {
       if (!out.is_ref() && !out.value.IsInitialized()) {
         return Fail(node, errors::Internal("kernel did not set output ", o));
       }
+      if (check_numerics_ && !out.is_ref()) {
+        Status finite = CheckNumerics(out.value, o, item.device);
+        if (!finite.ok()) return Fail(node, finite);
+      }
       entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);
     }
   }
@@ -299,6 +326,7 @@ class StepState {
   ResourceMgr* resources_;
   int64_t step_id_;
   bool collect_stats_;
+  bool check_numerics_;
   std::vector<TensorValue> entries_;  // each written once, by its producer, before successors run
   std::vector<std::atomic<int>> pending_;
   std::atomic<int64_t> remaining_;
@@ -316,18 +344,21 @@ class StepState {
 }  // namespace
 
 Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
-                   ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats)
+                   ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats,
+                   bool check_numerics)
     : plan_(std::move(plan)),
       pool_(inter_op_pool),
       blocking_pool_(blocking_pool),
       resources_(resources),
-      collect_stats_(collect_stats) {}
+      collect_stats_(collect_stats),
+      check_numerics_(check_numerics) {}
 
 StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id,
                                             StepStats* stats) const {
   std::vector<Tensor> out;
   {
-    StepState step(*plan_, feeds, pool_, blocking_pool_, resources_, step_id, collect_stats_ || stats != nullptr);
+    StepState step(*plan_, feeds, pool_, blocking_pool_, resources_, step_id, collect_stats_ || stats != nullptr,
+                   check_numerics_);
     TW_RETURN_IF_ERROR(step.Run());
     Status s;
     out = step.Fetches(&s);

@@ -98,8 +98,12 @@ class Executor {
  public:
   // `inter_op_pool` may be null: every node then runs on the calling thread
   // (blocking kernels still go to `blocking_pool`, which must not be null).
+  // `check_numerics`: after each kernel, its float outputs are scanned, and the
+  // first NaN or Inf fails the step with InvalidArgument naming the node, the
+  // op, the output, its shape and device (tf.add_check_numerics_ops for every op).
   Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
-           ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats);
+           ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats,
+           bool check_numerics = false);
 
   // Runs one step. `feeds` must match the plan's feed indices.
   StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, int64_t step_id,
@@ -111,6 +115,7 @@ class Executor {
   ElasticThreadPool* blocking_pool_;
   ResourceMgr* resources_;
   bool collect_stats_;
+  bool check_numerics_;
 };
 
 }  // namespace tw

@@ -272,7 +272,8 @@ StatusOr<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vec
     std::lock_guard<std::mutex> lock(mu_);
     step_id = next_step_id_++;
   }
-  Executor executor(plan, inter_op_pool_.get(), blocking_pool_.get(), &resources_, options_.collect_step_stats);
+  Executor executor(plan, inter_op_pool_.get(), blocking_pool_.get(), &resources_, options_.collect_step_stats,
+                    options_.check_numerics);
   return executor.Run(feed_values, step_id, stats);
 }
 

@@ -61,6 +61,10 @@ struct SessionOptions {
   bool strict_tower_inputs = false;
   // Measure time inside kernels for StepStats (costs two clock reads per node).
   bool collect_step_stats = false;
+  // Scan every float output of every kernel; the first NaN or Inf fails the
+  // run with InvalidArgument naming the node and op that produced it (TF's
+  // add_check_numerics_ops). Costs a pass over every output.
+  bool check_numerics = false;
 };
 
 using FeedList = std::vector<std::pair<Output, Tensor>>;

@@ -3,11 +3,13 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <thread>
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/shape_inference.h"
 #include "towerflow/kernels/register_all.h"
 
@@ -165,6 +167,42 @@ TEST_F(SessionTest, ConcurrentRunsShareOneSession) {
   }
   for (auto& th : threads) th.join();
   EXPECT_EQ(wrong.load(), 0);
+}
+
+}  // namespace
+}  // namespace tw
+
+namespace tw {
+namespace {
+
+// check_numerics: the op that first produces a NaN or Inf fails the run, named
+// with its op, output, shape and device; its consumers never run, and finite
+// values pass. Without the option the NaN flows through.
+TEST(SessionCheckNumericsTest, NamesTheFirstOpProducingNaNOrInf) {
+  Graph graph;
+  Scope root(graph);
+  Output x = Placeholder(root.WithOpName("x"), kFloat32, PartialShape({3}));
+  Output logx = Log(root.WithOpName("logx"), x);           // log(-1) = NaN, log(0) = -Inf
+  Output doubled = Mul(root.WithOpName("doubled"), logx, Const(root, 2.0f));
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session checked(graph, {.check_numerics = true});
+  auto nan = checked.Run({{x, Tensor::FromVector<float>({1.0f, -1.0f, 2.0f}, {3})}}, {doubled});
+  ASSERT_FALSE(nan.ok());
+  EXPECT_EQ(nan.status().code(), Code::kInvalidArgument);
+  const std::string& m = nan.status().message();
+  EXPECT_NE(m.find("'logx' (Log)"), std::string::npos) << m;
+  EXPECT_NE(m.find("output 0 (float [3])"), std::string::npos) << m;
+  EXPECT_NE(m.find("has NaN values (first at flat index 1)"), std::string::npos) << m;
+  EXPECT_NE(m.find("CPU:0"), std::string::npos) << m;
+  auto inf = checked.Run({{x, Tensor::FromVector<float>({1.0f, 0.0f, 2.0f}, {3})}}, {doubled});
+  ASSERT_FALSE(inf.ok());
+  EXPECT_NE(inf.status().message().find("has Inf values"), std::string::npos) << inf.status().message();
+  auto fine = checked.Run({{x, Tensor::FromVector<float>({1.0f, 1.0f, 1.0f}, {3})}}, {doubled});
+  ASSERT_TRUE(fine.ok()) << fine.status().ToString();
+  Session unchecked(graph);
+  auto flows = unchecked.Run({{x, Tensor::FromVector<float>({1.0f, -1.0f, 2.0f}, {3})}}, {doubled});
+  ASSERT_TRUE(flows.ok());
+  EXPECT_TRUE(std::isnan((*flows)[0].flat<float>()[1]));
 }
 
 }  // namespace
