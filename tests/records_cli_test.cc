@@ -12,58 +12,18 @@
 #include "example.pb.h"
 #include "towerflow/data/record_reader.h"
 #include "towerflow/data/record_writer.h"
+#include "cli_test_util.h"
 
 namespace tw {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
+using Result = testing::CliResult;
+using testing::ReadFile;
 
-fs::path Binary() {
-  return fs::canonical("/proc/self/exe").parent_path().parent_path() / "bin" / "towerflow";
-}
-
-std::string ReadAll(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-class RecordsCliTest : public ::testing::Test {
+class RecordsCliTest : public testing::CliTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / (std::string("tw_cli_") + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    ASSERT_TRUE(fs::exists(Binary())) << Binary() << " is missing: build the towerflow_cli target first";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  Result Run(const std::vector<std::string>& args) {
-    std::string cmd = Quote(Binary().string());
-    for (const auto& a : args) cmd.append(" ").append(Quote(a));
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    cmd.append(" > ").append(Quote(out.string())).append(" 2> ").append(Quote(err.string()));
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadAll(out);
-    r.err = ReadAll(err);
-    return r;
-  }
-
   // Examples {"label": int64 [i], "name": bytes ["n<i>"], "w": float [0.5, i]}.
   std::string WriteExamples(const std::string& name, int n, Compression c = Compression::kNone) {
     const std::string path = (dir_ / name).string();
@@ -83,8 +43,6 @@ class RecordsCliTest : public ::testing::Test {
     EXPECT_TRUE((*writer)->Close().ok());
     return path;
   }
-
-  fs::path dir_;
 };
 
 TEST_F(RecordsCliTest, CountSumsFiles) {
@@ -193,7 +151,7 @@ TEST_F(RecordsCliTest, SeedSyntheticWritesTheSeedSchema) {
   const std::string again = (dir_ / "again").string();
   ASSERT_EQ(Run({"convert", "seed-synthetic", "--out", again, "--n-features", "5", "--examples", "400", "--shards",
                  "3", "--seed", "7"}).exit_code, 0);
-  EXPECT_TRUE(ReadAll(out + "/train-00001-of-00003.tfrecord") == ReadAll(again + "/train-00001-of-00003.tfrecord"));
+  EXPECT_TRUE(ReadFile(out + "/train-00001-of-00003.tfrecord") == ReadFile(again + "/train-00001-of-00003.tfrecord"));
 }
 
 // Writes a gzip-compressed IDX file: magic, dims, data.

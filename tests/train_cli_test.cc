@@ -15,6 +15,7 @@
 
 #include "towerflow/data/record_writer.h"
 #include "towerflow/train/safetensors.h"
+#include "cli_test_util.h"
 
 namespace tw {
 namespace {
@@ -22,10 +23,8 @@ namespace {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-  // The last line of stdout, parsed (null when it is not JSON).
+// A CLI run and the last line of its stdout, parsed (discarded when not JSON).
+struct Result : testing::CliResult {
   json last() const {
     std::string s = out;
     while (!s.empty() && s.back() == '\n') s.pop_back();
@@ -33,46 +32,12 @@ struct Result {
     return json::parse(nl == std::string::npos ? s : s.substr(nl + 1), nullptr, false);
   }
 };
+using testing::ReadFile;
 
-fs::path Binary() { return fs::canonical("/proc/self/exe").parent_path().parent_path() / "bin" / "towerflow"; }
-
-std::string ReadAll(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
-
-std::string Quote(const std::string& s) {
-  std::string out = "'";
-  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return out + "'";
-}
-
-class TrainCliTest : public ::testing::Test {
+class TrainCliTest : public testing::CliTest {
  protected:
-  void SetUp() override {
-    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
-    dir_ = fs::path(::testing::TempDir()) / (std::string("tw_train_") + info->name() + "_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-    ASSERT_TRUE(fs::exists(Binary())) << Binary() << " is missing: build the towerflow_cli target first";
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  // `prefix` runs before the binary (e.g. "timeout -s INT 2").
   Result Run(const std::vector<std::string>& args, const std::string& prefix = "") {
-    std::string cmd = prefix.empty() ? "" : prefix + " ";
-    cmd += Quote(Binary().string());
-    for (const auto& a : args) cmd.append(" ").append(Quote(a));
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    cmd.append(" > ").append(Quote(out.string())).append(" 2> ").append(Quote(err.string()));
-    const int status = std::system(cmd.c_str());
-    Result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = ReadAll(out);
-    r.err = ReadAll(err);
-    return r;
+    return Result{CliTest::Run(args, prefix)};
   }
 
   // Seed-schema train and test data (F = 8) under dir_/data.
@@ -98,7 +63,6 @@ class TrainCliTest : public ::testing::Test {
     return out;
   }
 
-  fs::path dir_;
   std::string data_;
 };
 
@@ -131,7 +95,7 @@ TEST_F(TrainCliTest, TwoTowersTrainCheckpointAndReportJson) {
   EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), 300);
   EXPECT_EQ(Files("run", "events.out.tfevents.").size(), 1u);
   // The trace is JSON with kernel events on both towers' devices.
-  json trace = json::parse(ReadAll(dir_ / "trace.json"), nullptr, false);
+  json trace = json::parse(ReadFile(dir_ / "trace.json"), nullptr, false);
   ASSERT_FALSE(trace.is_discarded());
   std::set<std::string> processes;
   for (const json& e : trace["traceEvents"]) {
@@ -217,7 +181,7 @@ TEST_F(TrainCliTest, CorruptRecordStopsWithDataLossAndKeepsTheCheckpoint) {
   std::vector<std::string> args = TrainArgs("run", 20);
   ASSERT_EQ(Run(args).exit_code, 0);
   const fs::path ckpt = dir_ / "run" / "ckpt-20.safetensors";
-  const std::string before = ReadAll(ckpt);
+  const std::string before = ReadFile(ckpt);
   // Damage a record's data in the middle of the first shard.
   const fs::path shard = dir_ / "data" / "train-00000-of-00002.tfrecord";
   const uint64_t size = fs::file_size(shard);
@@ -234,7 +198,7 @@ TEST_F(TrainCliTest, CorruptRecordStopsWithDataLossAndKeepsTheCheckpoint) {
   EXPECT_NE(r.err.find("DataLoss"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(shard.string()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("corrupted record at "), std::string::npos) << r.err;  // the byte offset
-  EXPECT_EQ(ReadAll(ckpt), before);
+  EXPECT_EQ(ReadFile(ckpt), before);
   EXPECT_EQ(Files("run", "ckpt-").size(), 1u);
   // Skipping corrupt records trains through them.
   args = TrainArgs("skip", 100);

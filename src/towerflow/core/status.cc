@@ -1,6 +1,8 @@
 #include "towerflow/core/status.h"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <cstdlib>
 
 namespace tw {
@@ -57,5 +59,37 @@ int Fail(const Status& status) {
   std::fprintf(stderr, "towerflow: %s\n", status.ToString().c_str());
   return 1;
 }
+
+Status FileError(std::string_view path, std::string_view what, int err) {
+  std::string message = StrCat(path, ": ", what, ": ", std::strerror(err));
+  switch (err) {
+    case ENOENT:
+      return errors::NotFound(message);
+    case EACCES:
+    case EPERM:
+    case EROFS:
+      return Status(Code::kPermissionDenied, std::move(message));
+    case EEXIST:
+      return errors::AlreadyExists(message);
+    case ENOSPC:
+    case EDQUOT:
+    case ENOMEM:
+    case EMFILE:
+    case ENFILE:
+    case EFBIG:
+      return errors::ResourceExhausted(message);
+    case EISDIR:
+    case ENOTDIR:
+    case ENAMETOOLONG:
+    case EINVAL:
+      return errors::InvalidArgument(message);
+    case EIO:
+    case EAGAIN:
+      return errors::Unavailable(message);
+    default:
+      return errors::Internal(message);
+  }
+}
+
 
 }  // namespace tw

@@ -153,6 +153,12 @@ class [[nodiscard]] StatusOr {
   std::optional<T> value_;
 };
 
+// A Status for a failed system call on a file: the code follows errno
+// (NotFound, PermissionDenied, AlreadyExists, ResourceExhausted for ENOSPC and
+// EMFILE, InvalidArgument for EISDIR, Unavailable for EIO, ...); the message
+// is "<path>: <what>: <strerror>".
+Status FileError(std::string_view path, std::string_view what, int err);
+
 }  // namespace tw
 
 #define TW_STATUS_CONCAT_INNER(a, b) a##b

@@ -52,40 +52,6 @@ constexpr size_t kMinBufferSize = 64;
 
 }  // namespace
 
-namespace internal {
-
-Status FileError(std::string_view path, std::string_view what, int err) {
-  std::string message = StrCat(path, ": ", what, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return errors::NotFound(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return Status(Code::kPermissionDenied, std::move(message));
-    case EEXIST:
-      return errors::AlreadyExists(message);
-    case ENOSPC:
-    case EDQUOT:
-    case ENOMEM:
-    case EMFILE:
-    case ENFILE:
-    case EFBIG:
-      return errors::ResourceExhausted(message);
-    case EISDIR:
-    case ENOTDIR:
-    case ENAMETOOLONG:
-    case EINVAL:
-      return errors::InvalidArgument(message);
-    case EIO:
-    case EAGAIN:
-      return errors::Unavailable(message);
-    default:
-      return errors::Internal(message);
-  }
-}
-
-}  // namespace internal
 
 StatusOr<Compression> ParseCompression(std::string_view name) {
   if (name.empty() || name == "NONE" || name == "none") return Compression::kNone;

@@ -116,10 +116,8 @@ class RecordWriter {
 };
 
 namespace internal {
-// A Status for a failed system call on a file: the code follows errno (NotFound,
-// PermissionDenied, ResourceExhausted for ENOSPC, ...), the message is
-// "<path>: <what>: <strerror>". Shared by the record reader and writer.
-Status FileError(std::string_view path, std::string_view what, int err);
+// core/status.h's FileError, by the name the data module's files use.
+using ::tw::FileError;
 }  // namespace internal
 
 }  // namespace tw

@@ -21,28 +21,6 @@ namespace {
 constexpr char kSpanProcess[] = "towerflow";
 constexpr char kUnplaced[] = "unplaced";
 
-// The Status of a failed file operation, its code following errno.
-Status FileStatus(const std::string& path, std::string_view what, int err) {
-  std::string message = StrCat(path, ": ", what, ": ", std::strerror(err));
-  switch (err) {
-    case ENOENT:
-      return errors::NotFound(message);
-    case EACCES:
-    case EPERM:
-    case EROFS:
-      return Status(Code::kPermissionDenied, std::move(message));
-    case ENOSPC:
-    case EDQUOT:
-      return errors::ResourceExhausted(message);
-    case EISDIR:
-    case ENOTDIR:
-    case ENAMETOOLONG:
-      return errors::InvalidArgument(message);
-    default:
-      return errors::Internal(message);
-  }
-}
-
 // REQUIRES: t.node != nullptr.
 std::string DeviceName(const StepStats::NodeTiming& t, const Placement& placement) {
   if (t.device != nullptr) return t.device->name();
@@ -152,18 +130,18 @@ Status TraceRecorder::Write(const std::string& path) const {
 
   const std::string tmp = StrCat(path, ".tmp.", static_cast<int64_t>(::getpid()));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
-  if (f == nullptr) return FileStatus(tmp, "cannot open for writing", errno);
+  if (f == nullptr) return FileError(tmp, "cannot open for writing", errno);
   const bool wrote = std::fwrite(text.data(), 1, text.size(), f) == text.size();
   const int write_err = errno;
   if (std::fclose(f) != 0 || !wrote) {
     const int err = wrote ? errno : write_err;
     std::remove(tmp.c_str());
-    return FileStatus(tmp, "write", err);
+    return FileError(tmp, "write", err);
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;
     std::remove(tmp.c_str());
-    return FileStatus(path, StrCat("cannot rename ", tmp, " to it"), err);
+    return FileError(path, StrCat("cannot rename ", tmp, " to it"), err);
   }
   return Status::OK();
 }
