@@ -1,7 +1,9 @@
 #include "towerflow/core/allocator.h"
 
 #include <malloc.h>
+#include <sys/sysinfo.h>
 
+#include <cstdint>
 #include <cstdlib>
 
 namespace tw {
@@ -15,7 +17,7 @@ class HostAllocator final : public Allocator {
     // aligned_alloc requires a size that is a multiple of the alignment.
     size_t rounded = (bytes + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
     if (rounded == 0) rounded = kTensorAlignment;
-    if (rounded < bytes) return nullptr;  // overflow
+    if (rounded < bytes || rounded > MaxHostAllocationBytes()) return nullptr;  // overflow, or never backed
     void* p = std::aligned_alloc(kTensorAlignment, rounded);
     if (p) in_use_.fetch_add(bytes, std::memory_order_relaxed);
     return p;
@@ -33,6 +35,17 @@ class HostAllocator final : public Allocator {
 };
 
 }  // namespace
+
+size_t MaxHostAllocationBytes() {
+  static const size_t max = [] {
+    struct sysinfo info;
+    if (sysinfo(&info) != 0 || info.mem_unit == 0) return SIZE_MAX;
+    const uint64_t units = static_cast<uint64_t>(info.totalram) + info.totalswap;
+    if (units > SIZE_MAX / info.mem_unit) return SIZE_MAX;
+    return static_cast<size_t>(units * info.mem_unit);
+  }();
+  return max;
+}
 
 // Tensors of a step are freed and allocated again every step. glibc would serve
 // large ones with fresh mmaps and trim freed heap back to the system, so every

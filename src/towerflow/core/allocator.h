@@ -2,7 +2,8 @@
 //
 // An Allocator hands out aligned raw blocks and counts what is in use. The CPU
 // allocator returns 64-byte aligned memory (one cache line, the widest SIMD load).
-// Implementations are thread-safe. Allocate returns nullptr when memory runs out;
+// Implementations are thread-safe. Allocate returns nullptr when memory runs out
+// (for host allocators, also for a block larger than MaxHostAllocationBytes());
 // callers turn that into ResourceExhausted naming the request.
 #ifndef TOWERFLOW_CORE_ALLOCATOR_H_
 #define TOWERFLOW_CORE_ALLOCATOR_H_
@@ -26,6 +27,13 @@ class Allocator {
   // Bytes currently handed out through this allocator.
   virtual size_t BytesInUse() const = 0;
 };
+
+// The largest block a host allocator hands out: the machine's physical memory
+// plus swap (sysinfo(2)), read once. A larger request returns nullptr, so it is
+// ResourceExhausted naming the node, instead of being granted by a kernel that
+// overcommits (vm.overcommit_memory=1, as Kubernetes sets it) and the process
+// being OOM-killed when a kernel writes to the block.
+size_t MaxHostAllocationBytes();
 
 // The process-wide host allocator (aligned_alloc), shared by CPU devices.
 Allocator* CpuAllocator();

@@ -36,30 +36,40 @@ class ResourceMgr {
  public:
   // Returns the resource called `name`, creating it with `create` if absent.
   // InvalidArgument when a resource of another type has that name.
+  // A resource created after CloseAll is closed before it is returned: a step
+  // that passed the session's closed check just before Close must not create,
+  // and then block on, a queue that Close never saw.
   template <typename T>
   StatusOr<std::shared_ptr<T>> LookupOrCreate(const std::string& name,
                                               const std::function<StatusOr<std::shared_ptr<T>>()>& create) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = resources_.find(name);
-    if (it != resources_.end()) {
-      auto typed = std::dynamic_pointer_cast<T>(it->second);
-      if (!typed) {
-        return errors::InvalidArgument("resource '", name, "' exists with another type: ",
-                                       it->second->DebugString());
+    std::shared_ptr<T> created;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = resources_.find(name);
+      if (it != resources_.end()) {
+        auto typed = std::dynamic_pointer_cast<T>(it->second);
+        if (!typed) {
+          return errors::InvalidArgument("resource '", name, "' exists with another type: ",
+                                         it->second->DebugString());
+        }
+        return typed;
       }
-      return typed;
+      TW_ASSIGN_OR_RETURN(created, create());
+      resources_[name] = created;
+      if (!closed_) return created;
     }
-    TW_ASSIGN_OR_RETURN(std::shared_ptr<T> created, create());
-    resources_[name] = created;
+    created->Close();
     return created;
   }
-  // Calls Close() on every resource; used when the session closes.
+  // Calls Close() on every resource, and on every one created later; used when
+  // the session closes.
   void CloseAll();
   size_t size() const;
 
  private:
   mutable std::mutex mu_;
   std::map<std::string, std::shared_ptr<ResourceBase>> resources_;  // guarded by mu_
+  bool closed_ = false;                                              // guarded by mu_
 };
 
 }  // namespace tw

@@ -23,20 +23,36 @@ StatusOr<BroadcastPlan> MakeBroadcastPlan(const TensorShape& x, const TensorShap
     bool y_broadcast;
   };
   std::vector<int64_t> out(static_cast<size_t>(rank));
+  for (int i = 0; i < rank; ++i) {
+    const int ix = x.rank() - rank + i, iy = y.rank() - rank + i;
+    const int64_t dx = ix >= 0 ? x.dim(ix) : 1;
+    const int64_t dy = iy >= 0 ? y.dim(iy) : 1;
+    if (dx == dy || dy == 1) {
+      out[static_cast<size_t>(i)] = dx;
+    } else if (dx == 1) {
+      out[static_cast<size_t>(i)] = dy;
+    } else {
+      return errors::InvalidArgument("Incompatible shapes: ", x.ToString(), " vs ", y.ToString());
+    }
+  }
+  // Operands with a zero dimension are valid (and empty) whatever their other
+  // dimensions, so the broadcast of two of them can name a shape whose product
+  // overflows int64 ([2^31,2^31,1,0] with [2^31,0]), or one whose collapsed
+  // sizes would: check the shape, and compute nothing for an empty output.
+  BroadcastPlan plan;
+  auto out_shape = TensorShape::Make(out);
+  if (!out_shape.ok()) {
+    return errors::InvalidArgument("Incompatible shapes: ", x.ToString(), " vs ", y.ToString(),
+                                   ": the broadcast ", out_shape.status().message());
+  }
+  plan.out_shape = *out_shape;
+  if (plan.out_shape.num_elements() == 0) return plan;
   std::vector<Dim> kept;
   for (int i = 0; i < rank; ++i) {
     const int ix = x.rank() - rank + i, iy = y.rank() - rank + i;
     const int64_t dx = ix >= 0 ? x.dim(ix) : 1;
     const int64_t dy = iy >= 0 ? y.dim(iy) : 1;
-    int64_t d;
-    if (dx == dy || dy == 1) {
-      d = dx;
-    } else if (dx == 1) {
-      d = dy;
-    } else {
-      return errors::InvalidArgument("Incompatible shapes: ", x.ToString(), " vs ", y.ToString());
-    }
-    out[static_cast<size_t>(i)] = d;
+    const int64_t d = out[static_cast<size_t>(i)];
     if (d == 1) continue;  // a size-1 output dimension moves neither operand
     const Dim cur{d, dx == 1, dy == 1};
     if (!kept.empty() && kept.back().x_broadcast == cur.x_broadcast &&
@@ -46,8 +62,6 @@ StatusOr<BroadcastPlan> MakeBroadcastPlan(const TensorShape& x, const TensorShap
       kept.push_back(cur);
     }
   }
-  BroadcastPlan plan;
-  plan.out_shape = TensorShape(out);
   const size_t n = kept.size();
   plan.dims.resize(n);
   plan.x_strides.resize(n);

@@ -30,7 +30,8 @@ struct BroadcastPlan {
 };
 
 // InvalidArgument "Incompatible shapes: [2,3] vs [4]" when x and y do not
-// broadcast.
+// broadcast, or broadcast to a shape whose element count overflows int64. An
+// empty output gets its shape and no dims (there is nothing to compute).
 StatusOr<BroadcastPlan> MakeBroadcastPlan(const TensorShape& x, const TensorShape& y);
 
 // Runs fn(0, n) on the calling thread when the work (n * cost_per_unit cycles)

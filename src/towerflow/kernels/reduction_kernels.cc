@@ -77,10 +77,31 @@ StatusOr<ReducePlan> MakeReducePlan(const TensorShape& in, const Tensor& axes, b
   ReducePlan p;
   std::vector<int64_t> out;
   for (int i = 0; i < rank; ++i) {
+    if (!reduce[static_cast<size_t>(i)]) out.push_back(in.dim(i));
+    if (reduce[static_cast<size_t>(i)] && keep_dims) out.push_back(1);
+  }
+  // A zero dimension makes an input valid (and empty) whatever its other
+  // dimensions, so reducing it away can leave a shape that overflows int64
+  // ([0,2^21,2^21,2^21] over axis 0), and collapsing an empty input's
+  // dimensions could overflow: check the output shape, and plan no work for an
+  // empty input (every output element is an empty reduction).
+  auto out_shape = TensorShape::Make(out);
+  if (!out_shape.ok()) {
+    return errors::InvalidArgument("reducing shape ", in.ToString(), ": the output ",
+                                   out_shape.status().message());
+  }
+  p.out_shape = *out_shape;
+  if (in.num_elements() == 0) {
+    p.count = 0;
+    p.dims = {0};
+    p.reduced = {1};
+    p.in_strides = {1};
+    p.out_strides = {0};
+    return p;
+  }
+  for (int i = 0; i < rank; ++i) {
     const int64_t d = in.dim(i);
     const char r = reduce[static_cast<size_t>(i)];
-    if (!r) out.push_back(d);
-    if (r && keep_dims) out.push_back(1);
     if (r) p.count *= d;
     if (d == 1) continue;
     if (!p.dims.empty() && p.reduced.back() == r) {
@@ -90,7 +111,6 @@ StatusOr<ReducePlan> MakeReducePlan(const TensorShape& in, const Tensor& axes, b
       p.reduced.push_back(r);
     }
   }
-  p.out_shape = TensorShape(out);
   const size_t n = p.dims.size();
   p.in_strides.resize(n);
   p.out_strides.resize(n);

@@ -2,6 +2,7 @@
 // Slice and SliceGrad. Templates over the element type, so one body serves every
 // dtype, strings included (elements are copied, not memcpy'd).
 #include <algorithm>
+#include <cstdint>
 
 #include "towerflow/kernels/shape_util.h"
 
@@ -25,7 +26,6 @@ class ConcatOp : public OpKernel {
                    errors::InvalidArgument("ConcatV2: axis ", axis, " is out of range for values of shape ",
                                            first.ToString()));
     if (axis < 0) axis += rank;
-    TensorShape out_shape = first;
     int64_t axis_size = 0;
     for (int i = 0; i < n; ++i) {
       const TensorShape& s = ctx->input(i).shape();
@@ -34,9 +34,21 @@ class ConcatOp : public OpKernel {
       TW_OP_REQUIRES(ctx, ok,
                      errors::InvalidArgument("ConcatV2: value shapes ", first.ToString(), " and ", s.ToString(),
                                              " differ outside axis ", axis));
+      // Inputs with a zero dimension are valid whatever their other dimensions,
+      // so the joined axis, and the output's element count, can overflow int64.
+      TW_OP_REQUIRES(ctx, s.dim(static_cast<int>(axis)) <= INT64_MAX - axis_size,
+                     errors::InvalidArgument("ConcatV2: the sizes along axis ", axis,
+                                             " add up to more than int64 can count (value shapes ",
+                                             first.ToString(), " and ", s.ToString(), ")"));
       axis_size += s.dim(static_cast<int>(axis));
     }
-    out_shape.set_dim(static_cast<int>(axis), axis_size);
+    std::vector<int64_t> out_dims = first.dims();
+    out_dims[static_cast<size_t>(axis)] = axis_size;
+    auto checked = TensorShape::Make(out_dims);
+    TW_OP_REQUIRES(ctx, checked.ok(),
+                   errors::InvalidArgument("ConcatV2: the output ", checked.status().message(),
+                                           " (value shapes ", first.ToString(), ", ...)"));
+    const TensorShape& out_shape = *checked;
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     int64_t outer = 1;
