@@ -14,7 +14,8 @@ std::string OpKernelContext::input_name(int i) const { return node().input(i).na
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
   auto t = Tensor::Allocate(device()->allocator(), node().output_type(i), shape);
   if (!t.ok()) {
-    Status s = t.status().WithContext("node " + node().DebugName() + " on " + device()->name());
+    // The executor prefixes the node's name; this says which allocation failed.
+    Status s = t.status().WithContext("output " + std::to_string(i) + " on " + device()->name());
     SetStatus(s);
     return s;
   }
@@ -25,7 +26,7 @@ Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor*
 
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
   auto t = Tensor::Allocate(device()->allocator(), dtype, shape);
-  if (!t.ok()) return t.status().WithContext("node " + node().DebugName() + " on " + device()->name());
+  if (!t.ok()) return t.status().WithContext("a temporary on " + device()->name());
   *out = std::move(t).value();
   return Status::OK();
 }
