@@ -2,13 +2,33 @@
 
 # -Wno-restrict: GCC 12 reports false overlaps inside std::string at -O3 (GCC bug
 # 105651); the warning is useless on this code and would break -Werror builds.
-set(TW_WARNINGS -Wall -Wextra -Wno-unused-parameter -Wno-restrict)
+# (GCC only: clang does not know the flag and warns about it.)
+set(TW_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
+  list(APPEND TW_WARNINGS -Wno-restrict)
+endif()
 if(TOWERFLOW_WERROR)
   list(APPEND TW_WARNINGS -Werror)
 endif()
+# Sanitizer findings fail: UBSan aborts on the first report instead of printing
+# and going on (-fno-sanitize-recover), so a test or fuzz run under it cannot pass
+# with undefined behaviour.
 if(TOWERFLOW_SANITIZE)
   add_compile_options(-fsanitize=${TOWERFLOW_SANITIZE} -fno-omit-frame-pointer)
   add_link_options(-fsanitize=${TOWERFLOW_SANITIZE})
+  if(TOWERFLOW_SANITIZE MATCHES "undefined")
+    add_compile_options(-fno-sanitize-recover=undefined)
+  endif()
+endif()
+# TOWERFLOW_FUZZ: every library carries libFuzzer's coverage instrumentation
+# (fuzzer-no-link) and ASan+UBSan; the fuzz targets link libFuzzer itself.
+if(TOWERFLOW_FUZZ)
+  if(TOWERFLOW_SANITIZE MATCHES "thread")
+    message(FATAL_ERROR "TOWERFLOW_FUZZ builds with address,undefined; it cannot use TOWERFLOW_SANITIZE=thread")
+  endif()
+  add_compile_options(-fsanitize=fuzzer-no-link,address,undefined -fno-sanitize-recover=undefined
+                      -fno-omit-frame-pointer)
+  add_link_options(-fsanitize=address,undefined)
 endif()
 
 # tw_library(NAME SRCS ... DEPS ...): one static library per module; DEPS are the

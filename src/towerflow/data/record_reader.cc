@@ -58,6 +58,9 @@ struct RecordReader::Zlib {
   size_t memory_pos = 0;  // compressed input taken from memory_ so far
   uint64_t fed = 0;       // compressed bytes handed to zlib so far
   bool stream_ended = false;
+  // z.data_type after the last inflate call that made progress. A call without
+  // progress is no guide: inflate leaves its block-boundary state on entry.
+  int data_type = 0;
   // The input ended inside a deflate stream, not at a flush point.
   bool truncated = false;
   // A corrupt stream (sticky): zlib's message and where it happened.
@@ -160,8 +163,9 @@ Status RecordReader::Inflate(uint8_t* dst, size_t n, size_t* got) {
   const size_t want = std::min(n, kMaxZlibChunk);
   z.next_out = dst;
   z.avail_out = static_cast<uInt>(want);
+  bool input_over = false;  // no more input for now
   while (z.avail_out > 0) {
-    if (z.avail_in == 0) {
+    if (z.avail_in == 0 && !input_over) {
       size_t fresh = 0;
       if (fd_ >= 0) {
         TW_RETURN_IF_ERROR(ReadFile(zl.in.get(), zl.in_cap, &fresh));
@@ -172,31 +176,45 @@ Status RecordReader::Inflate(uint8_t* dst, size_t n, size_t* got) {
         zl.memory_pos += fresh;
       }
       if (fresh == 0) {
-        // The input is over for now. That is a clean end after a whole stream,
-        // before any input, or at a flush point (zlib waits for the next block
-        // header, byte-aligned, and has not seen the last block): the state
-        // RecordWriter::Flush leaves, so a file still being written reads as its
-        // records so far, as in TF. Anything else is a cut-off stream.
-        const int type = z.data_type;
-        const bool clean =
-            zl.stream_ended || z.total_in == 0 || ((type & 128) != 0 && (type & 64) == 0 && (type & 7) == 0);
-        zl.truncated = !clean;
-        break;
+        input_over = true;
+      } else {
+        z.avail_in = static_cast<uInt>(fresh);
+        zl.fed += fresh;
       }
-      z.avail_in = static_cast<uInt>(fresh);
-      zl.fed += fresh;
     }
     if (zl.stream_ended) {
+      if (z.avail_in == 0) break;  // the input is over after a whole stream: a clean end
       // More input after a complete stream: the next member, as in `cat a.gz b.gz`.
       inflateReset(&z);
       zl.stream_ended = false;
     }
+    // Even with the input over inflate may produce more: bits it has already
+    // taken in, or the rest of a match, that an earlier call left undecoded when
+    // the output was full. So it runs until it makes no progress before the end
+    // is decided; stopping at the end of the input instead lost the records in
+    // those bytes when the reader's window was small (found by fuzz_record_reader).
+    const uInt in_before = z.avail_in;
+    const uInt out_before = z.avail_out;
     const int rc = inflate(&z, Z_NO_FLUSH);
+    if (z.avail_in != in_before || z.avail_out != out_before) zl.data_type = z.data_type;
     if (rc == Z_STREAM_END) {
       zl.stream_ended = true;
       continue;
     }
-    if (rc == Z_OK || (rc == Z_BUF_ERROR && z.avail_in == 0)) continue;
+    if (rc == Z_OK || (rc == Z_BUF_ERROR && z.avail_in == 0)) {
+      if (input_over && z.avail_out == out_before) {
+        // The input is over for now and inflate is drained. That is a clean end
+        // before any input, or at a flush point (zlib waits for the next block
+        // header, byte-aligned, and has not seen the last block): the state
+        // RecordWriter::Flush leaves, so a file still being written reads as its
+        // records so far, as in TF. Anything else is a cut-off stream.
+        const int type = zl.data_type;
+        const bool clean = z.total_in == 0 || ((type & 128) != 0 && (type & 64) == 0 && (type & 7) == 0);
+        zl.truncated = !clean;
+        break;
+      }
+      continue;
+    }
     if (rc == Z_MEM_ERROR) return errors::ResourceExhausted(name_, ": inflate: out of memory");
     zl.error = z.msg != nullptr ? z.msg : zError(rc);
     zl.error_in = zl.fed - z.avail_in;

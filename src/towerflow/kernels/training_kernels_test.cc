@@ -167,10 +167,10 @@ TEST(TrainingKernels, UninitializedSlotIsFailedPrecondition) {
 TEST(TrainingKernels, LargeVariableSplitsOverThreads) {
   // 100k elements: above the ParallelFor threshold, so shards run on the
   // intra-op threads; every element must still see exactly one update.
-  const int64_t n = 100000;
+  constexpr int64_t n = 100000;
   Graph g;
   Scope root(g);
-  Variable var = GetVariable(root, "big", TensorShape{n}, {.dtype = kFloat64, .initializer = [n](const Scope& s, const TensorShape&, DataType) {
+  Variable var = GetVariable(root, "big", TensorShape{n}, {.dtype = kFloat64, .initializer = [](const Scope& s, const TensorShape&, DataType) {
     std::vector<double> v(static_cast<size_t>(n));
     for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = static_cast<double>(i);
     return Const(s, Tensor::Vec<double>(v));

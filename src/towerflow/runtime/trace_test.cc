@@ -82,7 +82,8 @@ TEST_F(TraceTest, StepsOverTwoDevicesShowEveryNodeOnItsDeviceAndTheTransfer) {
     trace.AddStep(step, steps[static_cast<size_t>(step)], session.placement());
     trace.AddSpan("step " + std::to_string(step), "step", start, end, "steps");
   }
-  trace.AddSpan("queue wait", "input", NowNs(), NowNs() - 5, "input");  // reversed: zero duration
+  const int64_t now = NowNs();
+  trace.AddSpan("queue wait", "input", now, now - 5, "input");  // reversed: zero duration
 
   const Placement& placement = session.placement();
   const std::string cpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";

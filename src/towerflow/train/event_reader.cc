@@ -8,13 +8,14 @@
 
 namespace tw::train {
 
-StatusOr<std::vector<EventRecord>> ReadEventFile(const std::string& path) {
-  TW_ASSIGN_OR_RETURN(std::unique_ptr<RecordReader> reader, RecordReader::Open(path));
+namespace {
+
+StatusOr<std::vector<EventRecord>> ReadEvents(RecordReader& reader, const std::string& name) {
   std::vector<EventRecord> events;
   for (;;) {
-    const uint64_t offset = reader->offset();
+    const uint64_t offset = reader.offset();
     std::string_view record;
-    Status s = reader->ReadRecordView(&record);
+    Status s = reader.ReadRecordView(&record);
     if (errors::IsOutOfRange(s)) return events;
     TW_RETURN_IF_ERROR(s);
     EventRecord& e = events.emplace_back();
@@ -23,10 +24,22 @@ StatusOr<std::vector<EventRecord>> ReadEventFile(const std::string& path) {
     // Protobuf takes an int size; a record past 2 GiB cannot be an Event.
     if (record.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
         !e.event.ParseFromArray(record.data(), static_cast<int>(record.size()))) {
-      return errors::DataLoss(path, ": record ", e.index, " at byte offset ", offset, " (", record.size(),
+      return errors::DataLoss(name, ": record ", e.index, " at byte offset ", offset, " (", record.size(),
                               " bytes) is not an Event");
     }
   }
+}
+
+}  // namespace
+
+StatusOr<std::vector<EventRecord>> ReadEventFile(const std::string& path) {
+  TW_ASSIGN_OR_RETURN(std::unique_ptr<RecordReader> reader, RecordReader::Open(path));
+  return ReadEvents(*reader, path);
+}
+
+StatusOr<std::vector<EventRecord>> ParseEventFile(std::string_view bytes, const std::string& name) {
+  std::unique_ptr<RecordReader> reader = RecordReader::FromBytes(bytes, {}, name);
+  return ReadEvents(*reader, name);
 }
 
 }  // namespace tw::train

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "event.pb.h"
@@ -27,6 +28,8 @@ struct EventRecord {
 
 // Every event of `path`, in file order; the first error otherwise (above).
 StatusOr<std::vector<EventRecord>> ReadEventFile(const std::string& path);
+// The same on the bytes of an event file held in memory, named `name` in errors.
+StatusOr<std::vector<EventRecord>> ParseEventFile(std::string_view bytes, const std::string& name);
 
 }  // namespace tw::train
 
