@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "towerflow/core/logging.h"
+#include "towerflow/train/atomic_file.h"
 #include "towerflow/data/record_writer.h"
 #include "towerflow/train/safetensors.h"
 

@@ -80,11 +80,6 @@ StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::
 // of tensors; only where the bytes come from differs). For fuzzing, too.
 StatusOr<SafetensorsFile> ParseSafetensors(std::string_view bytes, const std::string& name_for_errors);
 
-// Writes the concatenation of `pieces` to `path` with the same crash-safe
-// sequence and errors as WriteSafetensors (tmp file, fsync, rename, directory
-// fsync). Used for checkpoint index files too.
-Status WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& pieces);
-
 }  // namespace tw::train
 
 #endif  // TOWERFLOW_TRAIN_SAFETENSORS_H_
