@@ -69,12 +69,20 @@ int DeviceFactory::DevicePriority(const std::string& device_type) {
   return FactoryRegistry::Global().Priority(device_type);
 }
 
+#if !TOWERFLOW_HAVE_CUDA
+int VisibleCudaGpuCount() { return 0; }
+#endif
+
 void EnsureDeviceFactoriesRegistered() {
   static std::once_flag once;
   std::call_once(once, [] {
     RegisterCpuDeviceFactory().Check();
+    // Real GPUs before fake ones (same priority, stable order), so that the
+    // fake GPU factory sees them and refuses to mix the two.
+#if TOWERFLOW_HAVE_CUDA
+    RegisterCudaDeviceFactory().Check();
+#endif
     RegisterFakeGpuDeviceFactory().Check();
-    // [cuda]: RegisterCudaDeviceFactory() joins here when TOWERFLOW_CUDA is on.
   });
 }
 
