@@ -73,4 +73,10 @@ function(tw_test name)
   endif()
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT 600)
+  # `cpu` tests see no GPU, on a GPU machine too: they test the CPU and the
+  # fake GPUs, which cannot exist where a CUDA GPU is visible (fake_gpu.cc),
+  # and a visible GPU would take every op that has a CUDA kernel.
+  if("cpu" IN_LIST ARG_LABELS)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "CUDA_VISIBLE_DEVICES=")
+  endif()
 endfunction()

@@ -77,8 +77,10 @@ void EnsureDeviceFactoriesRegistered() {
   static std::once_flag once;
   std::call_once(once, [] {
     RegisterCpuDeviceFactory().Check();
-    // Real GPUs before fake ones (same priority, stable order), so that the
-    // fake GPU factory sees them and refuses to mix the two.
+    // Real and fake GPUs never mix: the CUDA factory makes no GPU when fake
+    // ones are asked for, and the fake GPU factory refuses where a CUDA GPU
+    // is visible (its "GPU" kernels are then CUDA kernels). The order the two
+    // run in (same priority, then by name: FAKE_GPU first) does not matter.
 #if TOWERFLOW_HAVE_CUDA
     RegisterCudaDeviceFactory().Check();
 #endif

@@ -104,6 +104,38 @@ Status PlanPartitioner::Connect(int producer, int output, int consumer, int cons
   return Status::OK();
 }
 
+void PlanPartitioner::ConnectFeed(int feed, const Node* node, int output, int consumer, int consumer_input,
+                                  ExecutorPlan::Input* input) {
+  auto& items = plan_->items;
+  Device* to = InputMemory(consumer, consumer_input);
+  if (to->host_memory()) {
+    input->feed = feed;
+    return;
+  }
+  auto key = std::make_pair(feed, static_cast<const Device*>(to));
+  auto it = feed_transfers_.find(key);
+  int transfer;
+  if (it != feed_transfers_.end()) {
+    transfer = it->second;
+  } else {
+    ExecutorPlan::Item t;
+    t.node = node;
+    t.device = to;
+    t.transfer_from = host_device_;
+    t.transfer_output = output;
+    t.entry_base = plan_->num_entries++;
+    ExecutorPlan::Input in;
+    in.feed = feed;
+    t.inputs.push_back(in);
+    transfer = static_cast<int>(items.size());
+    items.push_back(std::move(t));
+    feed_transfers_.emplace(key, transfer);
+  }
+  input->entry = items[static_cast<size_t>(transfer)].entry_base;
+  items[static_cast<size_t>(transfer)].successors.push_back(consumer);
+  ++items[static_cast<size_t>(consumer)].initial_pending;
+}
+
 StatusOr<int> PlanPartitioner::HostEntry(int producer, int output) {
   const ExecutorPlan::Item& src = plan_->items[static_cast<size_t>(producer)];
   if (OutputInHostMemory(src, output)) return src.entry_base + output;

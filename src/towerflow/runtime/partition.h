@@ -59,11 +59,17 @@ class PlanPartitioner {
   // `consumer_input` is the input's index on the consumer.
   Status Connect(int producer, int output, int consumer, int consumer_input, bool is_ref,
                  ExecutorPlan::Input* input);
+  // Makes input `consumer_input` of item `consumer` read feed `feed` (a host
+  // tensor replacing output `output` of `node`): directly when that input is in
+  // host memory, else through a transfer to the consumer's device memory (one
+  // per feed and device, shared by its consumers there; a root of the plan).
+  void ConnectFeed(int feed, const Node* node, int output, int consumer, int consumer_input,
+                   ExecutorPlan::Input* input);
   // The entry holding output `output` of `producer` in host memory, for a fetch:
   // the output's own entry when it is in host memory, else a transfer to the host.
   StatusOr<int> HostEntry(int producer, int output);
 
-  int num_transfers() const { return static_cast<int>(transfers_.size()); }
+  int num_transfers() const { return static_cast<int>(transfers_.size() + feed_transfers_.size()); }
 
  private:
   // The device whose memory holds output `o` of `item`, and input `i` of it.
@@ -76,6 +82,8 @@ class PlanPartitioner {
   Device* host_device_;
   // (producer item, output, destination memory) -> transfer item
   std::map<std::tuple<int, int, const Device*>, int> transfers_;
+  // (feed, destination memory) -> transfer item
+  std::map<std::pair<int, const Device*>, int> feed_transfers_;
 };
 
 }  // namespace tw

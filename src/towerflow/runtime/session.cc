@@ -209,15 +209,12 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
       src.is_ref = n->input_is_ref(i);
       auto f = feed_index.find(in);
       if (f != feed_index.end()) {
-        // Feeds are host tensors. A GPU kernel's data input cannot read one:
-        // feed the Placeholder (which runs on the CPU) instead.
-        if (!InputInHostMemory(plan->items[static_cast<size_t>(self)], i)) {
-          return errors::Unimplemented("feeding ", in.name(), " into ", n->DebugName(), " on ",
-                                       plan->items[static_cast<size_t>(self)].device->name(),
-                                       ": a fed value is a host tensor and this input is in device memory; "
-                                       "feed a Placeholder instead");
+        // Feeds are host tensors: one going into device memory is copied there.
+        if (src.is_ref) {
+          src.feed = f->second;  // as before: the consumer reads the fed value
+        } else {
+          partitioner.ConnectFeed(f->second, in.node, in.index, self, i, &src);
         }
-        src.feed = f->second;
       } else {
         TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())], in.index, self, i,
                                                src.is_ref, &src));

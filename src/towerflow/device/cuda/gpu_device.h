@@ -38,6 +38,7 @@
 namespace tw {
 
 class GpuAllocator;
+class PinnedStagingPool;
 
 struct GpuDeviceConfig {
   int index = 0;            // towerflow's GPU index: /device:GPU:<index>
@@ -116,6 +117,8 @@ class GpuDevice final : public Device {
   cublasLtHandle_t cublas_lt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   mutable std::mutex cudnn_mu_;
+  // Pinned blocks CopyFromHost copies through (pinned_staging.h says why).
+  std::unique_ptr<PinnedStagingPool> staging_;
 };
 
 }  // namespace tw
