@@ -61,8 +61,14 @@ struct Case {
 };
 
 // Runs c.build on `device` and returns the fetched outputs (empty on failure,
-// with a test failure recorded naming the case and device).
-inline std::vector<Tensor> RunOn(const Case& c, const std::string& device, Status* status = nullptr) {
+// with a test failure recorded naming the case and device). Soft placement is
+// off: an op built under the device scope without a kernel there fails the
+// run instead of quietly running on the CPU (the Placeholders, built outside
+// the scope, go to the CPU by default placement). With `unknown_shapes` the
+// Placeholders have unknown shapes, so bad shapes reach the kernels' own
+// checks instead of being rejected by shape inference at graph building.
+inline std::vector<Tensor> RunOn(const Case& c, const std::string& device, Status* status = nullptr,
+                                 bool unknown_shapes = false) {
   setenv("TOWERFLOW_GPU_POISON", "1", 1);
   Graph g;
   Scope root(g);
@@ -70,13 +76,18 @@ inline std::vector<Tensor> RunOn(const Case& c, const std::string& device, Statu
   FeedList feeds;
   for (size_t i = 0; i < c.inputs.size(); ++i) {
     Output p = Placeholder(root.WithOpName("in" + std::to_string(i)), c.inputs[i].dtype(),
-                           PartialShape(c.inputs[i].shape()));
+                           unknown_shapes ? PartialShape::Unknown() : PartialShape(c.inputs[i].shape()));
     placeholders.push_back(p);
     feeds.emplace_back(p, c.inputs[i]);
   }
   std::vector<Output> outs = c.build(root.WithDevice(device), placeholders);
+  if (!root.ok()) {
+    if (status != nullptr) *status = root.status();
+    else ADD_FAILURE() << c.name << " on " << device << ": building the graph: " << root.status().ToString();
+    return {};
+  }
   SessionOptions opts;
-  opts.allow_soft_placement = true;  // the Placeholders stay on the CPU
+  opts.allow_soft_placement = false;
   opts.inter_op_threads = 1;
   Session sess(g, opts);
   auto r = sess.Run(feeds, outs);
@@ -106,8 +117,8 @@ inline ::testing::AssertionResult Near(const Tensor& gpu, const Tensor& cpu, dou
       case kBool: a = gpu.data<bool>()[i]; b = cpu.data<bool>()[i]; break;
       default: return ::testing::AssertionFailure() << "Near: unsupported dtype " << DataTypeName(cpu.dtype());
     }
-    const bool both_nan = std::isnan(a) && std::isnan(b);
-    if (!both_nan && !(std::fabs(a - b) <= atol + rtol * std::fabs(b))) {
+    const bool same_special = (std::isnan(a) && std::isnan(b)) || (std::isinf(a) && a == b);
+    if (!same_special && !(std::fabs(a - b) <= atol + rtol * std::fabs(b))) {
       return ::testing::AssertionFailure() << "element " << i << " of " << n << ": GPU " << a << ", CPU " << b;
     }
   }
@@ -122,11 +133,14 @@ inline void ExpectGpuMatchesCpu(const Case& c) {
   for (size_t i = 0; i < cpu.size(); ++i) EXPECT_TRUE(Near(gpu[i], cpu[i], c.rtol, c.atol)) << c.name << ", output " << i;
 }
 
-// The same failure on both devices: code equal, both messages non-empty.
+// The same failure from both devices' kernels: the Placeholders have unknown
+// shapes (so shape inference cannot reject the inputs first) and the error
+// codes are equal. Messages differ in the device they name, so only the code
+// is compared.
 inline void ExpectSameError(const Case& c) {
   Status cpu, gpu;
-  RunOn(c, "/device:CPU:0", &cpu);
-  RunOn(c, "/device:GPU:0", &gpu);
+  RunOn(c, "/device:CPU:0", &cpu, /*unknown_shapes=*/true);
+  RunOn(c, "/device:GPU:0", &gpu, /*unknown_shapes=*/true);
   EXPECT_FALSE(cpu.ok()) << c.name;
   EXPECT_EQ(gpu.code(), cpu.code()) << c.name << ": GPU " << gpu.ToString() << " / CPU " << cpu.ToString();
 }
