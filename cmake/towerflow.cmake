@@ -3,12 +3,25 @@
 # -Wno-restrict: GCC 12 reports false overlaps inside std::string at -O3 (GCC bug
 # 105651); the warning is useless on this code and would break -Werror builds.
 # (GCC only: clang does not know the flag and warns about it.)
-set(TW_WARNINGS -Wall -Wextra -Wno-unused-parameter)
+set(TW_CXX_WARNINGS -Wall -Wextra -Wno-unused-parameter)
 if(CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
-  list(APPEND TW_WARNINGS -Wno-restrict)
+  list(APPEND TW_CXX_WARNINGS -Wno-restrict)
 endif()
 if(TOWERFLOW_WERROR)
-  list(APPEND TW_WARNINGS -Werror)
+  list(APPEND TW_CXX_WARNINGS -Werror)
+endif()
+# nvcc passes host-compiler warnings through -Xcompiler; its own warnings are
+# errors in CI too (-Werror all-warnings).
+string(REPLACE ";" "," TW_CUDA_HOST_WARNINGS "${TW_CXX_WARNINGS}")
+set(TW_WARNINGS "")
+foreach(flag ${TW_CXX_WARNINGS})
+  list(APPEND TW_WARNINGS "$<$<COMPILE_LANGUAGE:CXX>:${flag}>")
+endforeach()
+if(TOWERFLOW_HAVE_CUDA)
+  list(APPEND TW_WARNINGS "$<$<COMPILE_LANGUAGE:CUDA>:-Xcompiler=${TW_CUDA_HOST_WARNINGS}>")
+  if(TOWERFLOW_WERROR)
+    list(APPEND TW_WARNINGS "$<$<COMPILE_LANGUAGE:CUDA>:-Werror=all-warnings>")
+  endif()
 endif()
 # Sanitizer findings fail: UBSan aborts on the first report instead of printing
 # and going on (-fno-sanitize-recover), so a test or fuzz run under it cannot pass
@@ -47,6 +60,10 @@ function(tw_test name)
     return()
   endif()
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS;LABELS" ${ARGN})
+  # CUDA tests (*_cuda_test.cc) carry the label `cuda`; they skip without a GPU.
+  if(NOT ARG_LABELS AND name MATCHES "_cuda_test$")
+    set(ARG_LABELS cuda)
+  endif()
   add_executable(${name} ${ARG_SRCS})
   target_compile_options(${name} PRIVATE ${TW_WARNINGS})
   target_link_libraries(${name} PRIVATE ${ARG_DEPS} GTest::gtest GTest::gtest_main)
@@ -56,4 +73,10 @@ function(tw_test name)
   endif()
   add_test(NAME ${name} COMMAND ${name})
   set_tests_properties(${name} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT 600)
+  # `cpu` tests see no GPU, on a GPU machine too: they test the CPU and the
+  # fake GPUs, which cannot exist where a CUDA GPU is visible (fake_gpu.cc),
+  # and a visible GPU would take every op that has a CUDA kernel.
+  if("cpu" IN_LIST ARG_LABELS)
+    set_tests_properties(${name} PROPERTIES ENVIRONMENT "CUDA_VISIBLE_DEVICES=")
+  endif()
 endfunction()

@@ -235,7 +235,7 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--epochs", "1", "--steps", "5"}, "not both"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--hidden", "32,x"}, "'x' is not a layer width"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", "tpu:0"}, "--devices"},
-      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", "gpu:0"}, "/device:GPU:0"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", "gpu:99"}, "/device:GPU:99"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--batch-size", "0"}, "batch-size"},
   };
   for (const Case& c : cases) {

@@ -84,8 +84,14 @@ int RunEval(int argc, char** argv) {
     std::fprintf(stderr, "towerflow eval: --data %s: no files match\n", data.c_str());
     return 2;
   }
+  // A checkpoint of mirrored variables (train --variables mirrored) names
+  // tower 0's copies: the model is rebuilt in that variable scope.
+  const auto scope = found->metadata.find("variable_scope");
   auto result = Evaluate(files, *config, found->path,
-                         {.batch_size = batch_size, .skip_corrupt = skip_corrupt, .intra_op_threads = intra_op_threads});
+                         {.batch_size = batch_size,
+                          .skip_corrupt = skip_corrupt,
+                          .intra_op_threads = intra_op_threads,
+                          .variable_scope = scope != found->metadata.end() ? scope->second : ""});
   if (!result.ok()) return Fail(result.status());
   const auto step = found->metadata.find("global_step");
   std::printf("%lld examples: loss %.4f, accuracy %.4f (%.2f s)\n", static_cast<long long>(result->examples),

@@ -20,10 +20,16 @@ class Evaluator {
   Evaluator(const ModelConfig& config, const EvalOptions& options) : root_(graph_) {
     serialized_ = Placeholder(root_.WithOpName("serialized"), kString, PartialShape({-1}));
     tw::Batch batch = DecodeBatch(root_, serialized_, config);
-    model_ = BuildModel(root_, batch, config, /*training=*/false);
+    const Scope model_scope =
+        options.variable_scope.empty() ? root_ : root_.WithVariableScope(options.variable_scope);
+    model_ = BuildModel(model_scope, batch, config, /*training=*/false);
     correct_ = Sum(root_.WithOpName("correct"), model_.correct, {0});
     saver_.emplace(root_);
-    SessionOptions session_options{.inter_op_threads = 1, .intra_op_threads = options.intra_op_threads};
+    SessionOptions session_options{.inter_op_threads = 1,
+                                   .intra_op_threads = options.intra_op_threads,
+                                   .max_gpus = options.max_gpus,
+                                   .gpu_memory_limit_mb = options.gpu_memory_limit_mb,
+                                   .allow_tf32 = options.allow_tf32};
     if (root_.ok()) session_ = std::make_unique<Session>(graph_, session_options);
   }
 

@@ -27,6 +27,14 @@ struct EvalOptions {
   // Records with bad CRCs are skipped and counted instead of failing.
   bool skip_corrupt = false;
   int intra_op_threads = 0;
+  // The variable scope the checkpoint's variables live in ("tower_0" for
+  // mirrored variables, whose names are "tower_0/hidden1/kernel"); "": none.
+  std::string variable_scope = "";
+  // GPUs (SessionOptions): unpinned model ops run on GPU:0 when there is one.
+  // 0: CPU only; -1: every visible GPU.
+  int max_gpus = -1;
+  int64_t gpu_memory_limit_mb = 0;
+  bool allow_tf32 = false;
 };
 
 // Errors: NotFound/DataLoss from the files (naming file and byte offset), the

@@ -1,9 +1,14 @@
 // `towerflow ops`: every registered op with the device types and dtypes it has
 // kernels for and whether it has a gradient; `--json` for machines;
 // `--check-gradients` runs the numeric gradient check of every differentiable op.
+// A build with the CUDA backend lists its GPU kernels whether or not a GPU is
+// visible.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <random>
 #include <set>
 
@@ -12,6 +17,10 @@
 #include "towerflow/graph/gradients.h"
 #include "towerflow/data/register.h"
 #include "towerflow/runtime/gradient_checker.h"
+#if TOWERFLOW_HAVE_CUDA
+#include "towerflow/device/device_set.h"
+#include "towerflow/kernels/cuda_kernels.h"
+#endif
 
 namespace tw::cli {
 namespace {
@@ -34,12 +43,43 @@ std::string TypesList(const std::vector<DataType>& types, bool json) {
   return out;
 }
 
+// The CUDA kernels when the global registry lacks them: it holds them only
+// where a GPU is visible (kernels/cuda_kernels.h), so without one they are
+// registered into a registry of their own, the global CPU kernels as their
+// source. Null in a build without CUDA and where a GPU is visible.
+std::unique_ptr<KernelRegistry> CudaKernelsToList() {
+#if TOWERFLOW_HAVE_CUDA
+  if (VisibleCudaGpuCount() == 0) {
+    auto cuda = std::make_unique<KernelRegistry>();
+    RegisterCudaKernels(*cuda, KernelRegistry::Global());
+    return cuda;
+  }
+#endif
+  return nullptr;
+}
+
+// Per device type, the dtypes with a kernel for `op` in the global registry and
+// in `extra` (when not null), sorted.
+std::map<std::string, std::vector<DataType>> KernelTypes(const std::string& op, const KernelRegistry* extra) {
+  auto types = KernelRegistry::Global().KernelTypes(op);
+  if (extra == nullptr) return types;
+  for (const auto& [device, dtypes] : extra->KernelTypes(op)) {
+    std::vector<DataType>& merged = types[device];
+    for (DataType t : dtypes) {
+      if (std::find(merged.begin(), merged.end(), t) == merged.end()) merged.push_back(t);
+    }
+    std::sort(merged.begin(), merged.end());
+  }
+  return types;
+}
+
 void PrintOps(bool json) {
   const auto& grads = GradientRegistry::Global();
+  const std::unique_ptr<KernelRegistry> cuda = CudaKernelsToList();
   if (json) std::printf("[");
   bool first = true;
   for (const OpDef* def : OpRegistry::Global().List()) {
-    const auto kernels = KernelRegistry::Global().KernelTypes(def->name);
+    const auto kernels = KernelTypes(def->name, cuda.get());
     const bool has_grad = grads.Find(def->name) != nullptr;
     if (json) {
       std::printf("%s\n  {\"op\": \"%s\", \"kernels\": {", first ? "" : ",", JsonEscape(def->name).c_str());

@@ -3,7 +3,15 @@
 // --eval-data. Progress on stdout (progress.h); the last line of stdout is one
 // JSON object: steps, global_step, examples, seconds, examples_per_sec,
 // final_loss, train_accuracy, test_loss and test_accuracy (with --eval-data),
-// devices, towers, checkpoint, logdir, interrupted.
+// devices, towers, gpus (with GPU towers: each tower GPU's physical
+// description), checkpoint, logdir, interrupted.
+//
+// Devices: --devices auto is every visible GPU (one tower per logical GPU,
+// --logical-gpus of them per physical GPU) in a build with the CUDA backend on
+// a machine with a GPU, else one virtual CPU device per core; --devices gpu is
+// every GPU (a usage error when none is visible); lists name devices one by one
+// (cpu:0,cpu:1 or /gpu:0,/gpu:1). --gpu-memory-mb and --allow-tf32 configure
+// the GPUs; they and --logical-gpus change nothing in a CPU-only run.
 //
 // Bad usage (unknown flags, bad values, files that match nothing, data whose
 // first record does not fit the model) is one line on stderr and exit status
@@ -26,18 +34,20 @@
 #include "towerflow/cli/json.h"
 #include "towerflow/cli/trainer.h"
 #include "towerflow/data/record_reader.h"
+#include "towerflow/device/device_set.h"
 
 namespace tw::cli {
 namespace {
 
 struct Flags {
   std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
-  std::string trace;
+  std::string trace, variables = "cpu";
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
   double lr = -1, l2 = 0;
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
-  bool check_numerics = false;
-  int input_threads = 1, intra_op_threads = 0, keep_checkpoints = 5;
+  bool check_numerics = false, allow_tf32 = false;
+  int input_threads = 1, intra_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
+  int64_t gpu_memory_mb = 0;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
   double checkpoint_every_secs = 60, log_every_secs = 10;
 };
@@ -53,25 +63,46 @@ double DefaultLearningRate(const std::string& optimizer) {
   return 0.01;
 }
 
-// "auto": one virtual CPU device per core (the CUDA backend, when built, adds
-// every visible GPU instead). Returns the canonical devices and how many CPU
-// devices the session needs.
-StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int* num_cpu_devices) {
+// Why there is no GPU to train on, for usage errors.
+std::string NoGpuReason() {
+#if TOWERFLOW_HAVE_CUDA
+  return "no GPU is visible (see nvidia-smi and CUDA_VISIBLE_DEVICES)";
+#else
+  return "this build of towerflow has no GPU devices (CUDA backend not built)";
+#endif
+}
+
+// "auto": every GPU when there is one, else one virtual CPU device per core;
+// "gpu": every GPU; else a list. A GPU is one of `logical_gpus` logical GPUs
+// of each visible physical GPU. Returns the canonical devices and sets how
+// many CPU devices the session needs and whether any tower is on a GPU.
+StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, int* num_cpu_devices,
+                                                  bool* uses_gpus) {
+  const int gpus = VisibleCudaGpuCount() * logical_gpus;
   std::vector<std::string> devices;
-  if (flag == "auto") {
+  if (flag == "auto" && gpus == 0) {
     const int cores = std::max(1u, std::thread::hardware_concurrency());
     for (int i = 0; i < cores; ++i) devices.push_back("/device:CPU:" + std::to_string(i));
+  } else if (flag == "auto" || flag == "gpu") {
+    if (gpus == 0) return errors::InvalidArgument("--devices gpu: ", NoGpuReason());
+    for (int i = 0; i < gpus; ++i) devices.push_back("/device:GPU:" + std::to_string(i));
   } else {
     auto parsed = ParseDevices(flag);
     if (!parsed.ok()) return errors::InvalidArgument("--devices: ", parsed.status().message());
     devices = *parsed;
   }
   *num_cpu_devices = 1;
+  *uses_gpus = false;
   for (const std::string& d : devices) {
     if (d.rfind("/device:CPU:", 0) == 0) *num_cpu_devices = std::max(*num_cpu_devices, std::stoi(d.substr(12)) + 1);
     if (d.rfind("/device:GPU:", 0) == 0) {
-      return errors::InvalidArgument("--devices ", flag, ": ", d,
-                                     " does not exist: this build of towerflow has no GPU devices (CUDA backend not built)");
+      *uses_gpus = true;
+      if (gpus == 0) return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", NoGpuReason());
+      if (std::stoi(d.substr(12)) >= gpus) {
+        return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", VisibleCudaGpuCount(),
+                                       " GPU(s) visible x ", logical_gpus, " logical (--logical-gpus) = /device:GPU:0",
+                                       gpus > 1 ? "../device:GPU:" + std::to_string(gpus - 1) : std::string());
+      }
     }
   }
   return devices;
@@ -169,7 +200,16 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
     if (i > 0) out += ", ";
     AppendJsonString(r.devices[i], &out);
   }
-  out += "], \"checkpoint\": ";
+  out += "]";
+  if (!r.gpus.empty()) {
+    out += ", \"gpus\": [";
+    for (size_t i = 0; i < r.gpus.size(); ++i) {
+      if (i > 0) out += ", ";
+      AppendJsonString(r.gpus[i], &out);
+    }
+    out += "]";
+  }
+  out += ", \"checkpoint\": ";
   AppendJsonString(r.checkpoint, &out);
   out += ", \"logdir\": ";
   AppendJsonString(c.logdir, &out);
@@ -188,9 +228,16 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   } else if (!f.hidden.empty()) {
     return errors::InvalidArgument("--hidden applies to mlp and seed, not cnn (the tutorial network is fixed)");
   }
-  auto devices = ResolveDevices(f.devices, &c->num_cpu_devices);
+  bool uses_gpus = false;
+  auto devices = ResolveDevices(f.devices, f.logical_gpus, &c->num_cpu_devices, &uses_gpus);
   if (!devices.ok()) return devices.status();
   c->devices = *devices;
+  // A CPU-only run creates no GPU devices: nothing unpinned moves to a GPU.
+  c->max_gpus = uses_gpus ? -1 : 0;
+  c->logical_gpus_per_gpu = f.logical_gpus;
+  c->gpu_memory_limit_mb = f.gpu_memory_mb;
+  c->allow_tf32 = f.allow_tf32;
+  c->mirrored_variables = f.variables == "mirrored";
   auto opened = OpenData("--data", f.data);
   if (!opened.ok()) return opened.status();
   *data = std::move(*opened);
@@ -231,7 +278,16 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--model", f.model, "mlp | cnn (Fashion-MNIST schema) | seed (the seed's schema)")
       ->check(CLI::IsMember({"mlp", "cnn", "seed"}));
   app.add_option("--hidden", f.hidden, "hidden layer widths of mlp/seed (default 256,256; seed 64,64)");
-  app.add_option("--devices", f.devices, "one tower per device: auto | cpu:0,cpu:1 | gpu:0,gpu:1");
+  app.add_option("--devices", f.devices,
+                 "one tower per device: auto (every GPU, else every core) | gpu (every GPU) | cpu:0,cpu:1 | gpu:0,gpu:1");
+  app.add_option("--logical-gpus", f.logical_gpus, "logical GPUs (devices, towers) per physical GPU")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--gpu-memory-mb", f.gpu_memory_mb, "memory limit per logical GPU in MiB (0: an even share)")
+      ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
+  app.add_flag("--allow-tf32", f.allow_tf32, "float32 MatMul may use TF32 tensor cores (faster, 10-bit mantissa)");
+  app.add_option("--variables", f.variables,
+                 "cpu: one copy on /device:CPU:0 (TF1 style) | mirrored: one copy per tower, all-reduced")
+      ->check(CLI::IsMember({"cpu", "mirrored"}));
   app.add_option("--batch-size", f.batch_size, "examples per tower per step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--epochs", f.epochs, "passes over --data (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
@@ -245,7 +301,8 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--logdir", f.logdir, "where TensorBoard events and checkpoints go")->required();
   app.add_option("--seed", f.seed, "graph seed: initial weights, shuffling, dropout");
   app.add_flag("--log-device-placement", f.log_device_placement, "print the device of every op");
-  app.add_flag("--allow-soft-placement", f.allow_soft_placement, "move ops without a kernel on their device");
+  app.add_flag("--allow-soft-placement", f.allow_soft_placement,
+               "move ops without a kernel on their device (always on with GPU towers)");
   app.add_flag("--resume", f.resume, "continue from the newest valid checkpoint in --logdir");
   app.add_option("--trace", f.trace, "write a Chrome trace (Perfetto) of a few steps to FILE");
   app.add_option("--trace-steps", f.trace_steps, "steps traced after the first three")
@@ -324,7 +381,12 @@ int RunTrain(int argc, char** argv) {
   std::optional<EvalResult> eval;
   if (!eval_files.empty() && !result->interrupted) {
     auto evaluated = Evaluate(eval_files, config.model, result->checkpoint,
-                              {.skip_corrupt = config.skip_corrupt, .intra_op_threads = config.intra_op_threads});
+                              {.skip_corrupt = config.skip_corrupt,
+                               .intra_op_threads = config.intra_op_threads,
+                               .variable_scope = CheckpointVariableScope(config),
+                               .max_gpus = config.max_gpus,
+                               .gpu_memory_limit_mb = config.gpu_memory_limit_mb,
+                               .allow_tf32 = config.allow_tf32});
     if (!evaluated.ok()) return Fail(evaluated.status());
     eval = *evaluated;
     std::printf("test: %lld examples, loss %.4f, accuracy %.4f\n", static_cast<long long>(eval->examples),

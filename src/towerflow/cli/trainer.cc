@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -71,12 +72,42 @@ Status BuildGraph(const TrainConfig& c, TrainGraph* g) {
         if (tower.name_scope().rfind("tower_", 0) == 0) correct.push_back(m.correct);
         return m.loss;
       },
-      {.variable_device = "/device:CPU:0", .global_step = true});
+      {.variable_placement = c.mirrored_variables ? train::VariablePlacement::kMirrored
+                                                  : train::VariablePlacement::kSingleDevice,
+       .variable_device = "/device:CPU:0",
+       .global_step = true});
   if (!root.ok()) return root.status();
   Scope cpu = root.WithDevice("/device:CPU:0");
   g->accuracy = Mean(cpu.WithOpName("accuracy"), Concat(cpu, correct, 0), {0});
   g->saver.emplace(root);
   return root.status();
+}
+
+// The checkpoint metadata: the model's, and where its variables live.
+std::map<std::string, std::string> Metadata(const TrainConfig& c) {
+  std::map<std::string, std::string> m = ModelMetadata(c.model);
+  const std::string scope = CheckpointVariableScope(c);
+  if (!scope.empty()) m["variable_scope"] = scope;
+  return m;
+}
+
+// The physical description of each tower's GPU; InvalidArgument naming a GPU
+// tower device the session lacks (it would fail placement later, less clearly).
+StatusOr<std::vector<std::string>> TowerGpus(const Session& session, const std::vector<std::string>& towers) {
+  std::vector<std::string> gpus;
+  for (const std::string& tower : towers) {
+    if (tower.rfind("/device:GPU:", 0) != 0) continue;
+    const Device* found = nullptr;
+    for (const auto& d : session.devices()) {
+      if (d->short_name() == tower) found = d.get();
+    }
+    if (found == nullptr) {
+      return errors::InvalidArgument("tower device ", tower, " does not exist: the session has ",
+                                     session.device_set().DescribeDevices());
+    }
+    gpus.push_back(found->physical_description());
+  }
+  return gpus;
 }
 
 // What the loop measures between summaries.
@@ -145,7 +176,7 @@ class Loop {
       const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
       const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
       if ((by_steps || by_time) && result->global_step < c_.total_steps) {
-        auto path = checkpoints.Save(session_, *g_.saver, result->global_step, ModelMetadata(c_.model));
+        auto path = checkpoints.Save(session_, *g_.saver, result->global_step, Metadata(c_));
         if (!path.ok()) return path.status();
         result->checkpoint = *path;
         last_checkpoint = Clock::now();
@@ -222,6 +253,10 @@ StatusOr<int64_t> Resume(Session& session, TrainGraph& g, train::CheckpointManag
 
 }  // namespace
 
+std::string CheckpointVariableScope(const TrainConfig& config) {
+  return config.mirrored_variables ? "tower_0" : "";  // Replicate's name for tower 0
+}
+
 StatusOr<TrainResult> Train(const TrainConfig& c) {
   TrainGraph g;
   if (Status s = BuildGraph(c, &g); !s.ok()) return s;
@@ -230,10 +265,22 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
 
   SessionOptions options{.intra_op_threads = c.intra_op_threads,
                          .num_cpu_devices = c.num_cpu_devices,
-                         .allow_soft_placement = c.allow_soft_placement,
+                         .max_gpus = c.max_gpus,
+                         .logical_gpus_per_gpu = c.logical_gpus_per_gpu,
+                         .gpu_memory_limit_mb = c.gpu_memory_limit_mb,
+                         .allow_tf32 = c.allow_tf32,
+                         // TF1's multi-GPU examples do the same (trainer.h says why).
+                         .allow_soft_placement = c.allow_soft_placement || c.max_gpus != 0,
                          .log_device_placement = c.log_device_placement,
                          .check_numerics = c.check_numerics};
   Session session(g.graph, options);
+  // Bad GPU options fail every run (an empty one too) with their own error,
+  // which says more than a missing device. Checked before any step: soft
+  // placement would move a missing GPU's ops to the CPU without a word.
+  if (Status s = session.Run(FeedList{}, {}, {}).status(); !s.ok()) return s;
+  auto gpus = TowerGpus(session, result.devices);
+  if (!gpus.ok()) return gpus.status();
+  result.gpus = *std::move(gpus);
   if (Status s = session.Run(GlobalVariablesInitializer(g.graph)); !s.ok()) return s;
   if (Status s = session.Run(LocalVariablesInitializer(g.graph)); !s.ok()) return s;
 
@@ -277,7 +324,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
 
   if (result.steps > 0 || result.checkpoint.empty()) {
-    auto path = checkpoints.Save(session, *g.saver, result.global_step, ModelMetadata(c.model));
+    auto path = checkpoints.Save(session, *g.saver, result.global_step, Metadata(c));
     if (!path.ok()) return path.status();
     result.checkpoint = *path;
   }

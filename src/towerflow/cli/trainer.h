@@ -1,13 +1,23 @@
 // The work of `towerflow train` once its flags are checked (train.cc): builds
 // the seed's graph (filename queue, TFRecord reader, parse, decode, one shuffle
 // queue that every tower dequeues its own batch from, the model replicated as
-// towers with variables on /device:CPU:0, averaged gradients, one update), runs
+// towers with variables on /device:CPU:0 (or mirrored: one copy per tower),
+// averaged gradients, one update), runs
 // it under a Coordinator with the queue runners, and keeps what it learns:
 // TensorBoard scalars and the graph in the logdir, safetensors checkpoints
 // every N steps or seconds and at the end, an optional Chrome trace of a few
 // steps. Stops at the step total, on an input error (reported with the
 // reader's DataLoss, no checkpoint written past the last good one), or when
 // interrupted (a final checkpoint is written).
+//
+// GPU towers: the input pipeline stays on /device:CPU:0 (queues, readers,
+// parsing and DecodeRaw have no GPU kernels) and each tower's batch is copied
+// to its GPU. With CPU-pinned variables every step copies the weights to every
+// GPU and the gradients back (TF1's parameter-server style: simple and exact,
+// not the fastest); mirrored variables keep a copy on each GPU and all-reduce
+// the gradients instead. With GPU towers the session uses soft placement, as
+// TF1's multi-GPU examples do: a tower op without a GPU kernel runs on the CPU
+// rather than failing (--log-device-placement shows where each op runs).
 #ifndef TOWERFLOW_CLI_TRAINER_H_
 #define TOWERFLOW_CLI_TRAINER_H_
 
@@ -25,8 +35,18 @@ struct TrainConfig {
   ModelConfig model;
   std::vector<std::string> files;
   Compression compression = Compression::kNone;
-  std::vector<std::string> devices;  // canonical: "/device:CPU:1"
+  std::vector<std::string> devices;  // canonical: "/device:CPU:1", "/device:GPU:0"
   int num_cpu_devices = 1;
+  // GPUs the session creates (SessionOptions::max_gpus): 0 for CPU-only
+  // towers, so that no op moves to a GPU; -1: every visible GPU.
+  int max_gpus = 0;
+  int logical_gpus_per_gpu = 1;  // SessionOptions::logical_gpus_per_gpu
+  int64_t gpu_memory_limit_mb = 0;
+  bool allow_tf32 = false;
+  // One copy of each variable per tower ("tower_<i>/hidden1/kernel"), the
+  // gradients all-reduced (train/replicate.h's kMirrored); false: one copy on
+  // /device:CPU:0 shared by every tower (kSingleDevice).
+  bool mirrored_variables = false;
   int64_t batch_size = 100;          // per tower
   int64_t total_steps = 0;           // global step to reach
   int64_t records = 0;               // per epoch; 0: not counted
@@ -65,11 +85,22 @@ struct TrainResult {
   bool interrupted = false;
   std::string checkpoint;        // the newest checkpoint written or restored
   std::vector<std::string> devices;
+  // With GPU towers, each tower GPU's physical description, in tower order
+  // ("device: 0, name: NVIDIA H200, pci bus id: ..."; Device::physical_description).
+  std::vector<std::string> gpus;
 };
 
 // Set from a signal handler to stop training cleanly (Ctrl-C).
 extern std::atomic<bool> g_stop_requested;
 
+// The variable scope of the variables a checkpoint of `config` holds the
+// model in: "tower_0" with mirrored variables (tower 0's copies; eval rebuilds
+// the model there), else "". Checkpoints record it as metadata "variable_scope".
+std::string CheckpointVariableScope(const TrainConfig& config);
+
+// Errors: graph building's; the session's (a GPU in `devices` that does not
+// exist: InvalidArgument); a step's (DataLoss from the input names the file and
+// offset); checkpoint and event-file writing.
 StatusOr<TrainResult> Train(const TrainConfig& config);
 
 }  // namespace tw::cli

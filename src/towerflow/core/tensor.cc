@@ -42,10 +42,16 @@ StatusOr<Tensor> Tensor::Allocate(Allocator* allocator, DataType dtype, const Te
   t.shape_ = shape;
   t.buffer_ = TensorBuffer::Allocate(allocator, dtype, shape.num_elements());
   if (!t.buffer_) {
-    return errors::ResourceExhausted("out of memory allocating ", DataTypeName(dtype),
-                                     shape.ToString(), " (", shape.num_elements(), " elements) on ",
-                                     allocator->Name(), "; ", allocator->BytesInUse(),
-                                     " bytes in use");
+    // The request's size and the allocator's use (a GPU allocator's name also
+    // gives its device and limit): what a user needs to size a batch.
+    const int64_t n = shape.num_elements();
+    const size_t elem = DataTypeSize(dtype);
+    const std::string bytes = n >= 0 && (elem == 0 || static_cast<uint64_t>(n) <= SIZE_MAX / elem)
+                                  ? std::to_string(static_cast<size_t>(n) * elem)
+                                  : std::string("too many");
+    return errors::ResourceExhausted("out of memory allocating ", DataTypeName(dtype), shape.ToString(), " (", n,
+                                     " elements, ", bytes, " bytes) on ", allocator->Name(), "; ",
+                                     allocator->BytesInUse(), " bytes in use");
   }
   return t;
 }

@@ -69,12 +69,22 @@ int DeviceFactory::DevicePriority(const std::string& device_type) {
   return FactoryRegistry::Global().Priority(device_type);
 }
 
+#if !TOWERFLOW_HAVE_CUDA
+int VisibleCudaGpuCount() { return 0; }
+#endif
+
 void EnsureDeviceFactoriesRegistered() {
   static std::once_flag once;
   std::call_once(once, [] {
     RegisterCpuDeviceFactory().Check();
+    // Real and fake GPUs never mix: the CUDA factory makes no GPU when fake
+    // ones are asked for, and the fake GPU factory refuses where a CUDA GPU
+    // is visible (its "GPU" kernels are then CUDA kernels). The order the two
+    // run in (same priority, then by name: FAKE_GPU first) does not matter.
+#if TOWERFLOW_HAVE_CUDA
+    RegisterCudaDeviceFactory().Check();
+#endif
     RegisterFakeGpuDeviceFactory().Check();
-    // [cuda]: RegisterCudaDeviceFactory() joins here when TOWERFLOW_CUDA is on.
   });
 }
 

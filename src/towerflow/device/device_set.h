@@ -33,6 +33,19 @@ struct DeviceOptions {
   int num_cpu_devices = 1;
   // Test-only fake GPUs /device:GPU:0 .. N-1 (type "GPU", host memory).
   int num_fake_gpus = 0;
+  // The CUDA backend (device/cuda/): at most this many of the GPUs that
+  // CUDA_VISIBLE_DEVICES leaves visible; -1: all of them, 0: none.
+  int max_gpus = -1;
+  // Logical GPUs per physical GPU (TF's LogicalDeviceConfiguration): each is a
+  // device of its own (/device:GPU:k) with its own streams and memory limit, so
+  // towers and all-reduce run on a machine with one GPU.
+  int logical_gpus_per_gpu = 1;
+  // Memory limit per logical GPU in MiB; 0: the GPU's free memory at start,
+  // less a reserve for CUDA libraries, split evenly among its logical GPUs.
+  int64_t gpu_memory_limit_mb = 0;
+  // cuBLAS may use TF32 tensor cores for float32 MatMul (about 8x faster on
+  // H100-class GPUs, 10-bit mantissa inputs). Off by default, as in PyTorch.
+  bool allow_tf32 = false;
 };
 
 class DeviceFactory {
@@ -56,6 +69,11 @@ void EnsureDeviceFactoriesRegistered();
 // One per backend; each lives in its backend folder.
 Status RegisterCpuDeviceFactory();
 Status RegisterFakeGpuDeviceFactory();
+// device/cuda/gpu_device_factory.cc; only in builds with TOWERFLOW_CUDA.
+Status RegisterCudaDeviceFactory();
+// How many GPUs the CUDA backend sees (after CUDA_VISIBLE_DEVICES): 0 in a
+// build without it, without a driver, or without a GPU. Never fails; cached.
+int VisibleCudaGpuCount();
 
 class DeviceSet {
  public:

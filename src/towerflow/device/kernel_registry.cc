@@ -4,6 +4,14 @@
 
 namespace tw {
 
+bool KernelDef::HostMemoryInput(int i) const {
+  return std::find(host_memory_inputs.begin(), host_memory_inputs.end(), i) != host_memory_inputs.end();
+}
+
+bool KernelDef::HostMemoryOutput(int o) const {
+  return std::find(host_memory_outputs.begin(), host_memory_outputs.end(), o) != host_memory_outputs.end();
+}
+
 KernelRegistry& KernelRegistry::Global() {
   static KernelRegistry* registry = new KernelRegistry();
   return *registry;

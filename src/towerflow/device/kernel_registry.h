@@ -32,6 +32,15 @@ struct KernelDef {
   std::string type_attr;
   std::vector<DataType> types;
   KernelFactory factory;
+  // Inputs and outputs (by index) that this kernel keeps in host memory on a
+  // device without host memory (TF's HostMemory("shape")): shape, axis and
+  // size arguments the kernel reads on the host, and the int32 values that TF
+  // keeps on the host of a GPU. Empty on host-memory devices. The partitioner
+  // (runtime/partition.h) copies between memory types as it does between devices.
+  std::vector<int> host_memory_inputs;
+  std::vector<int> host_memory_outputs;
+  bool HostMemoryInput(int i) const;
+  bool HostMemoryOutput(int o) const;
 };
 
 class KernelRegistry {
@@ -48,7 +57,9 @@ class KernelRegistry {
     (Register(KernelDef{op, device_type, type_attr, {DataTypeOf<Ts>()},
                         [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
                           return std::make_unique<Kernel<Ts>>(c);
-                        }}),
+                        },
+                        {},
+                        {}}),
      ...);
   }
   // Registers one kernel class for every dtype in `types` (or untyped if empty).
@@ -58,7 +69,9 @@ class KernelRegistry {
     Register(KernelDef{op, device_type, std::move(type_attr), std::move(types),
                        [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
                          return std::make_unique<Kernel>(c);
-                       }});
+                       },
+                       {},
+                       {}});
   }
 
   // The kernel for `node` on `device_type`, or nullptr.

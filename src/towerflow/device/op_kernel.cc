@@ -1,5 +1,7 @@
 #include "towerflow/device/op_kernel.h"
 
+#include <algorithm>
+
 namespace tw {
 
 OpKernelContext::OpKernelContext(const Params& params)
@@ -12,7 +14,10 @@ const Tensor& OpKernelContext::input(int i) const {
 std::string OpKernelContext::input_name(int i) const { return node().input(i).name(); }
 
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
-  auto t = Tensor::Allocate(device()->allocator(), node().output_type(i), shape);
+  Allocator* allocator = device()->allocator();
+  const std::vector<int>* host = params_.host_memory_outputs;
+  if (host != nullptr && std::find(host->begin(), host->end(), i) != host->end()) allocator = CpuAllocator();
+  auto t = Tensor::Allocate(allocator, node().output_type(i), shape);
   if (!t.ok()) {
     // The executor prefixes the node's name; this says which allocation failed.
     Status s = t.status().WithContext("output " + std::to_string(i) + " on " + device()->name());

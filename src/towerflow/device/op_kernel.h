@@ -62,6 +62,10 @@ class OpKernelContext {
     ResourceMgr* resources = nullptr;
     std::vector<TensorValue>* inputs = nullptr;
     int64_t step_id = 0;
+    // Outputs this kernel keeps in host memory on a device without host memory
+    // (KernelDef::host_memory_outputs); allocate_output serves them from the
+    // host allocator. Null: none.
+    const std::vector<int>* host_memory_outputs = nullptr;
   };
   explicit OpKernelContext(const Params& params);
 
@@ -83,8 +87,9 @@ class OpKernelContext {
   // "name:index" of the tensor feeding input i, for error messages.
   std::string input_name(int i) const;
 
-  // Allocates output i on this device. ResourceExhausted naming node, shape and
-  // bytes in use when memory runs out (also recorded with SetStatus).
+  // Allocates output i on this device (in host memory for the kernel's host
+  // memory outputs). ResourceExhausted naming node, shape and bytes in use when
+  // memory runs out (also recorded with SetStatus).
   Status allocate_output(int i, const TensorShape& shape, Tensor** out);
   // Allocates a scratch tensor that is not an output.
   Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);

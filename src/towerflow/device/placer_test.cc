@@ -30,8 +30,8 @@ class PlacerTest : public ::testing::Test {
     // Placeholder has a CPU kernel only (as the fake GPU); Sub has none at all.
     for (const char* op : {"Placeholder", "Const", "Identity", "MatMul", "Add", "VariableV2", "Assign",
                            "ApplyGradientDescent"}) {
-      kernels_.Register(KernelDef{op, kDeviceCpu, "", {}, nullptr});
-      if (std::string(op) != "Placeholder") kernels_.Register(KernelDef{op, kDeviceGpu, "", {}, nullptr});
+      kernels_.Register(KernelDef{op, kDeviceCpu, "", {}, nullptr, {}, {}});
+      if (std::string(op) != "Placeholder") kernels_.Register(KernelDef{op, kDeviceGpu, "", {}, nullptr, {}, {}});
     }
   }
 

@@ -2,6 +2,11 @@
 
 #include <mutex>
 
+#include "towerflow/device/device_set.h"
+#if TOWERFLOW_HAVE_CUDA
+#include "towerflow/kernels/cuda_kernels.h"
+#endif
+
 namespace tw {
 
 void EnsureKernelsRegistered() {
@@ -18,6 +23,10 @@ void EnsureKernelsRegistered() {
     RegisterStateKernels(r);
     RegisterRandomKernels(r);
     RegisterTrainingKernels(r);
+#if TOWERFLOW_HAVE_CUDA
+    // GPU kernels only where a GPU is visible (kernels/cuda_kernels.h says why).
+    if (VisibleCudaGpuCount() > 0) RegisterCudaKernels(r, r);
+#endif
   });
 }
 

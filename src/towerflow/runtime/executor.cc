@@ -8,6 +8,7 @@
 #include <condition_variable>
 #include <mutex>
 
+#include "towerflow/device/kernel_registry.h"
 #include "towerflow/runtime/partition.h"
 
 namespace tw {
@@ -34,6 +35,8 @@ Status CheckFinite(const Tensor& t, int output, const Device* device) {
   }
   return Status::OK();
 }
+
+bool IsFloat(DataType t) { return t == kFloat32 || t == kFloat64; }
 
 Status CheckNumerics(const Tensor& t, int output, const Device* device) {
   if (t.dtype() == kFloat32) return CheckFinite<float>(t, output, device);
@@ -257,6 +260,9 @@ class StepState {
     params.resources = resources_;
     params.inputs = &inputs;
     params.step_id = step_id_;
+    if (item.kernel_def != nullptr && !item.kernel_def->host_memory_outputs.empty()) {
+      params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
+    }
     OpKernelContext ctx(params);
     const bool sample = item.kernel->IsExpensive() && SampleCost(id);
     const bool timed = collect_stats_ || sample;
@@ -279,8 +285,17 @@ class StepState {
       if (!out.is_ref() && !out.value.IsInitialized()) {
         return Fail(node, errors::Internal("kernel did not set output ", o));
       }
-      if (check_numerics_ && !out.is_ref()) {
-        Status finite = CheckNumerics(out.value, o, item.device);
+      if (check_numerics_ && !out.is_ref() && IsFloat(out.value.dtype())) {
+        Status finite;
+        if (OutputInHostMemory(item, o)) {
+          finite = CheckNumerics(out.value, o, item.device);
+        } else {
+          // Device memory: the scan reads a host copy (a debugging option, so
+          // the copy's cost is accepted).
+          Tensor host;
+          finite = item.device->CopyToHost(out.value, &host);
+          if (finite.ok()) finite = CheckNumerics(host, o, item.device);
+        }
         if (!finite.ok()) return Fail(node, finite);
       }
       entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);

@@ -26,6 +26,8 @@
 
 namespace tw {
 
+struct KernelDef;
+
 struct ExecutorPlan {
   struct Input {
     int entry = -1;  // index of a producer output in the step's entry table, or
@@ -35,6 +37,9 @@ struct ExecutorPlan {
   struct Item {
     const Node* node = nullptr;
     OpKernel* kernel = nullptr;  // null for a transfer
+    // The kernel's registration: which of its inputs and outputs live in host
+    // memory on a device without host memory. Null for a transfer.
+    const KernelDef* kernel_def = nullptr;
     Device* device = nullptr;    // where the kernel runs: its allocator and intra-op pool
     int entry_base = 0;  // entries [entry_base, entry_base + num_outputs)
     std::vector<Input> inputs;

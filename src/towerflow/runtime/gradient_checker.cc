@@ -3,6 +3,7 @@
 #include <cmath>
 #include <mutex>
 
+#include "towerflow/core/device_spec.h"
 #include "towerflow/graph/gradients.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
@@ -44,9 +45,24 @@ void AddToElement(Tensor& t, int64_t k, double delta) {
   }
 }
 
+// "name (Op) on /device:CPU:0" for each node from `first` on that was asked
+// for `device` and placed elsewhere. REQUIRES: the nodes have been placed.
+std::vector<std::string> MovedNodes(const Graph& graph, const Session& session, int first,
+                                    const std::string& device) {
+  std::vector<std::string> moved;
+  for (int id = first; id < graph.num_nodes(); ++id) {
+    const Node& node = *graph.node(id);
+    if (node.requested_device() != device) continue;
+    const Device* placed = session.placement().device(node);
+    const std::string where = placed ? placed->short_name() : "no device";
+    if (where != device) moved.push_back(node.name() + " (" + node.op() + ") on " + where);
+  }
+  return moved;
+}
+
 }  // namespace
 
-StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed) {
+StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed, const std::string& device) {
   std::mt19937_64 rng(seed);
   Graph graph;
   Scope scope(graph);
@@ -61,7 +77,15 @@ StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed) {
                                      " generator made ", values.back().DebugString(0));
     }
   }
-  Output y = c.build(scope, xs);
+  // With a device, the case's nodes are requested there by its canonical
+  // name, the one placement reports; the loss stays on the CPU.
+  std::string on;
+  if (!device.empty()) {
+    TW_ASSIGN_OR_RETURN(DeviceSpec spec, DeviceSpec::Parse(device));
+    on = spec.ShortString();
+  }
+  const int first_op_node = graph.num_nodes();
+  Output y = c.build(on.empty() ? scope : scope.WithDevice(on), xs);
   TW_RETURN_IF_ERROR(scope.status());
   if (!IsFloating(y.dtype())) {
     return errors::InvalidArgument("gradient check '", c.op, "': output ", y.name(), " is not float");
@@ -69,7 +93,24 @@ StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed) {
   SessionOptions options;
   options.inter_op_threads = 1;
   options.intra_op_threads = 1;
+  if (on.empty()) {
+    options.max_gpus = 0;
+  } else {
+    options.allow_soft_placement = true;
+  }
+  const Scope loss_scope = on.empty() ? scope : scope.WithDevice("/device:CPU:0");
   Session session(graph, options);
+  if (!on.empty()) {
+    // The session placed the case's nodes when it was created.
+    for (int id = first_op_node; id < graph.num_nodes(); ++id) {
+      const Node& node = *graph.node(id);
+      const Device* placed = session.placement().device(node);
+      if (node.op() == c.op && (placed == nullptr || placed->short_name() != on)) {
+        return errors::Unimplemented("gradient check '", c.op, " ", c.name, "': ", node.name(), " is not on ", on,
+                                     ": ", placed ? session.placement().reason(node) : "not placed");
+      }
+    }
+  }
   FeedList feeds;
   for (size_t i = 0; i < xs.size(); ++i) feeds.emplace_back(xs[i], values[i]);
   TW_ASSIGN_OR_RETURN(std::vector<Tensor> y0, session.Run(feeds, {y}));
@@ -84,7 +125,7 @@ StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed) {
       w.data<float>()[k] = static_cast<float>(uniform(rng));
     }
   }
-  Output loss = Sum(scope, Mul(scope, y, Const(scope, w)), std::vector<int32_t>{});
+  Output loss = Sum(loss_scope, Mul(loss_scope, y, Const(loss_scope, w)), std::vector<int32_t>{});
   std::vector<Output> checked;
   std::vector<size_t> checked_index;
   for (size_t i = 0; i < xs.size(); ++i) {
@@ -93,7 +134,7 @@ StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed) {
       checked_index.push_back(i);
     }
   }
-  TW_ASSIGN_OR_RETURN(std::vector<Output> grads, Gradients(scope, {loss}, checked));
+  TW_ASSIGN_OR_RETURN(std::vector<Output> grads, Gradients(loss_scope, {loss}, checked));
   TW_RETURN_IF_ERROR(scope.status());
   for (size_t j = 0; j < grads.size(); ++j) {
     if (!grads[j].valid()) {
@@ -102,8 +143,9 @@ StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed) {
     }
   }
   TW_ASSIGN_OR_RETURN(std::vector<Tensor> symbolic, session.Run(feeds, grads));
-
   GradCheckResult result;
+  if (!on.empty()) result.moved = MovedNodes(graph, session, first_op_node, on);
+
   for (size_t j = 0; j < checked.size(); ++j) {
     const size_t i = checked_index[j];
     if (symbolic[j].shape() != values[i].shape()) {
@@ -129,7 +171,6 @@ StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed) {
   }
   return result;
 }
-
 
 const std::vector<GradCheckCase>& AllGradCheckCases() {
   static const std::vector<GradCheckCase>* cases = [] {

@@ -4,7 +4,8 @@
 //
 // Each op family registers GradCheckCases (graph of one op on placeholders, with
 // input shapes and, where the op needs them, input generators); unit tests and
-// `towerflow ops --check-gradients` run them all on fresh random inputs.
+// `towerflow ops --check-gradients` run them all on fresh random inputs, on the
+// CPU; runtime/grad_checks_cuda_test.cc runs them with the op on a GPU.
 // CheckGradient builds a private graph and session per call: thread-safe.
 #ifndef TOWERFLOW_RUNTIME_GRADIENT_CHECKER_H_
 #define TOWERFLOW_RUNTIME_GRADIENT_CHECKER_H_
@@ -39,11 +40,24 @@ struct GradCheckCase {
 struct GradCheckResult {
   double max_error = 0;  // max over checked elements of |numeric - symbolic| / max(1, |numeric|)
   int64_t elements = 0;  // input elements checked
+  // With a device: the nodes of the case and of its gradient that were asked
+  // for the device but run elsewhere (no kernel there for their dtype, or
+  // host-only arguments), as "name (Op) on /device:CPU:0". Empty on the CPU.
+  std::vector<std::string> moved;
 };
 
 // Runs one case with inputs drawn from `seed`. InvalidArgument when the case
 // cannot be built or run; the errors of graph building name the node.
-StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed);
+//
+// `device` "" runs every node on the CPU (the session creates no GPU, so
+// nothing moves to one). A device ("/device:GPU:0") gets the nodes the case
+// builds and, through Gradients, their gradient nodes; the inputs are fed on
+// the CPU and the weighted-sum loss is taken there (copies in between), and
+// soft placement moves a node without a kernel on the device to the CPU
+// (listed in `moved`). Unimplemented, before any value is computed, when a
+// node of the checked op itself does not land on the device (no kernel there
+// for the case's dtypes, or no such device): the case says nothing about it.
+StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed, const std::string& device = "");
 
 // Every registered case (filled once, on first use, by the families below).
 const std::vector<GradCheckCase>& AllGradCheckCases();

@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "towerflow/device/kernel_registry.h"
+
 namespace tw {
 
 Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* dst_device, Tensor* dst) {
@@ -26,49 +28,119 @@ Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* d
   return dst_device->CopyFromHost(host, dst);
 }
 
-Status PlanPartitioner::Connect(int producer, int output, int consumer, bool is_ref, ExecutorPlan::Input* input) {
+bool OutputInHostMemory(const ExecutorPlan::Item& item, int o) {
+  return item.device->host_memory() || (item.kernel_def != nullptr && item.kernel_def->HostMemoryOutput(o));
+}
+
+bool InputInHostMemory(const ExecutorPlan::Item& item, int i) {
+  return item.device->host_memory() || (item.kernel_def != nullptr && item.kernel_def->HostMemoryInput(i));
+}
+
+Device* PlanPartitioner::OutputMemory(int item, int o) const {
+  const ExecutorPlan::Item& it = plan_->items[static_cast<size_t>(item)];
+  return it.device->host_memory() || !OutputInHostMemory(it, o) ? it.device : host_device_;
+}
+
+Device* PlanPartitioner::InputMemory(int item, int i) const {
+  const ExecutorPlan::Item& it = plan_->items[static_cast<size_t>(item)];
+  return it.device->host_memory() || !InputInHostMemory(it, i) ? it.device : host_device_;
+}
+
+int PlanPartitioner::TransferItem(int producer, int output, Device* from, Device* to) {
   auto& items = plan_->items;
-  Device* src_device = items[static_cast<size_t>(producer)].device;
-  Device* dst_device = items[static_cast<size_t>(consumer)].device;
+  auto key = std::make_tuple(producer, output, static_cast<const Device*>(to));
+  auto it = transfers_.find(key);
+  if (it != transfers_.end()) return it->second;
+  ExecutorPlan::Item t;
+  t.node = items[static_cast<size_t>(producer)].node;
+  t.device = to;
+  t.transfer_from = from;
+  t.transfer_output = output;
+  t.entry_base = plan_->num_entries++;
+  ExecutorPlan::Input in;
+  in.entry = items[static_cast<size_t>(producer)].entry_base + output;
+  t.inputs.push_back(in);
+  t.initial_pending = 1;
+  const int transfer = static_cast<int>(items.size());
+  items.push_back(std::move(t));
+  items[static_cast<size_t>(producer)].successors.push_back(transfer);
+  transfers_.emplace(key, transfer);
+  return transfer;
+}
+
+Status PlanPartitioner::Connect(int producer, int output, int consumer, int consumer_input, bool is_ref,
+                                ExecutorPlan::Input* input) {
+  auto& items = plan_->items;
   input->is_ref = is_ref;
-  if (src_device == dst_device) {
-    input->entry = items[static_cast<size_t>(producer)].entry_base + output;
+  const ExecutorPlan::Item& src = items[static_cast<size_t>(producer)];
+  const ExecutorPlan::Item& dst = items[static_cast<size_t>(consumer)];
+  Device* from = OutputMemory(producer, output);
+  Device* to = InputMemory(consumer, consumer_input);
+  if (src.device == dst.device && from == to) {
+    input->entry = src.entry_base + output;
     items[static_cast<size_t>(producer)].successors.push_back(consumer);
     ++items[static_cast<size_t>(consumer)].initial_pending;
     return Status::OK();
   }
-  const Node* src_node = items[static_cast<size_t>(producer)].node;
-  const Node* dst_node = items[static_cast<size_t>(consumer)].node;
   if (is_ref) {
-    return errors::Internal("ref edge from ", src_node->DebugName(), " on ", src_device->name(), " to ",
-                            dst_node->DebugName(), " on ", dst_device->name(),
-                            " crosses devices; the placer should have colocated them");
+    return errors::Internal("ref edge from ", src.node->DebugName(), " on ", src.device->name(), " to ",
+                            dst.node->DebugName(), " on ", dst.device->name(),
+                            src.device != dst.device ? " crosses devices; the placer should have colocated them"
+                                       : " crosses memory types (host and device memory of one device)");
   }
-  auto key = std::make_tuple(producer, output, static_cast<const Device*>(dst_device));
-  auto it = transfers_.find(key);
-  int transfer;
-  if (it != transfers_.end()) {
-    transfer = it->second;
-  } else {
-    ExecutorPlan::Item t;
-    t.node = src_node;
-    t.device = dst_device;
-    t.transfer_from = src_device;
-    t.transfer_output = output;
-    t.entry_base = plan_->num_entries++;
-    ExecutorPlan::Input from;
-    from.entry = items[static_cast<size_t>(producer)].entry_base + output;
-    t.inputs.push_back(from);
-    t.initial_pending = 1;
-    transfer = static_cast<int>(items.size());
-    items.push_back(std::move(t));
-    items[static_cast<size_t>(producer)].successors.push_back(transfer);
-    transfers_.emplace(key, transfer);
+  // Host memory is one memory: a host-memory value of a GPU kernel feeds a CPU
+  // kernel on the host device directly. Between two host-memory devices the
+  // value is still copied, so that each device owns its tensors as a real one would.
+  if (from == to) {
+    input->entry = src.entry_base + output;
+    items[static_cast<size_t>(producer)].successors.push_back(consumer);
+    ++items[static_cast<size_t>(consumer)].initial_pending;
+    return Status::OK();
   }
+  const int transfer = TransferItem(producer, output, from, to);
   input->entry = items[static_cast<size_t>(transfer)].entry_base;
   items[static_cast<size_t>(transfer)].successors.push_back(consumer);
   ++items[static_cast<size_t>(consumer)].initial_pending;
   return Status::OK();
+}
+
+void PlanPartitioner::ConnectFeed(int feed, const Node* node, int output, int consumer, int consumer_input,
+                                  ExecutorPlan::Input* input) {
+  auto& items = plan_->items;
+  Device* to = InputMemory(consumer, consumer_input);
+  if (to->host_memory()) {
+    input->feed = feed;
+    return;
+  }
+  auto key = std::make_pair(feed, static_cast<const Device*>(to));
+  auto it = feed_transfers_.find(key);
+  int transfer;
+  if (it != feed_transfers_.end()) {
+    transfer = it->second;
+  } else {
+    ExecutorPlan::Item t;
+    t.node = node;
+    t.device = to;
+    t.transfer_from = host_device_;
+    t.transfer_output = output;
+    t.entry_base = plan_->num_entries++;
+    ExecutorPlan::Input in;
+    in.feed = feed;
+    t.inputs.push_back(in);
+    transfer = static_cast<int>(items.size());
+    items.push_back(std::move(t));
+    feed_transfers_.emplace(key, transfer);
+  }
+  input->entry = items[static_cast<size_t>(transfer)].entry_base;
+  items[static_cast<size_t>(transfer)].successors.push_back(consumer);
+  ++items[static_cast<size_t>(consumer)].initial_pending;
+}
+
+StatusOr<int> PlanPartitioner::HostEntry(int producer, int output) {
+  const ExecutorPlan::Item& src = plan_->items[static_cast<size_t>(producer)];
+  if (OutputInHostMemory(src, output)) return src.entry_base + output;
+  const int transfer = TransferItem(producer, output, src.device, host_device_);
+  return plan_->items[static_cast<size_t>(transfer)].entry_base;
 }
 
 }  // namespace tw

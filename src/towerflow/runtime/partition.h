@@ -11,8 +11,16 @@
 // device reads it under its lock, then copies.
 //
 // Copies between host-memory devices (CPU, fake GPU) are memcpys; a device
-// without host memory (CUDA, [cuda]) supplies Device::CopyFromHost/CopyToHost.
-// A single-device plan has no transfer items and pays nothing. Functions here are
+// without host memory (CUDA) supplies Device::CopyFromHost/CopyToHost.
+//
+// Memory types: on a device without host memory, a kernel may keep some
+// inputs and outputs in host memory (KernelDef::host_memory_inputs/outputs:
+// shape arguments, TF's int32-on-host values). Such a value lives "on the
+// host device" (the plan's client CPU device) as far as transfers go, so an
+// edge needs a copy when the producer's memory and the consumer's memory
+// differ, even on one device: a GPU Shape's host output feeds a GPU Reshape's
+// host shape input directly, and is copied to the GPU for a GPU Mul.
+// A single-device plan on host memory has no transfer items and pays nothing. Functions here are
 // thread-safe; PlanPartitioner is used by one thread building one plan.
 #ifndef TOWERFLOW_RUNTIME_PARTITION_H_
 #define TOWERFLOW_RUNTIME_PARTITION_H_
@@ -32,22 +40,50 @@ namespace tw {
 Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* dst_device, Tensor* dst);
 
 // Wires a plan's data edges, inserting transfer items for cross-device ones.
+// True when output `o` of `item` (a node item) is in host memory.
+bool OutputInHostMemory(const ExecutorPlan::Item& item, int o);
+// True when input `i` of `item` (a node item) must be in host memory.
+bool InputInHostMemory(const ExecutorPlan::Item& item, int i);
+
 class PlanPartitioner {
  public:
-  explicit PlanPartitioner(ExecutorPlan* plan) : plan_(plan) {}
+  // `host_device`: the client CPU device, where host-memory values of devices
+  // without host memory count as living.
+  PlanPartitioner(ExecutorPlan* plan, Device* host_device) : plan_(plan), host_device_(host_device) {}
 
   // Makes item `consumer` read output `output` of item `producer`: directly when
-  // both are on one device, else through the (shared) transfer item for that
-  // output and the consumer's device. Updates successors and pending counts.
-  // Internal error for a ref input across devices (the placer prevents it).
-  Status Connect(int producer, int output, int consumer, bool is_ref, ExecutorPlan::Input* input);
+  // both are on one device with one memory type, else through the (shared)
+  // transfer item for that output and the consumer's memory. Updates successors
+  // and pending counts. Internal error for a ref input across devices or memory
+  // types (the placer prevents the first; kernels never take refs in host memory).
+  // `consumer_input` is the input's index on the consumer.
+  Status Connect(int producer, int output, int consumer, int consumer_input, bool is_ref,
+                 ExecutorPlan::Input* input);
+  // Makes input `consumer_input` of item `consumer` read feed `feed` (a host
+  // tensor replacing output `output` of `node`): directly when that input is in
+  // host memory, else through a transfer to the consumer's device memory (one
+  // per feed and device, shared by its consumers there; a root of the plan).
+  void ConnectFeed(int feed, const Node* node, int output, int consumer, int consumer_input,
+                   ExecutorPlan::Input* input);
+  // The entry holding output `output` of `producer` in host memory, for a fetch:
+  // the output's own entry when it is in host memory, else a transfer to the host.
+  StatusOr<int> HostEntry(int producer, int output);
 
-  int num_transfers() const { return static_cast<int>(transfers_.size()); }
+  int num_transfers() const { return static_cast<int>(transfers_.size() + feed_transfers_.size()); }
 
  private:
+  // The device whose memory holds output `o` of `item`, and input `i` of it.
+  Device* OutputMemory(int item, int o) const;
+  Device* InputMemory(int item, int i) const;
+  // The transfer item copying (producer, output) from `from` into `to`, made once.
+  int TransferItem(int producer, int output, Device* from, Device* to);
+
   ExecutorPlan* plan_;
-  // (producer item, output, destination device) -> transfer item
+  Device* host_device_;
+  // (producer item, output, destination memory) -> transfer item
   std::map<std::tuple<int, int, const Device*>, int> transfers_;
+  // (feed, destination memory) -> transfer item
+  std::map<std::pair<int, const Device*>, int> feed_transfers_;
 };
 
 }  // namespace tw

@@ -36,6 +36,10 @@ Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_
   device_options.intra_op_threads = intra;
   device_options.num_cpu_devices = options_.num_cpu_devices;
   device_options.num_fake_gpus = options_.num_fake_gpus;
+  device_options.max_gpus = options_.max_gpus;
+  device_options.logical_gpus_per_gpu = options_.logical_gpus_per_gpu;
+  device_options.gpu_memory_limit_mb = options_.gpu_memory_limit_mb;
+  device_options.allow_tf32 = options_.allow_tf32;
   StatusOr<std::unique_ptr<DeviceSet>> devices = DeviceSet::Create(device_options);
   if (!devices.ok()) {
     // Bad options fail every Run; one CPU device keeps the session well formed.
@@ -185,6 +189,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     item.node = n;
     item.device = placed.device;
     TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, placed.device));
+    item.kernel_def = KernelRegistry::Global().Find(*n, placed.device->device_type());
     item.entry_base = plan->num_entries;
     plan->num_entries += n->num_outputs();
     item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
@@ -193,7 +198,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
   // Nodes are added in topological order (inputs exist before consumers), so
   // producers already have items. Edges between devices get transfer items,
   // appended after the node items.
-  PlanPartitioner partitioner(plan.get());
+  PlanPartitioner partitioner(plan.get(), device_set_->client_device());
   const int num_node_items = static_cast<int>(plan->items.size());
   for (int self = 0; self < num_node_items; ++self) {
     const Node* n = plan->items[static_cast<size_t>(self)].node;
@@ -204,11 +209,14 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
       src.is_ref = n->input_is_ref(i);
       auto f = feed_index.find(in);
       if (f != feed_index.end()) {
-        // Feeds are host tensors; every device has host memory for now. [cuda]:
-        // a feed into a device without host memory needs a transfer here.
-        src.feed = f->second;
+        // Feeds are host tensors: one going into device memory is copied there.
+        if (src.is_ref) {
+          src.feed = f->second;  // as before: the consumer reads the fed value
+        } else {
+          partitioner.ConnectFeed(f->second, in.node, in.index, self, i, &src);
+        }
       } else {
-        TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())], in.index, self,
+        TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())], in.index, self, i,
                                                src.is_ref, &src));
       }
     }
@@ -218,19 +226,20 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
       ++plan->items[static_cast<size_t>(self)].initial_pending;
     }
   }
-  plan->num_transfers = partitioner.num_transfers();
-  for (size_t i = 0; i < plan->items.size(); ++i) {
-    if (plan->items[i].initial_pending == 0) plan->roots.push_back(static_cast<int>(i));
-  }
+  // Fetches are host tensors: a value in device memory gets a transfer to the host.
   for (const Output& f : fetches) {
     ExecutorPlan::Input src;
     auto it = feed_index.find(f);
     if (it != feed_index.end()) {
       src.feed = it->second;
     } else {
-      src.entry = plan->items[static_cast<size_t>(item_of[static_cast<size_t>(f.node->id())])].entry_base + f.index;
+      TW_ASSIGN_OR_RETURN(src.entry, partitioner.HostEntry(item_of[static_cast<size_t>(f.node->id())], f.index));
     }
     plan->fetches.push_back(src);
+  }
+  plan->num_transfers = partitioner.num_transfers();
+  for (size_t i = 0; i < plan->items.size(); ++i) {
+    if (plan->items[i].initial_pending == 0) plan->roots.push_back(static_cast<int>(i));
   }
   plan->costs = std::make_shared<ExecutorPlan::Costs>(plan->items.size());
   return std::shared_ptr<const ExecutorPlan>(std::move(plan));

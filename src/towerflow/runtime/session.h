@@ -46,6 +46,14 @@ struct SessionOptions {
   // the CPU kernels of common math/nn/state ops (device/fake/fake_gpu.h). Real
   // GPUs come from the CUDA backend ([cuda]; CUDA_VISIBLE_DEVICES decides which).
   int num_fake_gpus = 0;
+  // Real GPUs (CUDA backend; device_set.h's DeviceOptions says more): at most
+  // `max_gpus` of the visible ones (-1: all), each split into
+  // `logical_gpus_per_gpu` devices of `gpu_memory_limit_mb` MiB (0: an even
+  // share of the free memory); `allow_tf32` lets cuBLAS use TF32 for float32.
+  int max_gpus = -1;
+  int logical_gpus_per_gpu = 1;
+  int64_t gpu_memory_limit_mb = 0;
+  bool allow_tf32 = false;
   // An op whose requested device cannot run it (no kernel for that type, or no
   // such device) goes to one that can, instead of failing.
   bool allow_soft_placement = false;

@@ -11,10 +11,25 @@
 namespace tw {
 namespace {
 
+// The allocator of fake GPU `index`, made once and kept for the process's life:
+// a tensor fetched from a fake GPU is that device's memory (host memory needs no
+// copy to the host), and it may outlive the Session and its devices, so the
+// allocator it returns its buffer to must outlive them too. Its byte count
+// spans sessions.
+Allocator* FakeGpuAllocator(int index) {
+  static std::mutex mu;
+  static auto* allocators = new std::vector<std::unique_ptr<Allocator>>();
+  std::lock_guard<std::mutex> lock(mu);
+  while (static_cast<int>(allocators->size()) <= index) {
+    allocators->push_back(NewHostAllocator("fake_gpu_" + std::to_string(allocators->size())));
+  }
+  return (*allocators)[static_cast<size_t>(index)].get();
+}
+
 class FakeGpuDevice final : public Device {
  public:
   FakeGpuDevice(int index, int intra_op_threads)
-      : Device(kDeviceGpu, index, NewHostAllocator("fake_gpu_" + std::to_string(index)), intra_op_threads) {}
+      : Device(kDeviceGpu, index, FakeGpuAllocator(index), intra_op_threads) {}
   std::string physical_description() const override {
     return "device: " + std::to_string(index()) + ", name: towerflow fake GPU (host memory)";
   }
@@ -24,12 +39,14 @@ class FakeGpuDeviceFactory final : public DeviceFactory {
  public:
   Status CreateDevices(const DeviceOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
     if (options.num_fake_gpus == 0) return Status::OK();
-    for (const auto& d : *devices) {
-      if (d->device_type() == kDeviceGpu) {
-        return errors::InvalidArgument("SessionOptions.num_fake_gpus = ", options.num_fake_gpus,
-                                       " but real GPUs exist (", d->name(),
-                                       "); fake GPUs are for machines without one");
-      }
+    // Where a CUDA GPU is visible, the "GPU" kernels are CUDA kernels
+    // (kernels/cuda_kernels.h) that a fake GPU cannot run, whether or not
+    // this session asked for the real GPUs (the CUDA factory makes none when
+    // fake ones are asked for).
+    if (const int real = VisibleCudaGpuCount(); real > 0) {
+      return errors::InvalidArgument("SessionOptions.num_fake_gpus = ", options.num_fake_gpus, " but ", real,
+                                     " CUDA GPU(s) are visible; fake GPUs are for machines without one "
+                                     "(hide the GPUs with CUDA_VISIBLE_DEVICES= to use fake ones)");
     }
     RegisterFakeGpuKernels(KernelRegistry::Global(), FakeGpuKernelOps());
     const int total = options.intra_op_threads > 0

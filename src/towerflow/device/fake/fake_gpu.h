@@ -2,12 +2,15 @@
 // CPU-only CI exercises GPU placement, soft placement, partitioning and towers
 // (SessionOptions::num_fake_gpus).
 //
-// Each fake GPU has its own counting allocator (so a test sees the bytes that
-// live "on the GPU") and its own intra-op pool. Its kernels are the CPU kernel
-// classes re-registered under device type "GPU" for a fixed list of common math,
-// nn, state and training ops (FakeGpuKernelOps); everything else (Placeholder,
-// string ops, DecodeRaw, queues, readers) has no fake-GPU kernel, which gives
-// soft placement something to decide. Thread-safe.
+// Each fake GPU index has its own counting allocator, so a test sees the bytes
+// that live "on the GPU" (one per index for the process's life: fetched tensors
+// may outlive the session), and each device its own intra-op pool. Its kernels
+// are the CPU kernel classes re-registered under device type "GPU" for a fixed
+// list of common math, nn, state and training ops (FakeGpuKernelOps);
+// everything else (Placeholder, string ops, DecodeRaw, queues, readers) has no
+// fake-GPU kernel, which gives soft placement something to decide. On a machine
+// with a CUDA GPU, fake GPUs are refused (the "GPU" kernels are CUDA kernels
+// there). Thread-safe.
 #ifndef TOWERFLOW_DEVICE_FAKE_FAKE_GPU_H_
 #define TOWERFLOW_DEVICE_FAKE_FAKE_GPU_H_
 

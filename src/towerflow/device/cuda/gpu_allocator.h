@@ -1,0 +1,58 @@
+// GpuAllocator: the memory of one logical GPU.
+//
+// Blocks come from the physical GPU's default memory pool with
+// cudaMallocAsync on the device's compute stream, and go back with
+// cudaFreeAsync on the same stream: allocation is stream-ordered (never a
+// cudaMalloc per op, never a device-wide synchronisation), and a block freed on
+// the host while queued kernels still use it is reused only by later work. The
+// pool keeps freed memory (release threshold: the limit) instead of returning
+// it to the driver at each synchronisation.
+//
+// Each logical GPU has a byte limit; a request past it, or one the pool cannot
+// serve, returns nullptr, which OpKernelContext turns into ResourceExhausted
+// naming the node, the shape and BytesInUse; Describe() adds the device, the
+// limit and the largest allocation so far for that message.
+//
+// Test aid: with TOWERFLOW_GPU_POISON=1 in the environment, every new block is
+// filled with 0xFF bytes (a float NaN) before use, so a kernel that leaves part
+// of its output unwritten fails its parity test. Thread-safe.
+#ifndef TOWERFLOW_DEVICE_CUDA_GPU_ALLOCATOR_H_
+#define TOWERFLOW_DEVICE_CUDA_GPU_ALLOCATOR_H_
+
+#include <atomic>
+#include <string>
+
+#include "towerflow/core/allocator.h"
+#include "towerflow/device/cuda/cuda_status.h"
+
+namespace tw {
+
+class GpuAllocator final : public Allocator {
+ public:
+  // `stream` is the compute stream blocks are ordered on; set by the device
+  // once it exists (set_stream), before the first allocation.
+  GpuAllocator(std::string name, int ordinal, size_t limit);
+  void set_stream(cudaStream_t stream) { stream_ = stream; }
+
+  std::string Name() const override { return name_; }
+  void* Allocate(size_t bytes) override;
+  void Deallocate(void* ptr, size_t bytes) override;
+  size_t BytesInUse() const override { return in_use_.load(std::memory_order_relaxed); }
+  size_t limit() const { return limit_; }
+  size_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
+  // "GPU:0 (ordinal 0): 1.2 GiB in use of a 70.0 GiB limit, peak 3.4 GiB"
+  std::string Describe() const;
+
+ private:
+  std::string name_;
+  int ordinal_;
+  size_t limit_;
+  bool poison_;
+  cudaStream_t stream_ = nullptr;
+  std::atomic<size_t> in_use_{0};
+  std::atomic<size_t> peak_{0};
+};
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_DEVICE_CUDA_GPU_ALLOCATOR_H_

@@ -1,0 +1,211 @@
+// GpuDevice (gpu_device.h): the streams, library handles and host copies of
+// one logical GPU.
+//
+// Ordering between streams uses events made for one use and destroyed at once
+// (WaitForStream): cudaStreamWaitEvent captures the event's pending record when
+// it is called, and cudaEventDestroy on a recorded event that has not completed
+// is legal (its resources go when the device completes it). A per-use event
+// needs no lock between the threads that copy at once; creating one costs
+// about a microsecond, small against the copy it orders.
+#include "towerflow/device/cuda/gpu_device.h"
+
+#include <cstdio>
+#include <cstring>
+
+#include "towerflow/core/logging.h"
+#include "towerflow/core/tensor.h"
+#include "towerflow/device/cuda/gpu_allocator.h"
+#include "towerflow/device/cuda/pinned_staging.h"
+
+namespace tw {
+namespace {
+
+// Idle pinned staging memory a device keeps for its next host-to-device copies.
+constexpr size_t kMaxIdleStagingBytes = size_t{256} << 20;
+
+// Makes `waiter` run what is queued on it later only after the work queued on
+// `producer` so far.
+Status WaitForStream(cudaStream_t waiter, cudaStream_t producer) {
+  cudaEvent_t event = nullptr;
+  TW_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+  Status s = [&]() -> Status {
+    TW_CUDA_RETURN_IF_ERROR(cudaEventRecord(event, producer));
+    TW_CUDA_RETURN_IF_ERROR(cudaStreamWaitEvent(waiter, event, 0));
+    return Status::OK();
+  }();
+  Status destroyed = CudaStatus(cudaEventDestroy(event), "cudaEventDestroy(event)", __FILE__, __LINE__);
+  return s.ok() ? destroyed : s;
+}
+
+}  // namespace
+
+GpuDevice::GpuDevice(const GpuDeviceConfig& config, std::unique_ptr<GpuAllocator> allocator)
+    : Device(kDeviceGpu, config.index, std::unique_ptr<Allocator>(std::move(allocator)), config.intra_op_threads),
+      config_(config),
+      gpu_allocator_(static_cast<GpuAllocator*>(this->allocator())) {}
+
+StatusOr<std::unique_ptr<GpuDevice>> GpuDevice::Create(const GpuDeviceConfig& config) {
+  auto allocator = std::make_unique<GpuAllocator>(StrCat("GPU:", config.index), config.ordinal, config.memory_limit);
+  std::unique_ptr<GpuDevice> device(new GpuDevice(config, std::move(allocator)));
+  Status s = device->Init();
+  if (!s.ok()) {
+    // The destructor releases what Init made before it failed.
+    return s.WithContext(StrCat("creating ", device->short_name(), " on CUDA device ", config.ordinal));
+  }
+  return StatusOr<std::unique_ptr<GpuDevice>>(std::move(device));
+}
+
+Status GpuDevice::Init() {
+  TW_RETURN_IF_ERROR(Activate());
+  cudaDeviceProp prop;
+  std::memset(&prop, 0, sizeof(prop));
+  TW_CUDA_RETURN_IF_ERROR(cudaGetDeviceProperties(&prop, config_.ordinal));
+  sm_count_ = prop.multiProcessorCount;
+  char pci[32];
+  std::snprintf(pci, sizeof(pci), "%04x:%02x:%02x.0", static_cast<unsigned>(prop.pciDomainID),
+                static_cast<unsigned>(prop.pciBusID), static_cast<unsigned>(prop.pciDeviceID));
+  prop.name[sizeof(prop.name) - 1] = '\0';
+  description_ = StrCat("device: ", config_.ordinal, ", name: ", static_cast<const char*>(prop.name),
+                        ", pci bus id: ", pci, ", compute capability: ", prop.major, ".", prop.minor);
+  if (config_.logical_count > 1) {
+    description_ += StrCat(", logical ", config_.logical_index + 1, " of ", config_.logical_count);
+  }
+
+  // Non-blocking streams do not synchronise with the legacy default stream
+  // (stream 0), which a library or a user's code may use.
+  TW_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&compute_stream_, cudaStreamNonBlocking));
+  TW_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&h2d_stream_, cudaStreamNonBlocking));
+  TW_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d2h_stream_, cudaStreamNonBlocking));
+  gpu_allocator_->set_stream(compute_stream_);
+
+  TW_CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas_));
+  TW_CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas_, compute_stream_));
+  // CUBLAS_DEFAULT_MATH computes float32 with at least float32's mantissa and
+  // exponent (no TF32): results match the CPU twin to float32 rounding.
+  // CUBLAS_TF32_TENSOR_OP_MATH lets single-precision routines round inputs to
+  // TF32 (10-bit mantissa) on tensor cores. CUBLAS_PEDANTIC_MATH would also
+  // forbid reduced-precision reductions and fast paths for every type, a mode
+  // for numerical studies, not for training.
+  TW_CUBLAS_RETURN_IF_ERROR(
+      cublasSetMathMode(cublas_, config_.allow_tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
+  TW_CUBLAS_RETURN_IF_ERROR(cublasLtCreate(&cublas_lt_));
+  TW_CUDNN_RETURN_IF_ERROR(cudnnCreate(&cudnn_));
+  TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(cudnn_, compute_stream_));
+  staging_ = std::make_unique<PinnedStagingPool>(kMaxIdleStagingBytes);
+  return Status::OK();
+}
+
+GpuDevice::~GpuDevice() {
+  auto log = [this](const Status& s) {
+    if (!s.ok()) TW_LOG(ERROR) << "destroying " << short_name() << ": " << s.ToString();
+  };
+  log(Activate());
+  for (cudaStream_t stream : {compute_stream_, h2d_stream_, d2h_stream_}) {
+    if (stream != nullptr) log(CudaStatus(cudaStreamSynchronize(stream), "cudaStreamSynchronize(stream)", __FILE__, __LINE__));
+  }
+  staging_.reset();  // no queued copy reads a block any more
+  if (cudnn_ != nullptr) log(CudnnStatus(cudnnDestroy(cudnn_), "cudnnDestroy(cudnn_)", __FILE__, __LINE__));
+  if (cublas_lt_ != nullptr) {
+    log(CublasStatus(cublasLtDestroy(cublas_lt_), "cublasLtDestroy(cublas_lt_)", __FILE__, __LINE__));
+  }
+  if (cublas_ != nullptr) log(CublasStatus(cublasDestroy(cublas_), "cublasDestroy(cublas_)", __FILE__, __LINE__));
+  for (cudaStream_t stream : {compute_stream_, h2d_stream_, d2h_stream_}) {
+    if (stream != nullptr) log(CudaStatus(cudaStreamDestroy(stream), "cudaStreamDestroy(stream)", __FILE__, __LINE__));
+  }
+  // A tensor that outlives its device (a programming error) is freed on the
+  // legacy default stream instead of a destroyed one.
+  gpu_allocator_->set_stream(nullptr);
+}
+
+Status GpuDevice::Activate() const {
+  TW_CUDA_RETURN_IF_ERROR(cudaSetDevice(config_.ordinal));
+  return Status::OK();
+}
+
+Status GpuDevice::CopyFromHost(const Tensor& host, Tensor* on_device) {
+  if (host.dtype() == kString) {
+    return errors::InvalidArgument("cannot copy string", host.shape().ToString(), " to ", name(),
+                                   ": no GPU kernel takes string tensors (keep string ops on the CPU)");
+  }
+  TW_RETURN_IF_ERROR(Activate());
+  StatusOr<Tensor> t = Tensor::Allocate(allocator(), host.dtype(), host.shape());
+  if (!t.ok()) return t.status().WithContext("copying to " + name());
+  const size_t bytes = host.TotalBytes();
+  if (bytes > 0) {
+    // Through a pinned block (pinned_staging.h): `host` has been read when
+    // this returns, so the caller may free or overwrite it.
+    StatusOr<PinnedStagingPool::Block*> staged = staging_->Acquire(bytes);
+    if (!staged.ok()) return staged.status().WithContext(StrCat("pinning ", bytes, " bytes to copy to ", name()));
+    PinnedStagingPool::Block* block = staged.value();
+    std::memcpy(block->data, host.raw_data(), bytes);
+    // The destination was allocated (stream-ordered) on the compute stream,
+    // whose earlier work may still use its memory: the copy waits for it.
+    Status s = WaitForStream(h2d_stream_, compute_stream_);
+    bool queued = false;
+    if (s.ok()) {
+      s = CudaStatus(cudaMemcpyAsync(t->raw_data(), block->data, bytes, cudaMemcpyHostToDevice, h2d_stream_),
+                     "cudaMemcpyAsync(HostToDevice)", __FILE__, __LINE__);
+      queued = s.ok();
+    }
+    Status released = staging_->Release(block, queued ? h2d_stream_ : nullptr);
+    if (s.ok()) s = released;
+    // Work queued on the compute stream from now on (consumers, and the
+    // stream-ordered free of the tensor) runs after the copy.
+    if (s.ok()) s = WaitForStream(compute_stream_, h2d_stream_);
+    if (!s.ok()) {
+      // The tensor's memory is freed on the compute stream when `t` goes: let
+      // a copy already queued finish writing it first.
+      if (queued) (void)cudaStreamSynchronize(h2d_stream_);
+      (void)cudaGetLastError();
+      return s.WithContext(StrCat("copying ", DataTypeName(host.dtype()), host.shape().ToString(), " to ", name()));
+    }
+  }
+  *on_device = std::move(t).value();
+  return Status::OK();
+}
+
+Status GpuDevice::CopyToHost(const Tensor& on_device, Tensor* host) {
+  if (on_device.dtype() == kString) {
+    return errors::InvalidArgument("cannot copy string", on_device.shape().ToString(), " from ", name(),
+                                   ": no GPU kernel makes string tensors");
+  }
+  TW_RETURN_IF_ERROR(Activate());
+  StatusOr<Tensor> t = Tensor::Allocate(CpuAllocator(), on_device.dtype(), on_device.shape());
+  if (!t.ok()) return t.status().WithContext("copying from " + name() + " to the host");
+  const size_t bytes = on_device.TotalBytes();
+  if (bytes > 0) {
+    Status s = WaitForStream(d2h_stream_, compute_stream_);
+    if (s.ok()) {
+      s = CudaStatus(cudaMemcpyAsync(t->raw_data(), on_device.raw_data(), bytes, cudaMemcpyDeviceToHost, d2h_stream_),
+                     "cudaMemcpyAsync(DeviceToHost)", __FILE__, __LINE__);
+    }
+    if (s.ok()) s = CudaStatus(cudaStreamSynchronize(d2h_stream_), "cudaStreamSynchronize(d2h)", __FILE__, __LINE__);
+    if (!s.ok()) {
+      // Kernels run asynchronously: a kernel's failure (an illegal address, a
+      // launch that ran out of resources) is reported by the next call that
+      // waits for the device, which is often this one.
+      return s.WithContext(StrCat("copying ", DataTypeName(on_device.dtype()), on_device.shape().ToString(), " from ",
+                                  name(), " to the host (the error may come from an earlier kernel queued on ",
+                                  short_name(), ")"));
+    }
+  }
+  *host = std::move(t).value();
+  return Status::OK();
+}
+
+Status GpuDevice::CopyOnDevice(const void* src, void* dst, size_t bytes) const {
+  if (bytes == 0) return Status::OK();
+  TW_RETURN_IF_ERROR(Activate());
+  TW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_stream_));
+  return Status::OK();
+}
+
+Status GpuDevice::Synchronize() const {
+  TW_RETURN_IF_ERROR(Activate());
+  TW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(compute_stream_));
+  TW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(h2d_stream_));
+  TW_CUDA_RETURN_IF_ERROR(cudaStreamSynchronize(d2h_stream_));
+  return Status::OK();
+}
+
+}  // namespace tw

@@ -1,0 +1,534 @@
+// GPU kernels of 2-D convolution (NHWC input, HWIO filter) through cuDNN 9's
+// legacy convolution API: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter,
+// float32 only. CPU twins: conv_kernels.cc (the geometry of im2col.h, and the
+// same attr, shape and size checks with the same messages).
+//
+// Filters. cuDNN takes filters as KCRS or KRSC only, never TF's HWIO
+// ([KH,KW,C,O]: output channel innermost; its filter descriptor has no
+// strides), so the filter is transposed on the GPU:
+// - TransposeKernel<T>: a grid-stride loop over the output elements of a 2-D
+//   transpose. HWIO read as a [KH*KW*C, O] matrix becomes KRSC = OHWI
+//   ([O, KH*KW*C]) before the forward and backward-data calls; the
+//   backward-filter result (KRSC) is transposed back to HWIO.
+// Padding. TF's SAME padding puts the odd unit of an odd total at the end
+// (bottom, right); cuDNN pads symmetrically. As TF does, an asymmetric case
+// pads the input explicitly: the input is copied into a buffer one row and/or
+// column larger (zeros at the end) and cuDNN pads pad_top / pad_left on both
+// sides; backward data computes the gradient of that padded input and crops.
+// - ResizeNhwcKernel<T>: a grid-stride loop over the output elements:
+//   out[n,y,x,c] = in[n,y,x,c] inside the input's extent, else 0 (pad and crop).
+//
+// Algorithms come from cudnnGetConvolution*Algorithm_v7 (heuristics, no timed
+// search): the candidates whose status is success, whose math type respects
+// allow_tf32, and whose workspace query succeeds within kMaxWorkspaceBytes, in
+// heuristic order (deterministic ones first for the backward passes). A plan
+// (descriptors and candidates) is cached per input and filter shape in the
+// kernel object, guarded by a mutex; a candidate the execution call refuses as
+// unsupported is dropped for the next one. Every cuDNN call runs under the
+// device's cuDNN lease with the handle's stream set to the compute stream;
+// workspaces come from allocate_temp.
+//
+// Precision. float32 uses CUDNN_FMA_MATH unless the device allows TF32 (then
+// the heuristics' math type, which may use TF32 tensor cores). No float64:
+// cuDNN does not promise double-precision engines for NHWC tensors with NHWC
+// filters (PyTorch turns channels-last off for float64 for that reason), so
+// double convolutions stay on the CPU twin (soft placement) rather than on a
+// path that might fail on the GPU.
+#include <algorithm>
+#include <array>
+#include <climits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "towerflow/device/cuda/gpu_kernel_util.h"
+#include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/im2col.h"
+#include "towerflow/kernels/internal/cuda_device_util.cuh"
+
+namespace tw {
+namespace {
+
+using conv::ConvGeometry;
+using cuda_util::GridThreadCount;
+using cuda_util::GridThreadIndex;
+
+// Larger workspaces are skipped (another candidate needs less): 1 GiB.
+constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
+
+template <typename T>
+__global__ void TransposeKernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols) {
+  const int64_t total = rows * cols;
+  for (int64_t i = GridThreadIndex(); i < total; i += GridThreadCount()) {
+    out[i] = in[(i % rows) * cols + i / rows];  // out is [cols, rows]
+  }
+}
+
+template <typename T>
+__global__ void ResizeNhwcKernel(const T* __restrict__ in, T* __restrict__ out, int64_t n, int64_t in_h,
+                                 int64_t in_w, int64_t out_h, int64_t out_w, int64_t c) {
+  const int64_t total = n * out_h * out_w * c;
+  for (int64_t i = GridThreadIndex(); i < total; i += GridThreadCount()) {
+    const int64_t ch = i % c;
+    int64_t t = i / c;
+    const int64_t x = t % out_w;
+    t /= out_w;
+    const int64_t y = t % out_h;
+    const int64_t b = t / out_h;
+    out[i] = y < in_h && x < in_w ? in[((b * in_h + y) * in_w + x) * c + ch] : T(0);
+  }
+}
+
+// [rows, cols] -> [cols, rows].
+template <typename T>
+Status LaunchTranspose(const GpuDevice& gpu, const T* in, T* out, int64_t rows, int64_t cols) {
+  const LaunchShape s = LaunchShapeFor(rows * cols, gpu);
+  TransposeKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, rows, cols);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+// [n, in_h, in_w, c] -> [n, out_h, out_w, c], cropping or zero-padding at the end.
+template <typename T>
+Status LaunchResizeNhwc(const GpuDevice& gpu, const T* in, T* out, int64_t n, int64_t in_h, int64_t in_w,
+                        int64_t out_h, int64_t out_w, int64_t c) {
+  const LaunchShape s = LaunchShapeFor(n * out_h * out_w * c, gpu);
+  ResizeNhwcKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, n, in_h, in_w, out_h, out_w, c);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+// ---- cuDNN descriptors and plans --------------------------------------------
+
+struct TensorDesc {
+  cudnnTensorDescriptor_t d = nullptr;
+  ~TensorDesc() {
+    if (d != nullptr) cudnnDestroyTensorDescriptor(d);
+  }
+};
+struct FilterDesc {
+  cudnnFilterDescriptor_t d = nullptr;
+  ~FilterDesc() {
+    if (d != nullptr) cudnnDestroyFilterDescriptor(d);
+  }
+};
+struct ConvDesc {
+  cudnnConvolutionDescriptor_t d = nullptr;
+  ~ConvDesc() {
+    if (d != nullptr) cudnnDestroyConvolutionDescriptor(d);
+  }
+};
+
+enum class Direction { kForward, kBackwardData, kBackwardFilter };
+
+struct Candidate {
+  int algo;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, by direction
+  cudnnMathType_t math;
+  size_t workspace_bytes;
+};
+
+// Descriptors of one convolution shape: x is the (padded) input, y the output
+// (out_backprop), w the KRSC filter.
+struct ConvPlan {
+  TensorDesc x, y;
+  FilterDesc w;
+  ConvDesc conv;
+  std::vector<Candidate> candidates;
+  size_t next = 0;  // the first candidate cuDNN has not refused
+};
+
+bool NotSupported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
+
+// Appends the usable candidates of a heuristic query (see the file comment).
+template <typename Perf, typename Query, typename WorkspaceSize>
+Status CollectCandidates(int max_count, bool allow_tf32, bool deterministic_first,
+                         cudnnConvolutionDescriptor_t conv, Query&& query, WorkspaceSize&& workspace_size,
+                         std::vector<Candidate>* out) {
+  std::vector<Perf> perf(static_cast<size_t>(std::max(max_count, 1)));
+  int returned = 0;
+  TW_CUDNN_RETURN_IF_ERROR(query(static_cast<int>(perf.size()), &returned, perf.data()));
+  perf.resize(static_cast<size_t>(std::clamp(returned, 0, static_cast<int>(perf.size()))));
+  if (deterministic_first) {
+    std::stable_partition(perf.begin(), perf.end(),
+                          [](const Perf& p) { return p.determinism == CUDNN_DETERMINISTIC; });
+  }
+  for (const Perf& p : perf) {
+    if (p.status != CUDNN_STATUS_SUCCESS) continue;
+    // ALLOW_CONVERSION may round float32 inputs to half: never. TENSOR_OP:
+    // TF32 for float32, only where the device allows it.
+    if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
+    if (p.mathType == CUDNN_TENSOR_OP_MATH && !allow_tf32) continue;
+    const cudnnMathType_t math = allow_tf32 ? p.mathType : CUDNN_FMA_MATH;
+    if (cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS) continue;
+    size_t bytes = 0;
+    if (workspace_size(p.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxWorkspaceBytes) continue;
+    out->push_back(Candidate{static_cast<int>(p.algo), math, bytes});
+  }
+  return Status::OK();
+}
+
+// Fills `p` for geometry g with the input padded to hp x wp.
+Status BuildPlan(cudnnHandle_t h, const ConvGeometry& g, int64_t hp, int64_t wp, Direction dir,
+                 bool allow_tf32, ConvPlan* p) {
+  auto i32 = [](int64_t v) { return static_cast<int>(v); };
+  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&p->x.d));
+  TW_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(p->x.d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i32(g.n),
+                                                      i32(g.c), i32(hp), i32(wp)));
+  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&p->w.d));
+  TW_CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(p->w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i32(g.o),
+                                                      i32(g.c), i32(g.kh), i32(g.kw)));
+  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&p->conv.d));
+  TW_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(p->conv.d, i32(g.pad_top), i32(g.pad_left),
+                                                           i32(g.sh), i32(g.sw), 1, 1,
+                                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
+  TW_CUDNN_RETURN_IF_ERROR(
+      cudnnSetConvolutionMathType(p->conv.d, allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+  int on = 0, oc = 0, oh = 0, ow = 0;
+  TW_CUDNN_RETURN_IF_ERROR(
+      cudnnGetConvolution2dForwardOutputDim(p->conv.d, p->x.d, p->w.d, &on, &oc, &oh, &ow));
+  if (on != g.n || oc != g.o || oh != g.oh || ow != g.ow) {
+    return errors::Internal("cuDNN's output shape [", on, ",", oh, ",", ow, ",", oc, "] differs from TF's ",
+                            g.output_shape().ToString(), " for input ", g.input_shape().ToString(),
+                            " and filter ", g.filter_shape().ToString());
+  }
+  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&p->y.d));
+  TW_CUDNN_RETURN_IF_ERROR(
+      cudnnSetTensor4dDescriptor(p->y.d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, on, oc, oh, ow));
+  int count = 0;
+  switch (dir) {
+    case Direction::kForward:
+      TW_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
+      TW_RETURN_IF_ERROR(CollectCandidates<cudnnConvolutionFwdAlgoPerf_t>(
+          count, allow_tf32, false, p->conv.d,
+          [&](int n, int* r, cudnnConvolutionFwdAlgoPerf_t* out) {
+            return cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.d, p->w.d, p->conv.d, p->y.d, n, r, out);
+          },
+          [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionForwardWorkspaceSize(h, p->x.d, p->w.d, p->conv.d, p->y.d, a, bytes);
+          },
+          &p->candidates));
+      break;
+    case Direction::kBackwardData:
+      TW_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
+      TW_RETURN_IF_ERROR(CollectCandidates<cudnnConvolutionBwdDataAlgoPerf_t>(
+          count, allow_tf32, true, p->conv.d,
+          [&](int n, int* r, cudnnConvolutionBwdDataAlgoPerf_t* out) {
+            return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.d, p->y.d, p->conv.d, p->x.d, n, r,
+                                                               out);
+          },
+          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.d, p->y.d, p->conv.d, p->x.d, a,
+                                                                bytes);
+          },
+          &p->candidates));
+      break;
+    case Direction::kBackwardFilter:
+      TW_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
+      TW_RETURN_IF_ERROR(CollectCandidates<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          count, allow_tf32, true, p->conv.d,
+          [&](int n, int* r, cudnnConvolutionBwdFilterAlgoPerf_t* out) {
+            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.d, p->y.d, p->conv.d, p->w.d, n, r,
+                                                                 out);
+          },
+          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
+            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.d, p->y.d, p->conv.d, p->w.d, a,
+                                                                  bytes);
+          },
+          &p->candidates));
+      break;
+  }
+  return Status::OK();
+}
+
+// ---- OpKernels ---------------------------------------------------------------
+
+// The CPU twin's attr checks; the shape checks, the plan cache, and the steps
+// the three kernels share (filter transpose, explicit padding, running a plan).
+class ConvGpuKernelBase : public OpKernel {
+ public:
+  ConvGpuKernelBase(OpKernelConstruction* c, Direction dir) : OpKernel(c), dir_(dir) {
+    std::string padding;
+    TW_OP_REQUIRES_OK(c, c->GetAttr("strides", &strides_));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("padding", &padding));
+    TW_OP_REQUIRES(
+        c,
+        strides_.size() == 4 && strides_[0] == 1 && strides_[3] == 1 && strides_[1] >= 1 && strides_[2] >= 1,
+        errors::InvalidArgument("attr 'strides' must be [1, h, w, 1] with h, w >= 1, got ",
+                                PartialShape(strides_).ToString()));
+    TW_OP_REQUIRES(
+        c, padding == "SAME" || padding == "VALID",
+        errors::InvalidArgument("attr 'padding' must be \"SAME\" or \"VALID\", got \"", padding, "\""));
+    same_ = padding == "SAME";
+  }
+
+ protected:
+  StatusOr<ConvGeometry> Geometry(const TensorShape& input, const TensorShape& filter) const {
+    TW_ASSIGN_OR_RETURN(ConvGeometry g,
+                        conv::MakeGeometry(node().op().c_str(), input, filter, strides_, same_));
+    // The CPU twin's 32-bit limit (BLAS's there, cuDNN's descriptors here),
+    // plus the batch size and strides, which cuDNN takes as int too.
+    if (std::max({g.rows(), g.k(), g.o, g.h * g.w}) > INT32_MAX / 2 || g.n > INT32_MAX || g.sh > INT32_MAX ||
+        g.sw > INT32_MAX) {
+      return errors::InvalidArgument(node().op(), ": input ", input.ToString(), " and filter ",
+                                     filter.ToString(), " exceed cuDNN's 32-bit sizes");
+    }
+    return g;
+  }
+  static StatusOr<TensorShape> SizesInput(OpKernelContext* ctx, int i) {
+    const Tensor& t = ctx->input(i);
+    if (t.dtype() != kInt32 || t.rank() != 1 || t.NumElements() != 4) {
+      return errors::InvalidArgument(ctx->node().op(), ": input ", i, " must be 4 int32 sizes, got ",
+                                     t.DebugString());
+    }
+    const int32_t* p = t.data<int32_t>();
+    return TensorShape::Make({p[0], p[1], p[2], p[3]});
+  }
+  static Status CheckBackprop(OpKernelContext* ctx, const ConvGeometry& g) {
+    const TensorShape& dy = ctx->input(2).shape();
+    if (dy != g.output_shape()) {
+      return errors::InvalidArgument(ctx->node().op(), ": out_backprop has shape ", dy.ToString(),
+                                     " but the convolution of input ", g.input_shape().ToString(),
+                                     " by filter ", g.filter_shape().ToString(), " gives ",
+                                     g.output_shape().ToString());
+    }
+    return Status::OK();
+  }
+  static Status Zero(const GpuDevice& gpu, Tensor* t) {
+    TW_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), gpu.stream()));
+    return Status::OK();
+  }
+
+  // Extra rows / columns at the end of the input when SAME's total padding is
+  // odd (0 or 1 each): cuDNN then pads pad_top / pad_left on both sides.
+  static int64_t ExtraEnd(int64_t in, int64_t k, int64_t stride, int64_t out, int64_t pad_before) {
+    return std::max<int64_t>(0, (out - 1) * stride + k - in) - 2 * pad_before;
+  }
+  struct Padded {
+    int64_t h, w;
+    bool asymmetric;
+  };
+  Padded PaddedInput(const ConvGeometry& g) const {
+    const int64_t eh = same_ ? ExtraEnd(g.h, g.kh, g.sh, g.oh, g.pad_top) : 0;
+    const int64_t ew = same_ ? ExtraEnd(g.w, g.kw, g.sw, g.ow, g.pad_left) : 0;
+    return Padded{g.h + eh, g.w + ew, eh > 0 || ew > 0};
+  }
+  // The input itself, or its copy padded with zeros at the end into *storage.
+  static StatusOr<const float*> PadInput(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g,
+                                         const Padded& p, const Tensor& input, Tensor* storage) {
+    if (!p.asymmetric) return input.data<float>();
+    TW_RETURN_IF_ERROR(ctx->allocate_temp(kFloat32, TensorShape{g.n, p.h, p.w, g.c}, storage));
+    TW_RETURN_IF_ERROR(
+        LaunchResizeNhwc(gpu, input.data<float>(), storage->data<float>(), g.n, g.h, g.w, p.h, p.w, g.c));
+    return static_cast<const float*>(storage->data<float>());
+  }
+  // The HWIO filter as KRSC in a temp tensor.
+  static Status FilterToKrsc(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g,
+                             const Tensor& filter, Tensor* krsc) {
+    TW_RETURN_IF_ERROR(ctx->allocate_temp(kFloat32, TensorShape{g.o, g.kh, g.kw, g.c}, krsc));
+    return LaunchTranspose(gpu, filter.data<float>(), krsc->data<float>(), g.k(), g.o);
+  }
+
+  // The cached plan for g. REQUIRES: `h` is the leased handle of this kernel's device.
+  StatusOr<ConvPlan*> PlanFor(cudnnHandle_t h, const GpuDevice& gpu, const ConvGeometry& g, const Padded& p) {
+    const std::array<int64_t, 7> key = {g.n, g.h, g.w, g.c, g.kh, g.kw, g.o};
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = plans_.find(key);
+    if (it != plans_.end()) return it->second.get();
+    auto plan = std::make_unique<ConvPlan>();
+    TW_RETURN_IF_ERROR(BuildPlan(h, g, p.h, p.w, dir_, gpu.allow_tf32(), plan.get()));
+    ConvPlan* raw = plan.get();
+    plans_.emplace(key, std::move(plan));
+    return raw;
+  }
+
+  // Runs call(algo, workspace, bytes) for the plan's first candidate cuDNN
+  // accepts. REQUIRES: the device's cuDNN lease is held (it guards plan->next
+  // and the descriptor's math type).
+  template <typename Call>
+  Status RunPlan(OpKernelContext* ctx, ConvPlan* plan, const ConvGeometry& g, const char* call_name,
+                 Call&& call) {
+    cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
+    for (; plan->next < plan->candidates.size(); ++plan->next) {
+      const Candidate& c = plan->candidates[plan->next];
+      TW_CUDNN_RETURN_IF_ERROR(cudnnSetConvolutionMathType(plan->conv.d, c.math));
+      Tensor workspace;
+      if (c.workspace_bytes > 0) {
+        TW_RETURN_IF_ERROR(
+            ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(c.workspace_bytes)}, &workspace));
+      }
+      last = call(c.algo, workspace.raw_data(), c.workspace_bytes);
+      if (!NotSupported(last)) return CudnnStatus(last, call_name, __FILE__, __LINE__);
+    }
+    return errors::Internal(node().op(), ": cuDNN has no algorithm for input ", g.input_shape().ToString(),
+                            ", filter ", g.filter_shape().ToString(), ", strides ",
+                            PartialShape(strides_).ToString(), " (last status ", cudnnGetErrorString(last),
+                            ")");
+  }
+
+  std::vector<int64_t> strides_;
+  bool same_ = true;
+
+ private:
+  const Direction dir_;
+  std::mutex mu_;
+  std::map<std::array<int64_t, 7>, std::unique_ptr<ConvPlan>> plans_;  // guarded by mu_
+};
+
+class Conv2DGpuOp : public ConvGpuKernelBase {
+ public:
+  explicit Conv2DGpuOp(OpKernelConstruction* c) : ConvGpuKernelBase(c, Direction::kForward) {}
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    auto geo = Geometry(ctx->input(0).shape(), ctx->input(1).shape());
+    TW_OP_REQUIRES_OK(ctx, geo.status());
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->output_shape(), &out));
+    if (out->NumElements() == 0) return;
+    if (geo->k() == 0) {  // an empty sum
+      TW_OP_REQUIRES_OK(ctx, Zero(*gpu, out));
+      return;
+    }
+    TW_OP_REQUIRES_OK(ctx, Run(ctx, *gpu, *geo, out));
+  }
+
+ private:
+  Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g, Tensor* out) {
+    Tensor w, x_storage;
+    TW_RETURN_IF_ERROR(FilterToKrsc(ctx, gpu, g, ctx->input(1), &w));
+    const Padded p = PaddedInput(g);
+    TW_ASSIGN_OR_RETURN(const float* x, PadInput(ctx, gpu, g, p, ctx->input(0), &x_storage));
+    GpuDevice::CudnnLease lease = gpu.cudnn();
+    TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(lease.get(), gpu.stream()));
+    TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
+    const float one = 1, zero = 0;
+    return RunPlan(ctx, plan, g, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
+      return cudnnConvolutionForward(lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(),
+                                     plan->conv.d, static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes,
+                                     &zero, plan->y.d, out->data<float>());
+    });
+  }
+};
+
+class Conv2DBackpropInputGpuOp : public ConvGpuKernelBase {
+ public:
+  explicit Conv2DBackpropInputGpuOp(OpKernelConstruction* c)
+      : ConvGpuKernelBase(c, Direction::kBackwardData) {}
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    auto sizes = SizesInput(ctx, 0);
+    TW_OP_REQUIRES_OK(ctx, sizes.status());
+    auto geo = Geometry(*sizes, ctx->input(1).shape());
+    TW_OP_REQUIRES_OK(ctx, geo.status());
+    TW_OP_REQUIRES_OK(ctx, CheckBackprop(ctx, *geo));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *sizes, &out));
+    if (out->NumElements() == 0) return;
+    // No output channel, no tap or no output position: nothing flows back.
+    if (geo->o == 0 || geo->kh == 0 || geo->kw == 0 || geo->rows() == 0) {
+      TW_OP_REQUIRES_OK(ctx, Zero(*gpu, out));
+      return;
+    }
+    TW_OP_REQUIRES_OK(ctx, Run(ctx, *gpu, *geo, out));
+  }
+
+ private:
+  Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g, Tensor* out) {
+    Tensor w, dx_padded;
+    TW_RETURN_IF_ERROR(FilterToKrsc(ctx, gpu, g, ctx->input(1), &w));
+    const Padded p = PaddedInput(g);
+    float* dx = out->data<float>();
+    if (p.asymmetric) {  // the gradient of the padded input, cropped below
+      TW_RETURN_IF_ERROR(ctx->allocate_temp(kFloat32, TensorShape{g.n, p.h, p.w, g.c}, &dx_padded));
+      dx = dx_padded.data<float>();
+    }
+    {
+      GpuDevice::CudnnLease lease = gpu.cudnn();
+      TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(lease.get(), gpu.stream()));
+      TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
+      const float one = 1, zero = 0;
+      const float* dy = ctx->input(2).data<float>();
+      TW_RETURN_IF_ERROR(
+          RunPlan(ctx, plan, g, "cudnnConvolutionBackwardData", [&](int algo, void* ws, size_t bytes) {
+            return cudnnConvolutionBackwardData(
+                lease.get(), &one, plan->w.d, w.data<float>(), plan->y.d, dy, plan->conv.d,
+                static_cast<cudnnConvolutionBwdDataAlgo_t>(algo), ws, bytes, &zero, plan->x.d, dx);
+          }));
+    }
+    if (!p.asymmetric) return Status::OK();
+    return LaunchResizeNhwc(gpu, static_cast<const float*>(dx), out->data<float>(), g.n, p.h, p.w, g.h, g.w,
+                            g.c);
+  }
+};
+
+class Conv2DBackpropFilterGpuOp : public ConvGpuKernelBase {
+ public:
+  explicit Conv2DBackpropFilterGpuOp(OpKernelConstruction* c)
+      : ConvGpuKernelBase(c, Direction::kBackwardFilter) {}
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    auto sizes = SizesInput(ctx, 1);
+    TW_OP_REQUIRES_OK(ctx, sizes.status());
+    auto geo = Geometry(ctx->input(0).shape(), *sizes);
+    TW_OP_REQUIRES_OK(ctx, geo.status());
+    TW_OP_REQUIRES_OK(ctx, CheckBackprop(ctx, *geo));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *sizes, &out));
+    if (out->NumElements() == 0) return;
+    if (geo->n * geo->rows() == 0) {  // no output position: an empty sum
+      TW_OP_REQUIRES_OK(ctx, Zero(*gpu, out));
+      return;
+    }
+    TW_OP_REQUIRES_OK(ctx, Run(ctx, *gpu, *geo, out));
+  }
+
+ private:
+  Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g, Tensor* out) {
+    Tensor x_storage, dw_krsc;
+    const Padded p = PaddedInput(g);
+    TW_ASSIGN_OR_RETURN(const float* x, PadInput(ctx, gpu, g, p, ctx->input(0), &x_storage));
+    TW_RETURN_IF_ERROR(ctx->allocate_temp(kFloat32, TensorShape{g.o, g.kh, g.kw, g.c}, &dw_krsc));
+    {
+      GpuDevice::CudnnLease lease = gpu.cudnn();
+      TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(lease.get(), gpu.stream()));
+      TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
+      const float one = 1, zero = 0;
+      const float* dy = ctx->input(2).data<float>();
+      float* dw = dw_krsc.data<float>();
+      TW_RETURN_IF_ERROR(
+          RunPlan(ctx, plan, g, "cudnnConvolutionBackwardFilter", [&](int algo, void* ws, size_t bytes) {
+            return cudnnConvolutionBackwardFilter(
+                lease.get(), &one, plan->x.d, x, plan->y.d, dy, plan->conv.d,
+                static_cast<cudnnConvolutionBwdFilterAlgo_t>(algo), ws, bytes, &zero, plan->w.d, dw);
+          }));
+    }
+    return LaunchTranspose(gpu, static_cast<const float*>(dw_krsc.data<float>()), out->data<float>(), g.o,
+                           g.k());
+  }
+};
+
+template <typename Kernel>
+KernelDef GpuKernel(const char* op, std::vector<int> host_inputs) {
+  return KernelDef{
+      op,
+      kDeviceGpu,
+      "T",
+      {kFloat32},
+      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<Kernel>(c); },
+      std::move(host_inputs),
+      {}};
+}
+
+}  // namespace
+
+void RegisterConvCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
+  target.Register(GpuKernel<Conv2DGpuOp>("Conv2D", {}));
+  // input_sizes / filter_sizes are shapes the kernels read on the host.
+  target.Register(GpuKernel<Conv2DBackpropInputGpuOp>("Conv2DBackpropInput", {0}));
+  target.Register(GpuKernel<Conv2DBackpropFilterGpuOp>("Conv2DBackpropFilter", {1}));
+}
+
+}  // namespace tw

@@ -1,0 +1,50 @@
+// The CUDA kernels' registration (builds with TOWERFLOW_CUDA only).
+//
+// GPU kernels register under device type "GPU" only when a GPU is visible
+// (EnsureKernelsRegistered checks VisibleCudaGpuCount()): on a machine without
+// one, the test-only fake GPU (device/fake/) owns the "GPU" kernels instead.
+// `towerflow ops` and the twin test register them into a registry of their own
+// to list and check them without a GPU.
+//
+// Each family lives in its *_cuda.cu (or *_cuda.cc for library-only kernels)
+// file next to its CPU twin and exports one function here. `cpu` is the
+// registry holding the CPU kernels (KernelRegistry::Global() once
+// EnsureKernelsRegistered has run): families that run a CPU kernel class on a
+// GPU device with all its arguments in host memory (TF's int32-on-host kernels,
+// Shape) or that only forward buffers (Identity, Reshape) copy its KernelDefs
+// with RegisterCpuKernelOnGpu.
+#ifndef TOWERFLOW_KERNELS_CUDA_KERNELS_H_
+#define TOWERFLOW_KERNELS_CUDA_KERNELS_H_
+
+#include <string>
+#include <vector>
+
+#include "towerflow/device/kernel_registry.h"
+
+namespace tw {
+
+// Every CUDA kernel family below, in order.
+void RegisterCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+
+void RegisterCwiseCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterNnCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterTrainingCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterStateCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterMatMulCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterReductionCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterConvCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterPoolCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+
+// Registers under "GPU" a copy of each CPU KernelDef of `op` whose dtype is in
+// `types` (all of them when empty), with the given inputs and outputs in host
+// memory. For kernels that read no device memory: pass-through kernels
+// (Identity, Reshape: outputs share the input's buffer), and CPU kernels whose
+// every argument is in host memory. Does nothing when `op` has no CPU kernel.
+void RegisterCpuKernelOnGpu(KernelRegistry& target, const KernelRegistry& cpu, const std::string& op,
+                            std::vector<DataType> types, std::vector<int> host_inputs,
+                            std::vector<int> host_outputs);
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_KERNELS_CUDA_KERNELS_H_

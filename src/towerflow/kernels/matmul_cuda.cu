@@ -1,0 +1,139 @@
+// GPU kernel of MatMul (float, double). No CUDA kernel of its own: one cuBLAS
+// GEMM (cublasGemmEx) per call on the device's compute stream, or a
+// cudaMemsetAsync for an empty sum (k == 0). CPU reference: matmul_kernels.cc
+// (OpenBLAS sgemm / dgemm on row-major operands).
+//
+// Row-major operands through a column-major library: a row-major [r, c] matrix
+// is, byte for byte, the column-major [c, r] matrix, its transpose. So instead
+// of C = op(A) op(B) (row-major) cuBLAS computes C^T = op(B)^T op(A)^T
+// (column-major) with the operands swapped: its "A" is our B (leading
+// dimension b.dim(1), transposed when transpose_b), its "B" is our A (leading
+// dimension a.dim(1), transposed when transpose_a), and its [n, m] column-major
+// result is our [m, n] row-major C with leading dimension n.
+//
+// Precision: float32 uses CUBLAS_COMPUTE_32F (full float32 arithmetic) unless
+// the device allows TF32 (SessionOptions.allow_tf32), when it is
+// CUBLAS_COMPUTE_32F_FAST_TF32: inputs rounded to TF32's 10-bit mantissa on
+// tensor cores, float32 accumulation. The handle's math mode must agree: the
+// device sets CUBLAS_TF32_TENSOR_OP_MATH exactly when TF32 is allowed (that
+// mode would let cuBLAS use TF32 for CUBLAS_COMPUTE_32F too) and
+// CUBLAS_DEFAULT_MATH otherwise. double always uses CUBLAS_COMPUTE_64F.
+//
+// Handle, stream and workspace: gpu->cublas() is bound to the compute stream
+// by the device and used here as it is: cuBLAS calls on one handle are
+// thread-safe, so executor threads may enqueue GEMMs on it at once, as long as
+// nobody changes the handle's configuration. That is why this kernel never
+// calls cublasSetStream (which also resets the workspace) nor
+// cublasSetWorkspace: a workspace set per call from our stream-ordered pool
+// would be handle state shared by all threads, and one thread's GEMM could run
+// with another's workspace after that one was freed. cuBLAS therefore uses the
+// default workspace pool it allocated when the handle was created (plain
+// device memory outside the GpuAllocator pool, so not counted in the device's
+// memory limit: a few MiB per handle, more on Hopper); every GEMM of the
+// handle runs on one stream, so they use it one after another. alpha and beta
+// are host scalars: the handle must keep CUBLAS_POINTER_MODE_HOST (the default).
+#include <algorithm>
+#include <climits>
+
+#include "towerflow/device/cuda/gpu_kernel_util.h"
+#include "towerflow/kernels/cuda_kernels.h"
+
+namespace tw {
+namespace {
+
+template <typename T>
+struct GemmTypes;
+template <>
+struct GemmTypes<float> {
+  static constexpr cudaDataType_t kData = CUDA_R_32F;
+  static cublasComputeType_t Compute(const GpuDevice& gpu) {
+    return gpu.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  }
+};
+template <>
+struct GemmTypes<double> {
+  static constexpr cudaDataType_t kData = CUDA_R_64F;
+  static cublasComputeType_t Compute(const GpuDevice&) { return CUBLAS_COMPUTE_64F; }
+};
+
+// Queues c[m, n] = op(a) op(b) (row-major, op = transpose when ta / tb) on the
+// compute stream. REQUIRES: m, n, k in [1, INT_MAX]; lda, ldb the row lengths
+// of a and b as stored. Returns the cuBLAS status as a Status (Internal, or
+// ResourceExhausted when cuBLAS cannot allocate).
+template <typename T>
+Status Gemm(const GpuDevice& gpu, bool ta, bool tb, int64_t m, int64_t n, int64_t k, const T* a, int64_t lda,
+            const T* b, int64_t ldb, T* c) {
+  const T alpha = T(1), beta = T(0);
+  constexpr cudaDataType_t kType = GemmTypes<T>::kData;
+  TW_CUBLAS_RETURN_IF_ERROR(
+      cublasGemmEx(gpu.cublas(), tb ? CUBLAS_OP_T : CUBLAS_OP_N, ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                   static_cast<int>(n), static_cast<int>(m), static_cast<int>(k), &alpha, b, kType,
+                   static_cast<int>(ldb), a, kType, static_cast<int>(lda), &beta, c, kType,
+                   static_cast<int>(n), GemmTypes<T>::Compute(gpu), CUBLAS_GEMM_DEFAULT));
+  return Status::OK();
+}
+
+template <typename T>
+class MatMulGpuOp : public OpKernel {
+ public:
+  explicit MatMulGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+    TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_a", &ta_));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_b", &tb_));
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& a = ctx->input(0);
+    const Tensor& b = ctx->input(1);
+    // The CPU twin's checks, codes and messages (matmul_kernels.cc).
+    TW_OP_REQUIRES(ctx, a.rank() == 2 && b.rank() == 2,
+                   errors::InvalidArgument("MatMul needs rank-2 inputs: a has shape ", a.shape().ToString(),
+                                           ", b has shape ", b.shape().ToString()));
+    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
+    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
+    TW_OP_REQUIRES(ctx, k == kb,
+                   errors::InvalidArgument("Matrix size-incompatible: a has shape ", a.shape().ToString(),
+                                           ta_ ? " (transposed)" : "", ", b has shape ", b.shape().ToString(),
+                                           tb_ ? " (transposed)" : "", ": inner dimensions ", k, " vs ", kb));
+    TW_OP_REQUIRES(ctx, std::max({a.dim(0), a.dim(1), b.dim(0), b.dim(1)}) <= INT_MAX,
+                   errors::InvalidArgument("MatMul dimensions exceed BLAS's 32-bit range: a ",
+                                           a.shape().ToString(), ", b ", b.shape().ToString()));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{m, n}, &out));
+    if (m == 0 || n == 0) return;
+    T* c = out->data<T>();
+    if (k == 0) {  // an empty sum; GEMM with k = 0 is not reliably defined
+      TW_OP_REQUIRES_CUDA_OK(ctx,
+                             cudaMemsetAsync(c, 0, static_cast<size_t>(m * n) * sizeof(T), gpu->stream()));
+      return;
+    }
+    TW_OP_REQUIRES_OK(ctx, Gemm<T>(*gpu, ta_, tb_, m, n, k, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), c));
+  }
+
+ private:
+  bool ta_ = false;
+  bool tb_ = false;
+};
+
+template <typename T>
+void RegisterMatMul(KernelRegistry& target) {
+  target.Register(KernelDef{"MatMul",
+                            kDeviceGpu,
+                            "T",
+                            {DataTypeOf<T>()},
+                            [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+                              return std::make_unique<MatMulGpuOp<T>>(c);
+                            },
+                            {},
+                            {}});
+}
+
+}  // namespace
+
+void RegisterMatMulCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
+  RegisterMatMul<float>(target);
+  RegisterMatMul<double>(target);
+}
+
+}  // namespace tw

@@ -1,0 +1,516 @@
+// CUDA kernels of the nn ops, float and double. CPU twins: nn_kernels.cc
+// (Dropout stays CPU-only: its masks come from a host generator).
+//
+// - BiasAddKernel<T, kRelu>: a grid-stride loop over value's elements adding
+//   bias[i % C]; kRelu fuses the Relu (BiasAddRelu).
+// - ReluKernel<T>, ReluGradKernel<T>: grid-stride loops over the elements.
+// - BiasAddGradKernel<T>: out_backprop seen as [rows, C], summed over rows.
+//   Blocks of 32 x 8 threads: x runs over 32 consecutive channels (each row is
+//   read coalesced), y over 8 interleaved rows of one chunk of rows
+//   (blockIdx.y), and the 8 partial sums meet in shared memory. With several
+//   chunks each writes one row of a [chunks, C] scratch tensor, which
+//   BiasAddGradFinishKernel (grid-stride over channels) adds in chunk order.
+//   Chosen over CUB's DeviceSegmentedReduce because the segments are strided
+//   columns (it would need a transposed copy or uncoalesced strided loads), and
+//   this is deterministic without a temp-storage query.
+// - SoftmaxKernel<T>: one block per row (grid-stride over rows), sized to the
+//   row; block reductions of the row's max and of the sum of exp(x - max).
+// - XentKernel<T, I, kSparse>: both cross-entropies, one block per row the
+//   same way; loss[r] = sum_j y_j * (log(sum exp(l - m)) - (l_j - m)) and
+//   backprop = softmax - labels, as the CPU twin's XentRows.
+// - L2LossPartialKernel<T> + L2LossFinishKernel<T>: a two-pass reduction in
+//   double, as the CPU twin accumulates: blocks grid-stride over the elements
+//   and write one partial sum each, then one block adds the partials. No
+//   atomics, so a run repeats bit for bit; CUB's DeviceReduce would add a
+//   temp-storage query per call for no gain at these sizes.
+//
+// Divergence from the CPU twin: SparseSoftmaxCrossEntropyWithLogits. The CPU
+// kernel reads the labels on the host and fails with InvalidArgument naming a
+// label outside [0, classes). Here the labels are in device memory and the
+// kernel is only queued when Compute returns, so it cannot fail the step: as
+// TF's GPU kernel does, a row with such a label gets a NaN loss and a NaN
+// backprop row (other rows are unaffected). No device error flag is kept, since
+// reading one would mean waiting for the GPU inside Compute; the NaNs are the
+// signal, and SessionOptions::check_numerics turns them into an
+// InvalidArgument naming this node.
+#include <algorithm>
+#include <limits>
+
+#include "towerflow/device/cuda/gpu_kernel_util.h"
+#include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/internal/cuda_device_util.cuh"
+
+namespace tw {
+namespace {
+
+using cuda_util::BlockReduce;
+using cuda_util::GridThreadCount;
+using cuda_util::GridThreadIndex;
+using cuda_util::MaxOp;
+using cuda_util::SumOp;
+
+// ---- BiasAdd, BiasAddRelu, Relu, ReluGrad ------------------------------------
+
+template <typename T, bool kRelu>
+__global__ void BiasAddKernel(const T* __restrict__ v, const T* __restrict__ b, T* __restrict__ o, int64_t n,
+                              int64_t c) {
+  for (int64_t i = GridThreadIndex(); i < n; i += GridThreadCount()) {
+    const T s = v[i] + b[i % c];
+    if constexpr (kRelu) {
+      o[i] = s < T(0) ? T(0) : s;  // std::max(s, 0), as the CPU twin: NaN stays NaN
+    } else {
+      o[i] = s;
+    }
+  }
+}
+
+template <typename T, bool kRelu>
+Status LaunchBiasAdd(const GpuDevice& gpu, const T* v, const T* b, T* o, int64_t n, int64_t c) {
+  const LaunchShape s = LaunchShapeFor(n, gpu);
+  BiasAddKernel<T, kRelu><<<s.blocks, s.threads, 0, gpu.stream()>>>(v, b, o, n, c);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+template <typename T, bool kRelu>
+class GpuBiasAddOpBase : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& value = ctx->input(0);
+    const Tensor& bias = ctx->input(1);
+    TW_OP_REQUIRES(ctx, value.rank() >= 1 && bias.rank() == 1 && bias.dim(0) == value.dim(value.rank() - 1),
+                   errors::InvalidArgument("BiasAdd: bias of shape ", bias.shape().ToString(),
+                                           " does not match the last dimension of value of shape ",
+                                           value.shape().ToString()));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, value.shape(), &out));
+    const int64_t c = bias.dim(0), n = value.NumElements();
+    if (c == 0 || n == 0) return;
+    TW_OP_REQUIRES_OK(ctx,
+                      (LaunchBiasAdd<T, kRelu>(*gpu, value.data<T>(), bias.data<T>(), out->data<T>(), n, c)));
+  }
+};
+template <typename T>
+using BiasAddOp = GpuBiasAddOpBase<T, false>;
+template <typename T>
+using BiasAddReluOp = GpuBiasAddOpBase<T, true>;
+
+template <typename T>
+__global__ void ReluKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n) {
+  for (int64_t i = GridThreadIndex(); i < n; i += GridThreadCount()) y[i] = x[i] > T(0) ? x[i] : T(0);
+}
+
+template <typename T>
+Status LaunchRelu(const GpuDevice& gpu, const T* x, T* y, int64_t n) {
+  const LaunchShape s = LaunchShapeFor(n, gpu);
+  ReluKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(x, y, n);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+template <typename T>
+class GpuReluOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& x = ctx->input(0);
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    if (x.NumElements() == 0) return;
+    TW_OP_REQUIRES_OK(ctx, LaunchRelu<T>(*gpu, x.data<T>(), out->data<T>(), x.NumElements()));
+  }
+};
+
+template <typename T>
+__global__ void ReluGradKernel(const T* __restrict__ g, const T* __restrict__ f, T* __restrict__ o,
+                               int64_t n) {
+  for (int64_t i = GridThreadIndex(); i < n; i += GridThreadCount()) o[i] = f[i] > T(0) ? g[i] : T(0);
+}
+
+template <typename T>
+Status LaunchReluGrad(const GpuDevice& gpu, const T* g, const T* f, T* o, int64_t n) {
+  const LaunchShape s = LaunchShapeFor(n, gpu);
+  ReluGradKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(g, f, o, n);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+template <typename T>
+class GpuReluGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& g = ctx->input(0);
+    const Tensor& f = ctx->input(1);
+    TW_OP_REQUIRES(ctx, g.shape() == f.shape(),
+                   errors::InvalidArgument("ReluGrad: gradients of shape ", g.shape().ToString(),
+                                           " and features of shape ", f.shape().ToString(), " differ"));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.shape(), &out));
+    if (g.NumElements() == 0) return;
+    TW_OP_REQUIRES_OK(ctx,
+                      LaunchReluGrad<T>(*gpu, g.data<T>(), f.data<T>(), out->data<T>(), g.NumElements()));
+  }
+};
+
+// ---- BiasAddGrad ----------------------------------------------------------------
+
+constexpr int kGradTileChannels = 32;  // blockDim.x: one warp across channels
+constexpr int kGradTileRows = 8;       // blockDim.y: interleaved rows per block
+constexpr int64_t kGradMinRowsPerChunk = 64;
+
+// sums[chunk * c + j] = sum of g[r * c + j] over the rows r of chunk blockIdx.y.
+template <typename T>
+__global__ void BiasAddGradKernel(const T* __restrict__ g, T* __restrict__ sums, int64_t rows, int64_t c,
+                                  int64_t rows_per_chunk) {
+  __shared__ T partial[kGradTileRows][kGradTileChannels + 1];  // +1: no bank conflicts on the column sum
+  const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
+  const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
+  const int64_t r1 = r0 + rows_per_chunk < rows ? r0 + rows_per_chunk : rows;
+  for (int64_t tile = blockIdx.x; tile < tiles; tile += gridDim.x) {
+    const int64_t j = tile * kGradTileChannels + threadIdx.x;
+    T acc = T(0);
+    if (j < c) {
+      for (int64_t r = r0 + threadIdx.y; r < r1; r += kGradTileRows) acc += g[r * c + j];
+    }
+    partial[threadIdx.y][threadIdx.x] = acc;
+    __syncthreads();
+    if (threadIdx.y == 0 && j < c) {
+      T s = partial[0][threadIdx.x];
+      for (int k = 1; k < kGradTileRows; ++k) s += partial[k][threadIdx.x];
+      sums[static_cast<int64_t>(blockIdx.y) * c + j] = s;
+    }
+    __syncthreads();  // partial is rewritten by the next tile
+  }
+}
+
+template <typename T>
+Status LaunchBiasAddGrad(const GpuDevice& gpu, const T* g, T* sums, int64_t rows, int64_t c, int64_t chunks,
+                         int64_t rows_per_chunk) {
+  const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
+  const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{std::max(1, gpu.sm_count())} * 32)),
+                  static_cast<unsigned>(chunks));
+  const dim3 block(kGradTileChannels, kGradTileRows);
+  BiasAddGradKernel<T><<<grid, block, 0, gpu.stream()>>>(g, sums, rows, c, rows_per_chunk);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+// out[j] = sums[j] + sums[c + j] + ... over `chunks` rows, in chunk order.
+template <typename T>
+__global__ void BiasAddGradFinishKernel(const T* __restrict__ sums, T* __restrict__ out, int64_t chunks,
+                                        int64_t c) {
+  for (int64_t j = GridThreadIndex(); j < c; j += GridThreadCount()) {
+    T s = sums[j];
+    for (int64_t k = 1; k < chunks; ++k) s += sums[k * c + j];
+    out[j] = s;
+  }
+}
+
+template <typename T>
+Status LaunchBiasAddGradFinish(const GpuDevice& gpu, const T* sums, T* out, int64_t chunks, int64_t c) {
+  const LaunchShape s = LaunchShapeFor(c, gpu);
+  BiasAddGradFinishKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(sums, out, chunks, c);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+template <typename T>
+class GpuBiasAddGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& g = ctx->input(0);
+    TW_OP_REQUIRES(ctx, g.rank() >= 1,
+                   errors::InvalidArgument("BiasAddGrad: out_backprop must have rank >= 1, got a scalar"));
+    const int64_t c = g.dim(g.rank() - 1);
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
+    if (c == 0) return;
+    const int64_t rows = g.NumElements() / c;
+    if (rows == 0) {  // a sum over no rows: zeros (all-zero bytes are +0.0)
+      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, out->TotalBytes(), gpu->stream()));
+      return;
+    }
+    // Enough chunks of rows to give the GPU ~8 blocks per SM, each chunk at
+    // least kGradMinRowsPerChunk rows (grid.y is at most 65535).
+    const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
+    const int64_t wanted = std::max<int64_t>(1, int64_t{std::max(1, gpu->sm_count())} * 8 / tiles);
+    int64_t chunks =
+        std::min({wanted, (rows + kGradMinRowsPerChunk - 1) / kGradMinRowsPerChunk, int64_t{65535}});
+    chunks = std::max<int64_t>(chunks, 1);
+    const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+    chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+    if (chunks == 1) {
+      TW_OP_REQUIRES_OK(ctx,
+                        LaunchBiasAddGrad<T>(*gpu, g.data<T>(), out->data<T>(), rows, c, 1, rows_per_chunk));
+      return;
+    }
+    Tensor sums;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeOf<T>(), TensorShape{chunks, c}, &sums));
+    TW_OP_REQUIRES_OK(
+        ctx, LaunchBiasAddGrad<T>(*gpu, g.data<T>(), sums.data<T>(), rows, c, chunks, rows_per_chunk));
+    TW_OP_REQUIRES_OK(ctx, LaunchBiasAddGradFinish<T>(*gpu, sums.data<T>(), out->data<T>(), chunks, c));
+  }
+};
+
+// ---- Softmax and the cross-entropies: one block per row -------------------------
+
+// Threads per row: the row rounded up to a warp, at most 256 (longer rows loop).
+int RowThreads(int64_t c) { return static_cast<int>(std::clamp<int64_t>((c + 31) / 32 * 32, 32, 256)); }
+int RowBlocks(const GpuDevice& gpu, int64_t rows) {
+  return static_cast<int>(std::min<int64_t>(rows, int64_t{std::max(1, gpu.sm_count())} * 32));
+}
+
+template <typename T>
+__global__ void SoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t c) {
+  __shared__ T scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {  // uniform over the block
+    const T* xr = x + r * c;
+    T* yr = y + r * c;
+    // Subtracting the row max keeps exp from overflowing; the result is unchanged.
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) m = MaxOp()(m, xr[j]);
+    m = BlockReduce(m, MaxOp(), -std::numeric_limits<T>::infinity(), scratch);
+    T sum = T(0);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const T e = cuda_util::Exp(xr[j] - m);
+      yr[j] = e;
+      sum += e;
+    }
+    sum = BlockReduce(sum, SumOp(), T(0), scratch);
+    const T inv = T(1) / sum;
+    // Each thread rescales the elements it wrote itself: no barrier needed.
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) yr[j] *= inv;
+  }
+}
+
+template <typename T>
+Status LaunchSoftmax(const GpuDevice& gpu, const T* x, T* y, int64_t rows, int64_t c) {
+  SoftmaxKernel<T><<<RowBlocks(gpu, rows), RowThreads(c), 0, gpu.stream()>>>(x, y, rows, c);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+template <typename T>
+class GpuSoftmaxOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& x = ctx->input(0);
+    TW_OP_REQUIRES(ctx, x.rank() >= 1,
+                   errors::InvalidArgument("Softmax: logits must have rank >= 1, got a scalar"));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    const int64_t c = x.dim(x.rank() - 1);
+    if (c == 0 || x.NumElements() == 0) return;
+    TW_OP_REQUIRES_OK(ctx, LaunchSoftmax<T>(*gpu, x.data<T>(), out->data<T>(), x.NumElements() / c, c));
+  }
+};
+
+// Row r of logits [rows, c] gives loss[r] and backprop[r]; the labels are
+// `dense` [rows, c] (kSparse false) or class indices `sparse` [rows] of type I.
+// A sparse label outside [0, c) gives a NaN loss and backprop row (see the top
+// of the file).
+template <typename T, typename I, bool kSparse>
+__global__ void XentKernel(const T* __restrict__ logits, const T* __restrict__ dense,
+                           const I* __restrict__ sparse, T* __restrict__ loss, T* __restrict__ backprop,
+                           int64_t rows, int64_t c) {
+  __shared__ T scratch[32];
+  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {  // uniform over the block
+    const T* xr = logits + r * c;
+    T* br = backprop + r * c;
+    int64_t label = -1;
+    if constexpr (kSparse) {
+      label = static_cast<int64_t>(sparse[r]);
+      if (label < 0 || label >= c) {  // the same for every thread of the block
+        for (int64_t j = threadIdx.x; j < c; j += blockDim.x) br[j] = std::numeric_limits<T>::quiet_NaN();
+        if (threadIdx.x == 0) loss[r] = std::numeric_limits<T>::quiet_NaN();
+        continue;
+      }
+    }
+    T m = -std::numeric_limits<T>::infinity();
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) m = MaxOp()(m, xr[j]);
+    m = BlockReduce(m, MaxOp(), -std::numeric_limits<T>::infinity(), scratch);
+    if (c == 0) m = T(0);  // the CPU twin's value for an empty row (unused: no classes)
+    T sum = T(0);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      const T e = cuda_util::Exp(xr[j] - m);
+      br[j] = e;
+      sum += e;
+    }
+    sum = BlockReduce(sum, SumOp(), T(0), scratch);
+    const T log_sum = cuda_util::Log(sum), inv = T(1) / sum;
+    T l = T(0);
+    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
+      T y;
+      if constexpr (kSparse) {
+        y = j == label ? T(1) : T(0);
+      } else {
+        y = dense[r * c + j];
+      }
+      if (y != T(0)) l += y * (log_sum - (xr[j] - m));
+      br[j] = br[j] * inv - y;
+    }
+    l = BlockReduce(l, SumOp(), T(0), scratch);
+    if (threadIdx.x == 0) loss[r] = l;
+  }
+}
+
+template <typename T, typename I, bool kSparse>
+Status LaunchXent(const GpuDevice& gpu, const T* logits, const T* dense, const I* sparse, T* loss,
+                  T* backprop, int64_t rows, int64_t c) {
+  XentKernel<T, I, kSparse><<<RowBlocks(gpu, rows), RowThreads(c), 0, gpu.stream()>>>(
+      logits, dense, sparse, loss, backprop, rows, c);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+template <typename T>
+class GpuSoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    TW_OP_REQUIRES(ctx, logits.rank() == 2 && logits.shape() == labels.shape(),
+                   errors::InvalidArgument("SoftmaxCrossEntropyWithLogits: logits and labels must be "
+                                           "[batch, classes] of one shape, got ",
+                                           logits.shape().ToString(), " and ", labels.shape().ToString()));
+    Tensor *loss = nullptr, *backprop = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{logits.dim(0)}, &loss));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
+    const int64_t rows = logits.dim(0);
+    if (rows == 0) return;
+    TW_OP_REQUIRES_OK(
+        ctx, (LaunchXent<T, int32_t, false>(*gpu, logits.data<T>(), labels.data<T>(), nullptr,
+                                            loss->data<T>(), backprop->data<T>(), rows, logits.dim(1))));
+  }
+};
+
+template <typename T>
+class GpuSparseSoftmaxXentOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& logits = ctx->input(0);
+    const Tensor& labels = ctx->input(1);
+    TW_OP_REQUIRES(
+        ctx, logits.rank() == 2 && labels.rank() == 1 && labels.dim(0) == logits.dim(0),
+        errors::InvalidArgument("SparseSoftmaxCrossEntropyWithLogits: logits must be [batch, classes] "
+                                "and labels [batch], got ",
+                                logits.shape().ToString(), " and ", labels.shape().ToString()));
+    const int64_t rows = logits.dim(0), c = logits.dim(1);
+    Tensor *loss = nullptr, *backprop = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
+    if (rows == 0) return;
+    // Tlabels is int32 or int64 (the op schema); the kernel is keyed on T only.
+    if (labels.dtype() == kInt32) {
+      TW_OP_REQUIRES_OK(ctx,
+                        (LaunchXent<T, int32_t, true>(*gpu, logits.data<T>(), nullptr, labels.data<int32_t>(),
+                                                      loss->data<T>(), backprop->data<T>(), rows, c)));
+    } else {
+      TW_OP_REQUIRES_OK(ctx,
+                        (LaunchXent<T, int64_t, true>(*gpu, logits.data<T>(), nullptr, labels.data<int64_t>(),
+                                                      loss->data<T>(), backprop->data<T>(), rows, c)));
+    }
+  }
+};
+
+// ---- L2Loss ---------------------------------------------------------------------
+
+constexpr int kL2Threads = 256;
+constexpr int kL2MaxBlocks = 1024;
+
+// partial[blockIdx.x] = the sum of t[i]^2 (in double) over this block's
+// grid-stride share of the elements.
+template <typename T>
+__global__ void L2LossPartialKernel(const T* __restrict__ t, double* __restrict__ partial, int64_t n) {
+  __shared__ double scratch[32];
+  double sum = 0;
+  for (int64_t i = GridThreadIndex(); i < n; i += GridThreadCount()) {
+    const double v = static_cast<double>(t[i]);
+    sum += v * v;
+  }
+  sum = BlockReduce(sum, SumOp(), 0.0, scratch);
+  if (threadIdx.x == 0) partial[blockIdx.x] = sum;
+}
+
+template <typename T>
+Status LaunchL2LossPartial(const GpuDevice& gpu, const T* t, double* partial, int blocks, int64_t n) {
+  L2LossPartialKernel<T><<<blocks, kL2Threads, 0, gpu.stream()>>>(t, partial, n);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+// out[0] = (partial[0] + ... + partial[count - 1]) / 2, by one block.
+template <typename T>
+__global__ void L2LossFinishKernel(const double* __restrict__ partial, int count, T* __restrict__ out) {
+  __shared__ double scratch[32];
+  double sum = 0;
+  for (int i = static_cast<int>(threadIdx.x); i < count; i += static_cast<int>(blockDim.x)) sum += partial[i];
+  sum = BlockReduce(sum, SumOp(), 0.0, scratch);
+  if (threadIdx.x == 0) out[0] = static_cast<T>(sum / 2);
+}
+
+template <typename T>
+Status LaunchL2LossFinish(const GpuDevice& gpu, const double* partial, int count, T* out) {
+  L2LossFinishKernel<T><<<1, kL2Threads, 0, gpu.stream()>>>(partial, count, out);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+template <typename T>
+class GpuL2LossOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& t = ctx->input(0);
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &out));
+    const int64_t n = t.NumElements();
+    if (n == 0) {  // the sum of no squares: 0 (all-zero bytes are +0.0)
+      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, sizeof(T), gpu->stream()));
+      return;
+    }
+    const int blocks = std::min(LaunchShapeFor(n, *gpu, kL2Threads).blocks, kL2MaxBlocks);
+    Tensor partial;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(kFloat64, TensorShape{blocks}, &partial));
+    TW_OP_REQUIRES_OK(ctx, LaunchL2LossPartial<T>(*gpu, t.data<T>(), partial.data<double>(), blocks, n));
+    TW_OP_REQUIRES_OK(ctx, LaunchL2LossFinish<T>(*gpu, partial.data<double>(), blocks, out->data<T>()));
+  }
+};
+
+}  // namespace
+
+void RegisterNnCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
+  r.RegisterTyped<BiasAddOp, float, double>("BiasAdd", kDeviceGpu);
+  r.RegisterTyped<BiasAddReluOp, float, double>("BiasAddRelu", kDeviceGpu);
+  r.RegisterTyped<GpuBiasAddGradOp, float, double>("BiasAddGrad", kDeviceGpu);
+  r.RegisterTyped<GpuReluOp, float, double>("Relu", kDeviceGpu);
+  r.RegisterTyped<GpuReluGradOp, float, double>("ReluGrad", kDeviceGpu);
+  r.RegisterTyped<GpuSoftmaxOp, float, double>("Softmax", kDeviceGpu);
+  r.RegisterTyped<GpuSoftmaxXentOp, float, double>("SoftmaxCrossEntropyWithLogits", kDeviceGpu);
+  r.RegisterTyped<GpuSparseSoftmaxXentOp, float, double>("SparseSoftmaxCrossEntropyWithLogits", kDeviceGpu);
+  r.RegisterTyped<GpuL2LossOp, float, double>("L2Loss", kDeviceGpu);
+}
+
+}  // namespace tw

@@ -1,0 +1,477 @@
+// GPU kernels of the shape ops that move or sum elements. CPU twins:
+// slice_kernels.cc (Slice, SliceGrad, ConcatV2, ConcatOffset) and
+// shape_kernels.cc (BroadcastTo, SumToShape).
+//
+// CUDA kernels:
+//   StridedCopyKernel<E>  one thread per element of a box, grid-stride: copies
+//                         src[box index . src strides] to dst[box index . dst
+//                         strides]. Slice, SliceGrad (into a zeroed output),
+//                         ConcatV2 (one launch per value), BroadcastTo (stride 0
+//                         along broadcast axes). E is the unsigned integer of the
+//                         element's size, so one instantiation serves every
+//                         dtype of that size (bool and uint8 share E = uint8_t).
+//   SumToShapeKernel<T>   one block per output element, grid-stride over blocks:
+//                         the block's threads sum the element's broadcast
+//                         preimage and reduce in shared memory (O(input) work,
+//                         input read once). SumToShape.
+// Before a launch a box drops its size-1 axes and merges neighbouring axes that
+// are contiguous in both tensors; a box left contiguous is one device-to-device
+// copy. After that a box of n > 0 elements has at most 62 axes (each of size
+// >= 2, n < 2^63), so kernel parameters hold it (kMaxBoxRank).
+//
+// ConcatOffset, and the int32 kernels of every op here, are CPU classes with
+// every argument in host memory (array_cuda.h).
+//
+// ConcatV2's axis: a KernelDef names host-memory inputs by index, and the axis
+// is input N, after the N values, so no one KernelDef keeps it in host memory
+// for every N. This kernel takes the axis in device memory and reads its value
+// from the Const node that produces it (how Concat() and the gradients build
+// it), once at construction; a computed axis is read back with
+// GpuDevice::CopyToHost, which waits for the GPU: correct, but a stall.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+#include "towerflow/device/cuda/gpu_kernel_util.h"
+#include "towerflow/kernels/array_cuda.h"
+#include "towerflow/kernels/shape_util.h"
+
+namespace tw {
+namespace {
+
+using shape_util::IntVector;
+using shape_util::RowMajorStrides;
+
+constexpr int kMaxBoxRank = 64;
+constexpr int kSumThreads = 256;
+
+// Kernel parameters (under the 4 KiB launch limit together).
+struct CopyBox {
+  int rank = 0;
+  int64_t size[kMaxBoxRank] = {};
+  int64_t src_stride[kMaxBoxRank] = {};
+  int64_t dst_stride[kMaxBoxRank] = {};
+};
+struct SumBox {
+  int rank = 0;
+  int64_t size[kMaxBoxRank] = {};
+  int64_t stride[kMaxBoxRank] = {};
+};
+
+template <typename E>
+__global__ void StridedCopyKernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n,
+                                  const __grid_constant__ CopyBox box) {
+  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    int64_t rest = i, s = 0, d = 0;
+    for (int k = box.rank - 1; k >= 0; --k) {
+      const int64_t idx = rest % box.size[k];
+      rest /= box.size[k];
+      s += idx * box.src_stride[k];
+      d += idx * box.dst_stride[k];
+    }
+    dst[d] = src[s];
+  }
+}
+
+__device__ __forceinline__ int64_t BoxOffset(const SumBox& box, int64_t i) {
+  int64_t offset = 0;
+  for (int k = box.rank - 1; k >= 0; --k) {
+    offset += (i % box.size[k]) * box.stride[k];
+    i /= box.size[k];
+  }
+  return offset;
+}
+
+// out[o] = sum over j of x[offset(kept, o) + offset(reduced, j)].
+// REQUIRES: blockDim.x is a power of two <= kSumThreads.
+template <typename T>
+__global__ void SumToShapeKernel(const T* __restrict__ x, T* __restrict__ out, int64_t n_out,
+                                 int64_t n_reduced, const __grid_constant__ SumBox kept,
+                                 const __grid_constant__ SumBox reduced) {
+  __shared__ T partial[kSumThreads];
+  for (int64_t o = blockIdx.x; o < n_out; o += gridDim.x) {
+    const int64_t base = BoxOffset(kept, o);
+    T acc = T(0);
+    for (int64_t j = threadIdx.x; j < n_reduced; j += blockDim.x) acc += x[base + BoxOffset(reduced, j)];
+    partial[threadIdx.x] = acc;
+    __syncthreads();
+    for (unsigned width = blockDim.x / 2; width > 0; width /= 2) {
+      if (threadIdx.x < width) partial[threadIdx.x] += partial[threadIdx.x + width];
+      __syncthreads();
+    }
+    if (threadIdx.x == 0) out[o] = partial[0];
+    __syncthreads();  // partial is rewritten for the next element
+  }
+}
+
+// Drops the size-1 axes of a box and merges each axis into the one kept before
+// it when every stride list is contiguous across the pair.
+void Coalesce(std::vector<int64_t>& size, const std::vector<std::vector<int64_t>*>& strides) {
+  std::vector<int64_t> merged;
+  std::vector<std::vector<int64_t>> merged_strides(strides.size());
+  for (size_t k = 0; k < size.size(); ++k) {
+    if (size[k] == 1) continue;
+    bool contiguous = !merged.empty();
+    for (size_t s = 0; contiguous && s < strides.size(); ++s) {
+      contiguous = merged_strides[s].back() == (*strides[s])[k] * size[k];
+    }
+    if (contiguous) merged.back() *= size[k];
+    if (!contiguous) merged.push_back(size[k]);
+    for (size_t s = 0; s < strides.size(); ++s) {
+      if (contiguous) merged_strides[s].back() = (*strides[s])[k];
+      if (!contiguous) merged_strides[s].push_back((*strides[s])[k]);
+    }
+  }
+  size = std::move(merged);
+  for (size_t s = 0; s < strides.size(); ++s) *strides[s] = std::move(merged_strides[s]);
+}
+
+int64_t Product(const std::vector<int64_t>& v) {
+  int64_t n = 1;
+  for (int64_t d : v) n *= d;
+  return n;
+}
+
+// Copies the box `size` from `src` to `dst` (each already offset to the box's
+// first element) with the given element strides, on the compute stream.
+// `elem_bytes` is 1, 4 or 8. Nothing happens for an empty box.
+Status LaunchStridedCopy(const GpuDevice& gpu, size_t elem_bytes, const void* src, void* dst,
+                         std::vector<int64_t> size, std::vector<int64_t> src_stride,
+                         std::vector<int64_t> dst_stride) {
+  const int64_t n = Product(size);  // fits: the box lies inside a tensor
+  if (n == 0) return Status::OK();
+  Coalesce(size, {&src_stride, &dst_stride});
+  const int rank = static_cast<int>(size.size());
+  if (rank == 0 || (rank == 1 && src_stride[0] == 1 && dst_stride[0] == 1)) {
+    return gpu.CopyOnDevice(src, dst, static_cast<size_t>(n) * elem_bytes);
+  }
+  if (rank > kMaxBoxRank) return errors::Internal("a copy box of rank ", rank, " after merging axes");
+  CopyBox box;
+  box.rank = rank;
+  for (int k = 0; k < rank; ++k) {
+    box.size[k] = size[static_cast<size_t>(k)];
+    box.src_stride[k] = src_stride[static_cast<size_t>(k)];
+    box.dst_stride[k] = dst_stride[static_cast<size_t>(k)];
+  }
+  const LaunchShape shape = LaunchShapeFor(n, gpu);
+  switch (elem_bytes) {
+    case 1:
+      StridedCopyKernel<uint8_t><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(
+          static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), n, box);
+      break;
+    case 4:
+      StridedCopyKernel<uint32_t><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(
+          static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), n, box);
+      break;
+    case 8:
+      StridedCopyKernel<uint64_t><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(
+          static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), n, box);
+      break;
+    default:
+      return errors::Internal("no strided copy for ", elem_bytes, "-byte elements");
+  }
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+// out (n_out > 0 elements) = x summed over the `reduced` axes; `kept` walks
+// out's elements through x. Both boxes use x's strides.
+template <typename T>
+Status LaunchSumToShape(const GpuDevice& gpu, const T* x, T* out, int64_t n_out,
+                        std::vector<int64_t> kept_size, std::vector<int64_t> kept_stride,
+                        std::vector<int64_t> reduced_size, std::vector<int64_t> reduced_stride) {
+  const int64_t n_reduced = Product(reduced_size);
+  Coalesce(kept_size, {&kept_stride});
+  Coalesce(reduced_size, {&reduced_stride});
+  if (kept_size.size() > kMaxBoxRank || reduced_size.size() > kMaxBoxRank) {
+    return errors::Internal("SumToShape boxes of rank ", kept_size.size(), " and ", reduced_size.size());
+  }
+  SumBox kept, reduced;
+  kept.rank = static_cast<int>(kept_size.size());
+  for (int k = 0; k < kept.rank; ++k) {
+    kept.size[k] = kept_size[static_cast<size_t>(k)];
+    kept.stride[k] = kept_stride[static_cast<size_t>(k)];
+  }
+  reduced.rank = static_cast<int>(reduced_size.size());
+  for (int k = 0; k < reduced.rank; ++k) {
+    reduced.size[k] = reduced_size[static_cast<size_t>(k)];
+    reduced.stride[k] = reduced_stride[static_cast<size_t>(k)];
+  }
+  // Threads per block: the smallest power of two (>= a warp) covering the
+  // preimage, so short sums do not idle 256 threads.
+  int threads = 32;
+  while (threads < kSumThreads && threads < n_reduced) threads *= 2;
+  const int blocks =
+      static_cast<int>(std::min<int64_t>(n_out, static_cast<int64_t>(std::max(1, gpu.sm_count())) * 32));
+  SumToShapeKernel<T><<<blocks, threads, 0, gpu.stream()>>>(x, out, n_out, n_reduced, kept, reduced);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+
+const char* Bytes(const Tensor& t) { return static_cast<const char*>(t.raw_data()); }
+char* Bytes(Tensor* t) { return static_cast<char*>(t->raw_data()); }
+
+// slice_kernels.cc's ResolveSlice: the same checks and message.
+Status ResolveSlice(const TensorShape& shape, std::vector<int64_t> begin, std::vector<int64_t>& size) {
+  const std::vector<int64_t> given = size;
+  auto fail = [&] {
+    return errors::InvalidArgument("Slice: begin ", PartialShape(begin).ToString(), " and size ",
+                                   PartialShape(given).ToString(), " are out of bounds for input of shape ",
+                                   shape.ToString());
+  };
+  if (static_cast<int>(begin.size()) != shape.rank() || static_cast<int>(size.size()) != shape.rank()) {
+    return fail();
+  }
+  for (int i = 0; i < shape.rank(); ++i) {
+    const size_t k = static_cast<size_t>(i);
+    if (size[k] == -1) size[k] = shape.dim(i) - begin[k];
+    if (begin[k] < 0 || begin[k] > shape.dim(i) || size[k] < 0 || begin[k] + size[k] > shape.dim(i)) {
+      return fail();
+    }
+  }
+  return Status::OK();
+}
+
+// shape_kernels.cc's BroadcastStrides: strides of `small` per axis of `big`, 0
+// along broadcast axes; the same message when `small` does not broadcast.
+StatusOr<std::vector<int64_t>> BroadcastStrides(const char* op, const TensorShape& small,
+                                                const TensorShape& big) {
+  auto fail = [&] {
+    return errors::InvalidArgument(op, ": shape ", small.ToString(), " is not broadcast-compatible with ",
+                                   big.ToString());
+  };
+  if (small.rank() > big.rank()) return fail();
+  const int off = big.rank() - small.rank();
+  std::vector<int64_t> strides(static_cast<size_t>(big.rank()), 0);
+  const std::vector<int64_t> own = RowMajorStrides(small.dims());
+  for (int i = 0; i < small.rank(); ++i) {
+    if (small.dim(i) == big.dim(i + off)) {
+      strides[static_cast<size_t>(i + off)] = own[static_cast<size_t>(i)];
+    } else if (small.dim(i) != 1) {
+      return fail();
+    }
+  }
+  return strides;
+}
+
+int64_t BoxStart(const std::vector<int64_t>& begin, const std::vector<int64_t>& strides) {
+  int64_t offset = 0;
+  for (size_t k = 0; k < begin.size(); ++k) offset += begin[k] * strides[k];
+  return offset;
+}
+
+class GpuSliceOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& x = ctx->input(0);
+    auto begin = IntVector(ctx, 1, "Slice: begin");
+    TW_OP_REQUIRES_OK(ctx, begin.status());
+    auto size = IntVector(ctx, 2, "Slice: size");
+    TW_OP_REQUIRES_OK(ctx, size.status());
+    TW_OP_REQUIRES_OK(ctx, ResolveSlice(x.shape(), *begin, *size));
+    const TensorShape out_shape(*size);
+    if (out_shape == x.shape()) {
+      ctx->set_output(0, x);
+      return;
+    }
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    const size_t elem = DataTypeSize(x.dtype());
+    const std::vector<int64_t> strides = RowMajorStrides(x.shape().dims());
+    TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(*gpu, elem, Bytes(x) + BoxStart(*begin, strides) * elem,
+                                             Bytes(out), *size, strides, RowMajorStrides(*size)));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+// dy placed at `begin` in zeros of input_shape.
+class GpuSliceGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& dy = ctx->input(0);
+    auto begin = IntVector(ctx, 1, "SliceGrad: begin");
+    TW_OP_REQUIRES_OK(ctx, begin.status());
+    auto dims = IntVector(ctx, 2, "SliceGrad: input_shape");
+    TW_OP_REQUIRES_OK(ctx, dims.status());
+    auto shape = TensorShape::Make(*dims);
+    TW_OP_REQUIRES_OK(ctx, shape.status());
+    std::vector<int64_t> size = dy.shape().dims();
+    TW_OP_REQUIRES_OK(ctx, ResolveSlice(*shape, *begin, size));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    if (out->TotalBytes() == 0) return;
+    TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu->stream()));
+    const size_t elem = DataTypeSize(dy.dtype());
+    const std::vector<int64_t> strides = RowMajorStrides(shape->dims());
+    TW_OP_REQUIRES_OK(
+        ctx, LaunchStridedCopy(*gpu, elem, Bytes(dy), Bytes(out) + BoxStart(*begin, strides) * elem, size,
+                               RowMajorStrides(size), strides));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+class GpuConcatOp : public OpKernel {
+ public:
+  explicit GpuConcatOp(OpKernelConstruction* c) : OpKernel(c) {
+    const Node& node = c->node();
+    const Node* axis = node.input(node.num_inputs() - 1).node;
+    if (axis->op() == "Const") {
+      auto value = axis->attrs().Get<Tensor>("value");
+      if (value.ok()) const_axis_ = *value;
+    }
+  }
+
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const int n = ctx->num_inputs() - 1;
+    // The axis on the host (file comment): the constant, or a copy that waits.
+    Tensor axis_t = const_axis_;
+    if (!axis_t.IsInitialized()) TW_OP_REQUIRES_OK(ctx, gpu->CopyToHost(ctx->input(n), &axis_t));
+    TW_OP_REQUIRES(ctx, axis_t.dtype() == kInt32 && axis_t.NumElements() == 1,
+                   errors::InvalidArgument("ConcatV2: axis must be one int32, got ", axis_t.DebugString()));
+    const TensorShape& first = ctx->input(0).shape();
+    const int rank = first.rank();
+    int64_t axis = axis_t.data<int32_t>()[0];
+    TW_OP_REQUIRES(ctx, axis >= -rank && axis < rank,
+                   errors::InvalidArgument("ConcatV2: axis ", axis, " is out of range for values of shape ",
+                                           first.ToString()));
+    if (axis < 0) axis += rank;
+    int64_t axis_size = 0;
+    for (int i = 0; i < n; ++i) {
+      const TensorShape& s = ctx->input(i).shape();
+      bool ok = s.rank() == rank;
+      for (int d = 0; ok && d < rank; ++d) ok = d == axis || s.dim(d) == first.dim(d);
+      TW_OP_REQUIRES(ctx, ok,
+                     errors::InvalidArgument("ConcatV2: value shapes ", first.ToString(), " and ",
+                                             s.ToString(), " differ outside axis ", axis));
+      TW_OP_REQUIRES(ctx, s.dim(static_cast<int>(axis)) <= INT64_MAX - axis_size,
+                     errors::InvalidArgument("ConcatV2: the sizes along axis ", axis,
+                                             " add up to more than int64 can count (value shapes ",
+                                             first.ToString(), " and ", s.ToString(), ")"));
+      axis_size += s.dim(static_cast<int>(axis));
+    }
+    std::vector<int64_t> out_dims = first.dims();
+    out_dims[static_cast<size_t>(axis)] = axis_size;
+    auto checked = TensorShape::Make(out_dims);
+    TW_OP_REQUIRES(ctx, checked.ok(),
+                   errors::InvalidArgument("ConcatV2: the output ", checked.status().message(),
+                                           " (value shapes ", first.ToString(), ", ...)"));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *checked, &out));
+    int64_t outer = 1;
+    for (int d = 0; d < axis; ++d) outer *= first.dim(d);
+    if (outer == 0) return;
+    const int64_t out_row = checked->num_elements() / outer;
+    const size_t elem = DataTypeSize(out->dtype());
+    // Value i fills columns [column, column + row) of every one of the `outer`
+    // rows of the output.
+    int64_t column = 0;
+    for (int i = 0; i < n; ++i) {
+      const Tensor& v = ctx->input(i);
+      const int64_t row = v.NumElements() / outer;
+      TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(*gpu, elem, Bytes(v), Bytes(out) + column * elem, {outer, row},
+                                               {row, 1}, {out_row, 1}));
+      column += row;
+    }
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  Tensor const_axis_;  // the axis Const's value; uninitialized for a computed axis
+};
+
+class GpuBroadcastToOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& x = ctx->input(0);
+    auto dims = IntVector(ctx, 1, "BroadcastTo: shape");
+    TW_OP_REQUIRES_OK(ctx, dims.status());
+    auto shape = TensorShape::Make(*dims);
+    TW_OP_REQUIRES_OK(ctx, shape.status());
+    auto strides = BroadcastStrides("BroadcastTo", x.shape(), *shape);
+    TW_OP_REQUIRES_OK(ctx, strides.status());
+    if (*shape == x.shape()) {
+      ctx->set_output(0, x);
+      return;
+    }
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(*gpu, DataTypeSize(x.dtype()), Bytes(x), Bytes(out),
+                                             shape->dims(), *strides, RowMajorStrides(shape->dims())));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+// BroadcastTo's adjoint: each output element sums the input elements that
+// were broadcast from it.
+template <typename T>
+class GpuSumToShapeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    const Tensor& x = ctx->input(0);
+    auto dims = IntVector(ctx, 1, "SumToShape: shape");
+    TW_OP_REQUIRES_OK(ctx, dims.status());
+    auto shape = TensorShape::Make(*dims);
+    TW_OP_REQUIRES_OK(ctx, shape.status());
+    auto strides = BroadcastStrides("SumToShape", *shape, x.shape());
+    TW_OP_REQUIRES_OK(ctx, strides.status());
+    if (*shape == x.shape()) {
+      ctx->set_output(0, x);
+      return;
+    }
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    const int64_t n_out = out->NumElements();
+    if (n_out == 0) return;
+    if (x.NumElements() == 0) {
+      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu->stream()));
+      return;
+    }
+    // An axis of x is reduced where `shape` was broadcast along it (stride 0):
+    // the kept axes, in order, walk the output's elements row-major.
+    const std::vector<int64_t> x_strides = RowMajorStrides(x.shape().dims());
+    std::vector<int64_t> kept_size, reduced_size;
+    for (int k = 0; k < x.rank(); ++k) {
+      const bool reduced = (*strides)[static_cast<size_t>(k)] == 0;
+      kept_size.push_back(reduced ? 1 : x.dim(k));
+      reduced_size.push_back(reduced ? x.dim(k) : 1);
+    }
+    TW_OP_REQUIRES_OK(ctx, LaunchSumToShape<T>(*gpu, x.data<T>(), out->data<T>(), n_out, kept_size, x_strides,
+                                               reduced_size, x_strides));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+}  // namespace
+
+void RegisterShapeCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
+  const std::vector<DataType>& device = GpuDeviceMemoryTypes();
+  RegisterGpuKernel<GpuSliceOp>(target, "Slice", "T", device, {1, 2}, {});
+  RegisterGpuKernel<GpuSliceGradOp>(target, "SliceGrad", "T", {kFloat32, kFloat64, kInt64, kUInt8}, {1, 2},
+                                    {});
+  RegisterGpuKernel<GpuConcatOp>(target, "ConcatV2", "T", device, {}, {});  // axis: see the file comment
+  RegisterGpuKernel<GpuBroadcastToOp>(target, "BroadcastTo", "T", device, {1}, {});
+  RegisterGpuKernels<GpuSumToShapeOp, float, double, int64_t, uint8_t>(target, "SumToShape", {1}, {});
+  for (const char* op : {"Slice", "SliceGrad", "ConcatV2", "BroadcastTo", "SumToShape"}) {
+    RegisterHostKernelOnGpu(target, cpu, op, {kInt32});
+  }
+  RegisterHostKernelOnGpu(target, cpu, "ConcatOffset", {});  // every argument is int32
+}
+
+}  // namespace tw

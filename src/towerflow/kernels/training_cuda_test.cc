@@ -1,0 +1,249 @@
+// The training update CUDA kernels (training_cuda.cu) against their CPU twins
+// (training_kernels.cc): variables on /device:GPU:0 updated by
+// ApplyGradientDescent, ApplyMomentum (plain and Nesterov) and ApplyAdam (plain
+// and Nesterov) for float and double over odd sizes, compared with the same
+// graph on the CPU after one and after three steps; and the twins' errors.
+// Skipped without a GPU, except the registration test, which needs none.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/state_ops.h"
+#include "towerflow/graph/ops/training_ops.h"
+#include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/gpu_parity_test_util.h"
+#include "towerflow/runtime/session.h"
+
+namespace tw {
+namespace {
+
+const std::vector<DataType> kTypes = {kFloat32, kFloat64};
+
+enum class Update { kGradientDescent, kMomentum, kNesterovMomentum, kAdam, kNesterovAdam };
+const std::vector<Update> kUpdates = {Update::kGradientDescent, Update::kMomentum, Update::kNesterovMomentum,
+                                      Update::kAdam, Update::kNesterovAdam};
+
+std::string UpdateName(Update u) {
+  switch (u) {
+    case Update::kGradientDescent:
+      return "ApplyGradientDescent";
+    case Update::kMomentum:
+      return "ApplyMomentum";
+    case Update::kNesterovMomentum:
+      return "ApplyMomentum(nesterov)";
+    case Update::kAdam:
+      return "ApplyAdam";
+    case Update::kNesterovAdam:
+      return "ApplyAdam(nesterov)";
+  }
+  return "?";
+}
+Tensor ScalarOf(DataType dtype, double v) {
+  return dtype == kFloat32 ? Tensor::Scalar<float>(static_cast<float>(v)) : Tensor::Scalar<double>(v);
+}
+
+int SlotCount(Update u) {
+  return u == Update::kGradientDescent ? 0 : (u == Update::kAdam || u == Update::kNesterovAdam) ? 2 : 1;
+}
+
+// One run of the update on one device.
+struct UpdateRun {
+  DataType dtype = kFloat32;
+  Update update = Update::kGradientDescent;
+  std::vector<Tensor> initial;  // the variable, then its slots (accum, or m and v)
+  std::vector<Tensor> grads;    // one per step
+  bool unknown_shapes = false;  // grad and lr fed through Placeholders of unknown shape
+  Tensor lr;                    // the learning rate fed (a scalar unless testing errors)
+  bool skip_init = false;       // run the update on uninitialized variables
+};
+
+// Runs r.grads.size() steps of the update with its variables on `device`, and
+// returns the variable and its slots after step 1 and after the last step, in
+// that order. Returns the first failure in *status. On a GPU, the update must
+// have run there.
+std::vector<Tensor> Train(const UpdateRun& r, const std::string& device, Status* status) {
+  setenv("TOWERFLOW_GPU_POISON", "1", 1);
+  Graph g;
+  Scope root(g);
+  Scope dev = root.WithDevice(device);
+  std::vector<Variable> vars;
+  const char* names[] = {"var", "slot1", "slot2"};
+  for (size_t i = 0; i < r.initial.size(); ++i) {
+    Tensor init = r.initial[i];
+    vars.push_back(CreateVariable(
+        dev, names[i], init.shape(),
+        {.dtype = r.dtype,
+         .initializer = [init](const Scope& s, const TensorShape&, DataType) { return Const(s, init); }}));
+  }
+  // Feeds and hyper-parameters live on the CPU: the kernel reads the scalars
+  // from host memory.
+  const PartialShape grad_shape = r.unknown_shapes ? PartialShape() : PartialShape(r.initial[0].shape());
+  Output grad = Placeholder(root.WithOpName("grad"), r.dtype, grad_shape);
+  Output lr = Placeholder(root.WithOpName("lr"), r.dtype,
+                          r.unknown_shapes ? PartialShape() : PartialShape(TensorShape{}));
+  Output b1p = Placeholder(root.WithOpName("beta1_power"), r.dtype, PartialShape(TensorShape{}));
+  Output b2p = Placeholder(root.WithOpName("beta2_power"), r.dtype, PartialShape(TensorShape{}));
+  const bool adam = r.update == Update::kAdam || r.update == Update::kNesterovAdam;
+  const bool nesterov = r.update == Update::kNesterovMomentum || r.update == Update::kNesterovAdam;
+  Output step;
+  if (r.update == Update::kGradientDescent) {
+    step = ApplyGradientDescent(dev, vars[0].ref, lr, grad);
+  } else if (!adam) {
+    step = ApplyMomentum(dev, vars[0].ref, vars[1].ref, lr, grad, ScalarLike(root, 0.9, r.dtype), nesterov);
+  } else {
+    step = ApplyAdam(dev, vars[0].ref, vars[1].ref, vars[2].ref, b1p, b2p, lr, ScalarLike(root, 0.9, r.dtype),
+                     ScalarLike(root, 0.999, r.dtype), ScalarLike(root, 1e-8, r.dtype), grad, nesterov);
+  }
+  if (!root.ok()) {
+    *status = root.status();
+    return {};
+  }
+  SessionOptions opts;
+  opts.allow_soft_placement = true;
+  opts.inter_op_threads = 1;
+  Session sess(g, opts);
+  *status = r.skip_init ? Status::OK() : sess.Run(GlobalVariablesInitializer(g));
+  std::vector<Tensor> out;
+  for (size_t k = 0; k < r.grads.size() && status->ok(); ++k) {
+    FeedList feeds = {{grad, r.grads[k]}, {lr, r.lr}};
+    if (adam) {
+      feeds.push_back({b1p, ScalarOf(r.dtype, std::pow(0.9, static_cast<double>(k + 1)))});
+      feeds.push_back({b2p, ScalarOf(r.dtype, std::pow(0.999, static_cast<double>(k + 1)))});
+    }
+    auto result = sess.Run(feeds, {step});
+    if (!result.ok()) {
+      *status = result.status();
+      break;
+    }
+    if (k != 0 && k + 1 != r.grads.size()) continue;
+    out.push_back((*result)[0]);
+    // The slots in a run of their own: read in the update's run they could be
+    // read before or after it.
+    std::vector<Output> slots;
+    for (size_t i = 1; i < vars.size(); ++i) slots.push_back(vars[i].value);
+    if (slots.empty()) continue;
+    auto values = sess.Run(slots);
+    if (!values.ok()) {
+      *status = values.status();
+      break;
+    }
+    for (Tensor& t : *values) out.push_back(std::move(t));
+  }
+  if (device.find("GPU") != std::string::npos && step.valid()) {
+    Device* placed = sess.placement().device(*step.node);
+    EXPECT_TRUE(placed != nullptr && placed->device_type() == kDeviceGpu)
+        << UpdateName(r.update) << " ran on "
+        << (placed != nullptr ? placed->name() : std::string("no device"));
+  }
+  return status->ok() ? out : std::vector<Tensor>{};
+}
+
+UpdateRun MakeRun(DataType dtype, Update update, const TensorShape& shape, std::mt19937_64& rng) {
+  UpdateRun r;
+  r.dtype = dtype;
+  r.update = update;
+  r.initial.push_back(parity::RandomTensor(dtype, shape, rng));
+  if (SlotCount(update) == 1) r.initial.push_back(parity::RandomTensor(dtype, shape, rng));  // accum
+  if (SlotCount(update) == 2) {
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, -0.1, 0.1));  // m
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, 0, 0.01));    // v >= 0
+  }
+  for (int k = 0; k < 3; ++k) r.grads.push_back(parity::RandomTensor(dtype, shape, rng));
+  r.lr = ScalarOf(dtype, 0.1);
+  return r;
+}
+
+TEST(TrainingCudaTest, UpdatesMatchCpuAfterOneAndThreeSteps) {
+  TW_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(21);
+  for (DataType dtype : kTypes) {
+    for (Update update : kUpdates) {
+      std::vector<TensorShape> shapes;
+      for (int64_t n : parity::OddSizes()) shapes.push_back(TensorShape{n});
+      shapes.push_back(TensorShape{7, 33});
+      for (const TensorShape& shape : shapes) {
+        const std::string name =
+            UpdateName(update) + " " + std::string(DataTypeName(dtype)) + " " + shape.ToString();
+        UpdateRun r = MakeRun(dtype, update, shape, rng);
+        Status cpu_status, gpu_status;
+        std::vector<Tensor> cpu = Train(r, "/device:CPU:0", &cpu_status);
+        std::vector<Tensor> gpu = Train(r, "/device:GPU:0", &gpu_status);
+        ASSERT_TRUE(cpu_status.ok()) << name << " on the CPU: " << cpu_status.ToString();
+        ASSERT_TRUE(gpu_status.ok()) << name << " on the GPU: " << gpu_status.ToString();
+        ASSERT_EQ(gpu.size(), cpu.size()) << name;
+        // Float: the GPU may fuse a multiply-add (one rounding fewer); Adam
+        // divides by sqrt(v), which magnifies that for small v.
+        const bool f32 = dtype == kFloat32;
+        const double rtol =
+            f32 ? (update == Update::kAdam || update == Update::kNesterovAdam ? 1e-4 : 1e-5) : 1e-12;
+        const double atol = f32 ? 1e-6 : 1e-14;
+        const size_t per_step = gpu.size() / 2;
+        for (size_t i = 0; i < gpu.size(); ++i) {
+          EXPECT_TRUE(parity::Near(gpu[i], cpu[i], rtol, atol))
+              << name << (i < per_step ? ", after step 1" : ", after step 3") << ", "
+              << (i % per_step == 0 ? std::string("variable") : "slot " + std::to_string(i % per_step));
+        }
+      }
+    }
+  }
+}
+
+// The CPU twin's errors, same code and message on the GPU.
+void ExpectSameUpdateError(const UpdateRun& r, const std::string& name, const std::string& expected) {
+  Status cpu, gpu;
+  Train(r, "/device:CPU:0", &cpu);
+  Train(r, "/device:GPU:0", &gpu);
+  ASSERT_FALSE(cpu.ok()) << name << ": the CPU kernel accepted it";
+  EXPECT_NE(cpu.message().find(expected), std::string::npos) << name << ": " << cpu.ToString();
+  EXPECT_EQ(gpu.code(), cpu.code()) << name << ": GPU " << gpu.ToString() << " / CPU " << cpu.ToString();
+  EXPECT_EQ(gpu.message(), cpu.message()) << name;
+}
+
+TEST(TrainingCudaTest, ShapeErrors) {
+  TW_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(22);
+  for (DataType dtype : kTypes) {
+    for (Update update : kUpdates) {
+      const std::string name = UpdateName(update) + " " + std::string(DataTypeName(dtype));
+      UpdateRun wrong_grad = MakeRun(dtype, update, TensorShape{7}, rng);
+      wrong_grad.unknown_shapes = true;
+      wrong_grad.grads = {parity::RandomTensor(dtype, {33}, rng)};
+      ExpectSameUpdateError(wrong_grad, name + ", grad [33] for var [7]", "do not have the same shape");
+      UpdateRun vector_lr = MakeRun(dtype, update, TensorShape{7}, rng);
+      vector_lr.unknown_shapes = true;
+      vector_lr.grads.resize(1);
+      vector_lr.lr = parity::RandomTensor(dtype, {2}, rng);
+      ExpectSameUpdateError(vector_lr, name + ", lr of shape [2]", "is not a scalar: [2]");
+      UpdateRun uninitialized = MakeRun(dtype, update, TensorShape{7}, rng);
+      uninitialized.skip_init = true;
+      uninitialized.grads.resize(1);
+      ExpectSameUpdateError(uninitialized, name + ", uninitialized",
+                            "Attempting to use uninitialized value var");
+    }
+  }
+}
+
+// Needs no GPU: float and double, with exactly the scalar hyper-parameters in
+// host memory.
+TEST(TrainingCudaTest, RegistersScalarsInHostMemory) {
+  KernelRegistry cpu, gpu;
+  RegisterTrainingCudaKernels(gpu, cpu);
+  const std::vector<std::pair<std::string, std::vector<int>>> want = {
+      {"ApplyGradientDescent", {1}}, {"ApplyMomentum", {2, 4}}, {"ApplyAdam", {3, 4, 5, 6, 7, 8}}};
+  for (const auto& [op, host_inputs] : want) {
+    auto types = gpu.KernelTypes(op);
+    ASSERT_EQ(types.size(), 1u) << op;
+    EXPECT_EQ(types[kDeviceGpu], (std::vector<DataType>{kFloat32, kFloat64})) << op;
+    for (const KernelDef* k : gpu.KernelsFor(op)) {
+      EXPECT_EQ(k->host_memory_inputs, host_inputs) << op;
+      EXPECT_TRUE(k->host_memory_outputs.empty()) << op;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace tw
