@@ -11,7 +11,11 @@
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <memory>
 #include <random>
 
@@ -110,6 +114,37 @@ void BM_TowersTrainStep(benchmark::State& state) {
   state.counters["examples_per_sec"] =
       benchmark::Counter(steps * kBatch * towers, benchmark::Counter::kIsRate);
 }
+
+// TOWERFLOW_BENCH_TIMELINE=N: instead of benchmarking, runs N towers (pinned
+// variables) for 300 warm-up steps, then prints one step's node timeline per
+// thread: when each thread was busy, and on what, to find serialization. Nodes
+// under 5 us are left out unless TOWERFLOW_BENCH_TIMELINE_ALL is set.
+int PrintTimeline(int towers) {
+  Towers t(towers, tw::train::VariablePlacement::kSingleDevice);
+  for (int i = 0; i < 300; ++i) t.session->Run(t.feeds, {}, {t.step.train_op}).status().Check();
+  tw::StepStats stats;
+  const auto t0 = std::chrono::steady_clock::now().time_since_epoch().count();
+  t.session->Run(t.feeds, {}, {t.step.train_op}, &stats).status().Check();
+  const auto t1 = std::chrono::steady_clock::now().time_since_epoch().count();
+  std::map<int, std::vector<tw::StepStats::NodeTiming>> by_thread;
+  for (const auto& n : stats.nodes) by_thread[n.thread].push_back(n);
+  std::printf("step wall %.1f us, kernel time %.1f us, %zu timings\n", (t1 - t0) / 1e3, stats.kernel_ns / 1e3,
+              stats.nodes.size());
+  for (auto& [thread, nodes] : by_thread) {
+    std::sort(nodes.begin(), nodes.end(), [](auto& a, auto& b) { return a.start_ns < b.start_ns; });
+    int64_t busy = 0;
+    for (const auto& n : nodes) busy += n.end_ns - n.start_ns;
+    std::printf("thread %d: %zu nodes, busy %.1f us\n", thread, nodes.size(), busy / 1e3);
+    for (const auto& n : nodes) {
+      if (n.end_ns - n.start_ns < (std::getenv("TOWERFLOW_BENCH_TIMELINE_ALL") ? 0 : 5000)) continue;
+      std::printf("  %8.1f +%7.1f us %s%s (%s) on %s\n", (n.start_ns - t0) / 1e3, (n.end_ns - n.start_ns) / 1e3,
+                  n.transfer ? "transfer " : "", n.node->name().c_str(), n.node->op().c_str(),
+                  n.device ? n.device->name().c_str() : "?");
+    }
+  }
+  return 0;
+}
+
 BENCHMARK(BM_TowersTrainStep)
     ->ArgNames({"towers", "mirrored"})
     ->ArgsProduct({{1, 2, 4}, {0, 1}})
@@ -119,4 +154,10 @@ BENCHMARK(BM_TowersTrainStep)
 
 }  // namespace
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  if (const char* n = std::getenv("TOWERFLOW_BENCH_TIMELINE")) return PrintTimeline(std::atoi(n));
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

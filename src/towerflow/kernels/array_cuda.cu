@@ -40,6 +40,7 @@
 #include "towerflow/graph/op_def.h"
 #include "towerflow/kernels/array_cuda.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/internal/cuda_device_util.cuh"
 #include "towerflow/kernels/shape_util.h"
 
 namespace tw {
@@ -47,26 +48,19 @@ namespace {
 
 template <typename T>
 __global__ void FillKernel(T* __restrict__ out, int64_t n, T value) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
-    out[i] = value;
-  }
+  for (int64_t i = cuda_util::GridThreadIndex(); i < n; i += cuda_util::GridThreadCount()) out[i] = value;
 }
 
 // out[0, n) = value on the compute stream. REQUIRES: n > 0.
 template <typename T>
 Status LaunchFill(const GpuDevice& gpu, T* out, int64_t n, T value) {
-  const LaunchShape shape = LaunchShapeFor(n, gpu);
-  FillKernel<T><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(out, n, value);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return cuda_util::LaunchGridStride(gpu, n, FillKernel<T>, out, n, value);
 }
 
 // static_cast per element, as CastOp does (bool: nonzero is true).
 template <typename S, typename D>
 __global__ void CastKernel(const S* __restrict__ in, D* __restrict__ out, int64_t n) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = cuda_util::GridThreadIndex(); i < n; i += cuda_util::GridThreadCount()) {
     out[i] = static_cast<D>(in[i]);
   }
 }
@@ -74,10 +68,7 @@ __global__ void CastKernel(const S* __restrict__ in, D* __restrict__ out, int64_
 // REQUIRES: n > 0.
 template <typename S, typename D>
 Status LaunchCast(const GpuDevice& gpu, const S* in, D* out, int64_t n) {
-  const LaunchShape shape = LaunchShapeFor(n, gpu);
-  CastKernel<S, D><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(in, out, n);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return cuda_util::LaunchGridStride(gpu, n, CastKernel<S, D>, in, out, n);
 }
 
 // fn.template operator()<T>() for the device-memory dtypes (array_cuda.h);
@@ -109,15 +100,13 @@ Status DispatchCastType(DataType dtype, Fn&& fn) {
 
 // The attr's value, copied to device memory at the first Compute and shared
 // by every step after it (consumers never write their inputs).
-class GpuConstOp : public OpKernel {
+class GpuConstOp : public GpuOpKernel {
  public:
-  explicit GpuConstOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit GpuConstOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     TW_OP_REQUIRES_OK(c, c->GetAttr("value", &host_));
   }
 
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     Tensor value;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -125,7 +114,7 @@ class GpuConstOp : public OpKernel {
         // Queued on the copy stream; the compute stream waits for it before
         // any consumer's work (gpu_device.h), so no wait is needed here.
         Tensor copy;
-        TW_OP_REQUIRES_OK(ctx, gpu->CopyFromHost(host_, &copy));
+        TW_OP_REQUIRES_OK(ctx, gpu.CopyFromHost(host_, &copy));
         device_ = std::move(copy);
       }
       value = device_;
@@ -141,42 +130,31 @@ class GpuConstOp : public OpKernel {
 };
 
 template <typename T>
-class GpuFillOp : public OpKernel {
+class GpuFillOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
-    auto dims = shape_util::IntVector(ctx, 0, "Fill: dims");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    const Tensor& value = ctx->input(1);  // host memory
-    TW_OP_REQUIRES(
-        ctx, value.rank() == 0,
-        errors::InvalidArgument("Fill: value must be a scalar, got shape ", value.shape().ToString()));
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    TW_OP_REQUIRES_OK(ctx, shape_util::FillOutput(ctx, &out));  // the CPU twin's checks
     const int64_t n = out->NumElements();
     if (n == 0) return;
-    TW_OP_REQUIRES_OK(ctx, LaunchFill<T>(*gpu, out->data<T>(), n, value.scalar<T>()));
+    // The value (input 1) is in host memory.
+    TW_OP_REQUIRES_OK(ctx, LaunchFill<T>(gpu, out->data<T>(), n, ctx->input(1).scalar<T>()));
   }
   bool IsExpensive() const override { return false; }
 };
 
 // ZerosLike / OnesLike: only the input's shape is read.
 template <typename T, int kValue>
-class GpuFillLikeOp : public OpKernel {
+class GpuFillLikeOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(0).shape(), &out));
     const int64_t n = out->NumElements();
     if (n == 0) return;
-    TW_OP_REQUIRES_OK(ctx, LaunchFill<T>(*gpu, out->data<T>(), n, static_cast<T>(kValue)));
+    TW_OP_REQUIRES_OK(ctx, LaunchFill<T>(gpu, out->data<T>(), n, static_cast<T>(kValue)));
   }
   bool IsExpensive() const override { return false; }
 };
@@ -185,14 +163,12 @@ using GpuZerosLikeOp = GpuFillLikeOp<T, 0>;
 template <typename T>
 using GpuOnesLikeOp = GpuFillLikeOp<T, 1>;
 
-class GpuCastOp : public OpKernel {
+class GpuCastOp : public GpuOpKernel {
  public:
-  explicit GpuCastOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit GpuCastOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     TW_OP_REQUIRES_OK(c, c->GetAttr("DstT", &dst_));
   }
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
     if (x.dtype() == dst_) {
       ctx->set_output(0, x);
@@ -204,7 +180,7 @@ class GpuCastOp : public OpKernel {
     if (n == 0) return;
     TW_OP_REQUIRES_OK(ctx, DispatchDeviceType(x.dtype(), [&]<typename S>() {
                         return DispatchCastType(dst_, [&]<typename D>() {
-                          return LaunchCast<S, D>(*gpu, x.data<S>(), out->data<D>(), n);
+                          return LaunchCast<S, D>(gpu, x.data<S>(), out->data<D>(), n);
                         });
                       }));
   }

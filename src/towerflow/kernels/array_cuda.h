@@ -14,12 +14,10 @@
 #ifndef TOWERFLOW_KERNELS_ARRAY_CUDA_H_
 #define TOWERFLOW_KERNELS_ARRAY_CUDA_H_
 
-#include <memory>
 #include <string>
-#include <utility>
 #include <vector>
 
-#include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/cuda_kernels.h"
 
 namespace tw {
 
@@ -50,26 +48,6 @@ void RegisterCpuClassOnGpu(KernelRegistry& target, const KernelRegistry& cpu, co
 // (outputs) that include a list argument cover kMaxHostListArgs indices.
 void RegisterHostKernelOnGpu(KernelRegistry& target, const KernelRegistry& cpu, const std::string& op,
                              const std::vector<DataType>& types);
-
-// Registers GPU kernel class `Kernel` for `op` under type attr `type_attr`
-// with the dtypes `types` and the given host-memory arguments.
-template <typename Kernel>
-void RegisterGpuKernel(KernelRegistry& target, const std::string& op, std::string type_attr,
-                       std::vector<DataType> types, std::vector<int> host_inputs,
-                       std::vector<int> host_outputs) {
-  target.Register(KernelDef{
-      op, kDeviceGpu, std::move(type_attr), std::move(types),
-      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<Kernel>(c); },
-      std::move(host_inputs), std::move(host_outputs)});
-}
-
-// Registers Kernel<T> for each T under op / "GPU", specialised on attr "T",
-// with the given host-memory arguments.
-template <template <typename> class Kernel, typename... Ts>
-void RegisterGpuKernels(KernelRegistry& target, const std::string& op, const std::vector<int>& host_inputs,
-                        const std::vector<int>& host_outputs) {
-  (RegisterGpuKernel<Kernel<Ts>>(target, op, "T", {DataTypeOf<Ts>()}, host_inputs, host_outputs), ...);
-}
 
 // Slice, SliceGrad, ConcatV2, ConcatOffset, BroadcastTo, SumToShape
 // (shape_cuda.cu); called from RegisterArrayCudaKernels.

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <random>
 #include <string>
 #include <vector>
@@ -16,19 +17,19 @@
 #include "towerflow/graph/gradients.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
-#include "towerflow/kernels/array_cuda_test_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/gpu_parity_test_util.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
 namespace {
 
-using cuda_test::AllTypes;
-using cuda_test::Check;
-using cuda_test::ExpectSameError;
-using cuda_test::RandomOf;
+using parity::AllTypes;
 using parity::Case;
+using parity::ExpectGpuMatchesCpu;
+using parity::ExpectSameError;
 using parity::OddSizes;
+using parity::RandomTensor;
 using V = const std::vector<Output>&;
 
 std::string Name(DataType t) { return std::string(DataTypeName(t)); }
@@ -44,8 +45,23 @@ std::vector<int64_t> Sizes() {
 // One random input of shape [n] per size.
 std::vector<Tensor> Vectors(DataType t, std::mt19937_64& rng, double lo = -1, double hi = 1) {
   std::vector<Tensor> out;
-  for (int64_t n : Sizes()) out.push_back(RandomOf(t, TensorShape{n}, rng, lo, hi));
+  for (int64_t n : Sizes()) out.push_back(RandomTensor(t, TensorShape{n}, rng, lo, hi));
   return out;
+}
+
+// One random input of shape shape_of(n) per size n.
+std::vector<Tensor> PerSize(DataType t, std::mt19937_64& rng,
+                            const std::function<TensorShape(int64_t)>& shape_of) {
+  std::vector<Tensor> out;
+  for (int64_t n : Sizes()) out.push_back(RandomTensor(t, shape_of(n), rng));
+  return out;
+}
+
+// The int32 forms of the cwise and reduction ops, which run on the host of a GPU.
+std::vector<Output> Int32MathOps(const Scope& s, const Output& a, const Output& b) {
+  return {Add(s, a, b),     Sub(s, a, b),   Mul(s, a, b),          Div(s, a, b),
+          Maximum(s, a, b), Equal(s, a, b), GreaterEqual(s, a, b), Neg(s, a),
+          Sum(s, a, {0}),   Max(s, a, {0}), Mean(s, a, {0})};
 }
 
 // ---- Registration, checked without a GPU ----
@@ -67,33 +83,23 @@ TEST_F(ArrayCudaRegistryTest, Int32KernelsKeepEveryArgumentInHostMemory) {
   Output b = Placeholder(s, kInt32, PartialShape({4}));
   Node* offsets =
       NodeBuilder(s, "ConcatOffset").Input(Const(s, 0)).Inputs({Shape(s, a), Shape(s, b)}).Finalize();
-  const std::vector<Output> ops = {Const(s, 3),
-                                   Identity(s, a),
-                                   StopGradient(s, a),
-                                   Shape(s, a),
-                                   Reshape(s, a, {2, 2}),
-                                   ExpandDims(s, a, 0),
-                                   Squeeze(s, Reshape(s, a, {1, 4})),
-                                   Fill(s, Shape(s, a), Const(s, 1)),
-                                   ZerosLike(s, a),
-                                   OnesLike(s, a),
-                                   Cast(s, a, kFloat32),
-                                   Add(s, a, b),
-                                   Sub(s, a, b),
-                                   Mul(s, a, b),
-                                   Div(s, a, b),
-                                   Maximum(s, a, b),
-                                   Equal(s, a, b),
-                                   GreaterEqual(s, a, b),
-                                   Neg(s, a),
-                                   Sum(s, a, {0}),
-                                   Max(s, a, {0}),
-                                   Mean(s, a, {0}),
-                                   Slice(s, a, {1}, {2}),
-                                   Concat(s, {a, b, a}, 0),
-                                   Output(offsets, 0),
-                                   BroadcastTo(s, a, Const(s, std::vector<int32_t>{2, 4})),
-                                   SumToShape(s, a, Const(s, std::vector<int32_t>{1}))};
+  std::vector<Output> ops = {Const(s, 3),
+                             Identity(s, a),
+                             StopGradient(s, a),
+                             Shape(s, a),
+                             Reshape(s, a, {2, 2}),
+                             ExpandDims(s, a, 0),
+                             Squeeze(s, Reshape(s, a, {1, 4})),
+                             Fill(s, Shape(s, a), Const(s, 1)),
+                             ZerosLike(s, a),
+                             OnesLike(s, a),
+                             Cast(s, a, kFloat32),
+                             Slice(s, a, {1}, {2}),
+                             Concat(s, {a, b, a}, 0),
+                             Output(offsets, 0),
+                             BroadcastTo(s, a, Const(s, std::vector<int32_t>{2, 4})),
+                             SumToShape(s, a, Const(s, std::vector<int32_t>{1}))};
+  for (const Output& o : Int32MathOps(s, a, b)) ops.push_back(o);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   for (const Output& o : ops) {
     const KernelDef* k = Find(o);
@@ -168,18 +174,16 @@ TEST_F(ArrayCudaRegistryTest, HostListsOfVariadicOpsAreBounded) {
 
 TEST(ArrayCudaTest, ConstOfEveryDtype) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType t : AllTypes()) {
     std::vector<Tensor> values = Vectors(t, rng);
-    values.push_back(RandomOf(t, TensorShape{3, 11}, rng));
-    values.push_back(RandomOf(t, TensorShape{}, rng));
-    Check(Case{"Const " + Name(t), {}, [values](const Scope& s, V) {
-                 std::vector<Output> out;
-                 for (const Tensor& v : values) out.push_back(Const(s, v));
-                 return out;
-               }});
+    values.push_back(RandomTensor(t, TensorShape{3, 11}, rng));
+    values.push_back(RandomTensor(t, TensorShape{}, rng));
+    ExpectGpuMatchesCpu(Case{"Const " + Name(t), {}, [values](const Scope& s, V) {
+                               std::vector<Output> out;
+                               for (const Tensor& v : values) out.push_back(Const(s, v));
+                               return out;
+                             }});
   }
 }
 
@@ -188,8 +192,8 @@ TEST(ArrayCudaTest, ConstServesEveryStep) {
   TW_SKIP_WITHOUT_GPU();
   Graph g;
   Scope s(g);
-  Output c = Const(s.WithDevice(cuda_test::kGpu), std::vector<float>{1, 2, 3, 4, 5, 6, 7}, TensorShape{7});
-  Output twice = Concat(s.WithDevice(cuda_test::kGpu), {c, c}, 0);
+  Output c = Const(s.WithDevice(parity::kGpu), std::vector<float>{1, 2, 3, 4, 5, 6, 7}, TensorShape{7});
+  Output twice = Concat(s.WithDevice(parity::kGpu), {c, c}, 0);
   Session sess(g);
   for (int step = 0; step < 3; ++step) {
     auto r = sess.Run({twice});
@@ -200,131 +204,118 @@ TEST(ArrayCudaTest, ConstServesEveryStep) {
 
 TEST(ArrayCudaTest, PassThroughAndShapeOps) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType t : AllTypes()) {
-    Check(Case{"Identity/StopGradient/Reshape/ExpandDims/Squeeze/Shape " + Name(t), Vectors(t, rng),
-               [](const Scope& s, V in) {
-                 std::vector<Output> out;
-                 for (const Output& x : in) {
-                   out.push_back(Identity(s, x));
-                   out.push_back(StopGradient(s, x));
-                   out.push_back(Reshape(s, x, {1, -1}));
-                   out.push_back(ExpandDims(s, x, 1));
-                   out.push_back(Squeeze(s, ExpandDims(s, x, 0)));
-                   out.push_back(Shape(s, Reshape(s, x, {-1, 1})));
-                 }
-                 return out;
-               }});
+    ExpectGpuMatchesCpu(Case{"Identity/StopGradient/Reshape/ExpandDims/Squeeze/Shape " + Name(t),
+                             Vectors(t, rng), [](const Scope& s, V in) {
+                               std::vector<Output> out;
+                               for (const Output& x : in) {
+                                 out.push_back(Identity(s, x));
+                                 out.push_back(StopGradient(s, x));
+                                 out.push_back(Reshape(s, x, {1, -1}));
+                                 out.push_back(ExpandDims(s, x, 1));
+                                 out.push_back(Squeeze(s, ExpandDims(s, x, 0)));
+                                 out.push_back(Shape(s, Reshape(s, x, {-1, 1})));
+                               }
+                               return out;
+                             }});
   }
 }
 
 TEST(ArrayCudaTest, FillZerosLikeOnesLike) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType t : AllTypes()) {
     std::vector<Tensor> inputs = Vectors(t, rng);
-    inputs.push_back(RandomOf(t, TensorShape{}, rng));  // Fill's value
-    Check(Case{"Fill/ZerosLike/OnesLike " + Name(t), inputs, [t](const Scope& s, V in) {
-                 std::vector<Output> out;
-                 for (size_t i = 0; i + 1 < in.size(); ++i) {
-                   out.push_back(Fill(s, Shape(s, Reshape(s, in[i], {-1, 1})), in.back()));
-                   if (t == kBool) continue;  // ZerosLike/OnesLike take numbers
-                   out.push_back(ZerosLike(s, in[i]));
-                   out.push_back(OnesLike(s, in[i]));
-                 }
-                 out.push_back(Fill(s, Const(s, std::vector<int32_t>{3, 0, 5}), in.back()));
-                 return out;
-               }});
+    inputs.push_back(RandomTensor(t, TensorShape{}, rng));  // Fill's value
+    ExpectGpuMatchesCpu(Case{"Fill/ZerosLike/OnesLike " + Name(t), inputs, [t](const Scope& s, V in) {
+                               std::vector<Output> out;
+                               for (size_t i = 0; i + 1 < in.size(); ++i) {
+                                 out.push_back(Fill(s, Shape(s, Reshape(s, in[i], {-1, 1})), in.back()));
+                                 if (t == kBool) continue;  // ZerosLike/OnesLike take numbers
+                                 out.push_back(ZerosLike(s, in[i]));
+                                 out.push_back(OnesLike(s, in[i]));
+                               }
+                               out.push_back(Fill(s, Const(s, std::vector<int32_t>{3, 0, 5}), in.back()));
+                               return out;
+                             }});
   }
 }
 
 TEST(ArrayCudaTest, CastBetweenEveryPairOfDtypes) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType from : AllTypes()) {
     // Values every destination holds (uint8: 0..200), with fractions for floats.
-    Check(Case{"Cast from " + Name(from), Vectors(from, rng, 0, 200), [](const Scope& s, V in) {
-                 std::vector<Output> out;
-                 for (const Output& x : in) {
-                   for (DataType to : AllTypes()) out.push_back(Cast(s, x, to));
-                 }
-                 return out;
-               }});
+    ExpectGpuMatchesCpu(Case{"Cast from " + Name(from), Vectors(from, rng, 0, 200), [](const Scope& s, V in) {
+                               std::vector<Output> out;
+                               for (const Output& x : in) {
+                                 for (DataType to : AllTypes()) out.push_back(Cast(s, x, to));
+                               }
+                               return out;
+                             }});
   }
 }
 
 TEST(ArrayCudaTest, SliceAndSliceGrad) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType t : AllTypes()) {
-    std::vector<Tensor> inputs;
-    for (int64_t n : Sizes()) inputs.push_back(RandomOf(t, TensorShape{3, n, 2}, rng));
-    Check(Case{"Slice/SliceGrad " + Name(t), inputs, [t](const Scope& s, V in) {
-                 std::vector<Output> out;
-                 for (const Output& x : in) {
-                   const int64_t n = x.shape().dim(1);
-                   const int64_t b = n / 3, len = n == 0 ? 0 : std::max<int64_t>(1, (n - b) / 2);
-                   Output strided = Slice(s, x, {1, I(b), 1}, {2, I(len), 1});
-                   out.push_back(strided);
-                   out.push_back(Slice(s, x, {1, 0, 0}, {-1, -1, -1}));  // one contiguous run
-                   out.push_back(Slice(s, x, {0, I(b), 0}, {3, I(len), 2}));
-                   out.push_back(Slice(s, x, {0, 0, 0}, {-1, -1, -1}));  // the whole input
-                   out.push_back(Slice(s, Reshape(s, x, {-1}), {I(3 * n)}, {-1}));
-                   if (t == kBool) continue;  // SliceGrad takes numbers
-                   out.push_back(NodeBuilder(s, "SliceGrad")
-                                     .Input(strided)
-                                     .Input(Const(s, std::vector<int32_t>{1, I(b), 1}))
-                                     .Input(Shape(s, x))
-                                     .Finalize());
-                 }
-                 return out;
-               }});
+    std::vector<Tensor> inputs = PerSize(t, rng, [](int64_t n) { return TensorShape{3, n, 2}; });
+    ExpectGpuMatchesCpu(Case{"Slice/SliceGrad " + Name(t), inputs, [t](const Scope& s, V in) {
+                               std::vector<Output> out;
+                               for (const Output& x : in) {
+                                 const int64_t n = x.shape().dim(1);
+                                 const int64_t b = n / 3,
+                                               len = n == 0 ? 0 : std::max<int64_t>(1, (n - b) / 2);
+                                 Output strided = Slice(s, x, {1, I(b), 1}, {2, I(len), 1});
+                                 out.push_back(strided);
+                                 out.push_back(Slice(s, x, {1, 0, 0}, {-1, -1, -1}));  // one contiguous run
+                                 out.push_back(Slice(s, x, {0, I(b), 0}, {3, I(len), 2}));
+                                 out.push_back(Slice(s, x, {0, 0, 0}, {-1, -1, -1}));  // the whole input
+                                 out.push_back(Slice(s, Reshape(s, x, {-1}), {I(3 * n)}, {-1}));
+                                 if (t == kBool) continue;  // SliceGrad takes numbers
+                                 out.push_back(NodeBuilder(s, "SliceGrad")
+                                                   .Input(strided)
+                                                   .Input(Const(s, std::vector<int32_t>{1, I(b), 1}))
+                                                   .Input(Shape(s, x))
+                                                   .Finalize());
+                               }
+                               return out;
+                             }});
   }
 }
 
 TEST(ArrayCudaTest, ConcatV2) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType t : AllTypes()) {
-    std::vector<Tensor> inputs;
-    for (int64_t n : Sizes()) inputs.push_back(RandomOf(t, TensorShape{2, n, 3}, rng));
-    inputs.push_back(RandomOf(t, TensorShape{2, 5, 3}, rng));
-    Check(Case{"ConcatV2 " + Name(t), inputs, [](const Scope& s, V in) {
-                 const Output& other = in.back();
-                 std::vector<Output> out;
-                 for (size_t i = 0; i + 1 < in.size(); ++i) {
-                   out.push_back(Concat(s, {in[i], other, in[i]}, 1));
-                   out.push_back(Concat(s, {in[i], in[i]}, 0));
-                   out.push_back(Concat(s, {in[i], Slice(s, in[i], {0, 0, 1}, {-1, -1, 1})}, -1));
-                   out.push_back(Concat(s, {in[i]}, 2));
-                 }
-                 // An axis computed at run time (not a Const): read back from the GPU.
-                 Output axis = Add(s, Const(s, 0), Const(s, 1));
-                 out.push_back(NodeBuilder(s, "ConcatV2").Inputs({in[1], other}).Input(axis).Finalize());
-                 return out;
-               }});
+    std::vector<Tensor> inputs = PerSize(t, rng, [](int64_t n) { return TensorShape{2, n, 3}; });
+    inputs.push_back(RandomTensor(t, TensorShape{2, 5, 3}, rng));
+    ExpectGpuMatchesCpu(
+        Case{"ConcatV2 " + Name(t), inputs, [](const Scope& s, V in) {
+               const Output& other = in.back();
+               std::vector<Output> out;
+               for (size_t i = 0; i + 1 < in.size(); ++i) {
+                 out.push_back(Concat(s, {in[i], other, in[i]}, 1));
+                 out.push_back(Concat(s, {in[i], in[i]}, 0));
+                 out.push_back(Concat(s, {in[i], Slice(s, in[i], {0, 0, 1}, {-1, -1, 1})}, -1));
+                 out.push_back(Concat(s, {in[i]}, 2));
+               }
+               // An axis computed at run time (not a Const): read back from the GPU.
+               Output axis = Add(s, Const(s, 0), Const(s, 1));
+               out.push_back(NodeBuilder(s, "ConcatV2").Inputs({in[1], other}).Input(axis).Finalize());
+               return out;
+             }});
   }
 }
 
 TEST(ArrayCudaTest, BroadcastToAndSumToShape) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType t : AllTypes()) {
-    std::vector<Tensor> inputs;
-    for (int64_t n : Sizes()) inputs.push_back(RandomOf(t, TensorShape{n, 1}, rng));
-    inputs.push_back(RandomOf(t, TensorShape{}, rng));
+    std::vector<Tensor> inputs = PerSize(t, rng, [](int64_t n) { return TensorShape{n, 1}; });
+    inputs.push_back(RandomTensor(t, TensorShape{}, rng));
     auto shape = [](const Scope& s, std::vector<int64_t> dims) {
       std::vector<int32_t> v;
       for (int64_t d : dims) v.push_back(I(d));
@@ -351,7 +342,7 @@ TEST(ArrayCudaTest, BroadcastToAndSumToShape) {
            }};
     c.rtol = 1e-4;
     c.atol = 1e-3;
-    Check(c);
+    ExpectGpuMatchesCpu(c);
   }
 }
 
@@ -359,15 +350,13 @@ TEST(ArrayCudaTest, BroadcastToAndSumToShape) {
 // gradients, computed without a transfer.
 TEST(ArrayCudaTest, Int32ShapeArithmeticOnTheGpuHost) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   std::vector<Tensor> inputs;
   for (int64_t n : OddSizes()) {
-    inputs.push_back(RandomOf(kInt32, TensorShape{n}, rng, -100, 100));
-    inputs.push_back(RandomOf(kInt32, TensorShape{n}, rng, 1, 100));  // divisors
+    inputs.push_back(RandomTensor(kInt32, TensorShape{n}, rng, -100, 100));
+    inputs.push_back(RandomTensor(kInt32, TensorShape{n}, rng, 1, 100));  // divisors
   }
-  Check(Case{
+  ExpectGpuMatchesCpu(Case{
       "int32 on the GPU's host", inputs, [](const Scope& s, V in) {
         std::vector<Output> out;
         for (size_t i = 0; i < in.size(); i += 2) {
@@ -375,29 +364,11 @@ TEST(ArrayCudaTest, Int32ShapeArithmeticOnTheGpuHost) {
           const int32_t n = I(a.shape().dim(0));
           Node* offsets =
               NodeBuilder(s, "ConcatOffset").Input(Const(s, 0)).Inputs({Shape(s, a), Shape(s, b)}).Finalize();
+          for (Output o : Int32MathOps(s, a, b)) out.push_back(o);
           for (Output o :
-               {Add(s, a, b),
-                Sub(s, a, b),
-                Mul(s, a, b),
-                Div(s, a, b),
-                Maximum(s, a, b),
-                Equal(s, a, b),
-                GreaterEqual(s, a, b),
-                Neg(s, a),
-                Sum(s, a, {0}),
-                Max(s, a, {0}),
-                Mean(s, a, {0}),
-                Cast(s, a, kFloat32),
-                Cast(s, a, kInt64),
-                Fill(s, Shape(s, a), Const(s, 7)),
-                Slice(s, a, {n / 2}, {-1}),
-                Concat(s, {a, b}, 0),
-                Output(offsets, 1),
-                Reshape(s, a, {1, -1}),
-                ExpandDims(s, a, 0),
-                Squeeze(s, ExpandDims(s, a, 1)),
-                Identity(s, a),
-                ZerosLike(s, a),
+               {Cast(s, a, kFloat32), Cast(s, a, kInt64), Fill(s, Shape(s, a), Const(s, 7)),
+                Slice(s, a, {n / 2}, {-1}), Concat(s, {a, b}, 0), Output(offsets, 1), Reshape(s, a, {1, -1}),
+                ExpandDims(s, a, 0), Squeeze(s, ExpandDims(s, a, 1)), Identity(s, a), ZerosLike(s, a),
                 OnesLike(s, a),
                 SumToShape(s, BroadcastTo(s, a, Const(s, std::vector<int32_t>{2, n})), Shape(s, a))}) {
             out.push_back(o);
@@ -414,7 +385,7 @@ Tensor I32Vec(std::vector<int32_t> v) { return Tensor::Vec<int32_t>(v); }
 TEST(ArrayCudaTest, ErrorsMatchTheCpu) {
   TW_SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(1);
-  const Tensor x = RandomOf(kFloat32, TensorShape{7, 33}, rng);
+  const Tensor x = RandomTensor(kFloat32, TensorShape{7, 33}, rng);
   ExpectSameError(Case{"Reshape to a bad size",
                        {x, I32Vec({5, 5})},
                        [](const Scope& s, V in) { return std::vector<Output>{Reshape(s, in[0], in[1])}; }},
@@ -432,7 +403,7 @@ TEST(ArrayCudaTest, ErrorsMatchTheCpu) {
                        }},
                   "are out of bounds");
   ExpectSameError(Case{"ConcatV2 of unequal shapes",
-                       {x, RandomOf(kFloat32, TensorShape{6, 33}, rng)},
+                       {x, RandomTensor(kFloat32, TensorShape{6, 33}, rng)},
                        [](const Scope& s, V in) {
                          return std::vector<Output>{Concat(s, {in[0], in[1]}, 1)};
                        }},
@@ -454,7 +425,7 @@ TEST(ArrayCudaTest, ErrorsMatchTheCpu) {
                        [](const Scope& s, V in) { return std::vector<Output>{SumToShape(s, in[0], in[1])}; }},
                   "is not broadcast-compatible");
   ExpectSameError(Case{"Fill with a vector value",
-                       {I32Vec({2, 3}), RandomOf(kFloat32, TensorShape{2}, rng)},
+                       {I32Vec({2, 3}), RandomTensor(kFloat32, TensorShape{2}, rng)},
                        [](const Scope& s, V in) { return std::vector<Output>{Fill(s, in[0], in[1])}; }},
                   "value must be a scalar");
   ExpectSameError(
@@ -468,6 +439,17 @@ TEST(ArrayCudaTest, ErrorsMatchTheCpu) {
 
 // ---- Host memory: Shape -> Reshape never copies the data ----
 
+// The transfers a step made (StepStats), as "node:output /device:X -> /device:Y".
+std::vector<std::string> Transfers(const StepStats& stats) {
+  std::vector<std::string> out;
+  for (const StepStats::NodeTiming& t : stats.nodes) {
+    if (!t.transfer) continue;
+    out.push_back(t.node->name() + ":" + std::to_string(t.output) + " " + t.transfer_from->short_name() +
+                  " -> " + t.device->short_name());
+  }
+  return out;
+}
+
 // The gradient of a Reshape is Reshape(dy, Shape(x)). On a GPU, Shape reads
 // only x's shape and writes its int32 output in host memory, where Reshape
 // reads its shape argument: the only transfer of the step is the fetched
@@ -477,7 +459,7 @@ TEST(ArrayCudaTest, ReshapeGradientKeepsShapesOnTheHost) {
   Graph g;
   Scope root(g);
   Output value = Placeholder(root.WithOpName("value"), kFloat32, PartialShape({}));
-  Scope gpu = root.WithDevice(cuda_test::kGpu);
+  Scope gpu = root.WithDevice(parity::kGpu);
   Output x = Fill(gpu.WithOpName("x"), Const(gpu, std::vector<int32_t>{1000, 33}), value);
   Output y = Reshape(gpu.WithOpName("y"), x, {-1});
   Output dy = OnesLike(gpu.WithOpName("dy"), y);
@@ -497,8 +479,7 @@ TEST(ArrayCudaTest, ReshapeGradientKeepsShapesOnTheHost) {
   for (const Output& o : {x, y, dy, dx}) {
     EXPECT_EQ(sess.placement().device(*o.node)->device_type(), kDeviceGpu) << o.node->DebugName();
   }
-  EXPECT_EQ(cuda_test::Transfers(stats),
-            (std::vector<std::string>{"corner:0 /device:GPU:0 -> /device:CPU:0"}));
+  EXPECT_EQ(Transfers(stats), (std::vector<std::string>{"corner:0 /device:GPU:0 -> /device:CPU:0"}));
 }
 
 TEST(ArrayCudaTest, Int32GraphOnTheGpuMakesNoTransfers) {
@@ -506,7 +487,7 @@ TEST(ArrayCudaTest, Int32GraphOnTheGpuMakesNoTransfers) {
   Graph g;
   Scope root(g);
   Output a = Placeholder(root.WithOpName("a"), kInt32, PartialShape({5}));
-  Scope gpu = root.WithDevice(cuda_test::kGpu);
+  Scope gpu = root.WithDevice(parity::kGpu);
   Output doubled = Mul(gpu, Add(gpu, a, a), Const(gpu, 2));
   Output total = Sum(gpu, Concat(gpu, {doubled, Neg(gpu, a)}, 0), {0});
   ASSERT_TRUE(root.ok()) << root.status().ToString();
@@ -516,7 +497,7 @@ TEST(ArrayCudaTest, Int32GraphOnTheGpuMakesNoTransfers) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)[0].ToVector<int32_t>(), (std::vector<int32_t>{45}));
   EXPECT_EQ(sess.placement().device(*total.node)->device_type(), kDeviceGpu);
-  EXPECT_TRUE(cuda_test::Transfers(stats).empty()) << ::testing::PrintToString(cuda_test::Transfers(stats));
+  EXPECT_TRUE(Transfers(stats).empty()) << ::testing::PrintToString(Transfers(stats));
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // GPU kernels of 2-D convolution (NHWC input, HWIO filter) through cuDNN 9's
 // legacy convolution API: Conv2D, Conv2DBackpropInput, Conv2DBackpropFilter,
 // float32 only. CPU twins: conv_kernels.cc (the geometry of im2col.h, and the
-// same attr, shape and size checks with the same messages).
+// same attr, shape and size checks with the same messages: window_params.h).
 //
 // Filters. cuDNN takes filters as KCRS or KRSC only, never TF's HWIO
 // ([KH,KW,C,O]: output channel innermost; its filter descriptor has no
@@ -46,6 +46,7 @@
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/im2col.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/window_params.h"
 
 namespace tw {
 namespace {
@@ -53,6 +54,7 @@ namespace {
 using conv::ConvGeometry;
 using cuda_util::GridThreadCount;
 using cuda_util::GridThreadIndex;
+using cuda_util::LaunchGridStride;
 
 // Larger workspaces are skipped (another candidate needs less): 1 GiB.
 constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
@@ -83,20 +85,15 @@ __global__ void ResizeNhwcKernel(const T* __restrict__ in, T* __restrict__ out, 
 // [rows, cols] -> [cols, rows].
 template <typename T>
 Status LaunchTranspose(const GpuDevice& gpu, const T* in, T* out, int64_t rows, int64_t cols) {
-  const LaunchShape s = LaunchShapeFor(rows * cols, gpu);
-  TransposeKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, rows, cols);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, rows * cols, TransposeKernel<T>, in, out, rows, cols);
 }
 
 // [n, in_h, in_w, c] -> [n, out_h, out_w, c], cropping or zero-padding at the end.
 template <typename T>
 Status LaunchResizeNhwc(const GpuDevice& gpu, const T* in, T* out, int64_t n, int64_t in_h, int64_t in_w,
                         int64_t out_h, int64_t out_w, int64_t c) {
-  const LaunchShape s = LaunchShapeFor(n * out_h * out_w * c, gpu);
-  ResizeNhwcKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, n, in_h, in_w, out_h, out_w, c);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n * out_h * out_w * c, ResizeNhwcKernel<T>, in, out, n, in_h, in_w, out_h,
+                          out_w, c);
 }
 
 // ---- cuDNN descriptors and plans --------------------------------------------
@@ -243,29 +240,19 @@ Status BuildPlan(cudnnHandle_t h, const ConvGeometry& g, int64_t hp, int64_t wp,
 
 // ---- OpKernels ---------------------------------------------------------------
 
-// The CPU twin's attr checks; the shape checks, the plan cache, and the steps
-// the three kernels share (filter transpose, explicit padding, running a plan).
-class ConvGpuKernelBase : public OpKernel {
+// The CPU twin's attr and shape checks (window_params.h); the plan cache,
+// and the steps the three kernels share (filter transpose, explicit padding,
+// running a plan).
+class ConvGpuKernelBase : public GpuOpKernel {
  public:
-  ConvGpuKernelBase(OpKernelConstruction* c, Direction dir) : OpKernel(c), dir_(dir) {
-    std::string padding;
-    TW_OP_REQUIRES_OK(c, c->GetAttr("strides", &strides_));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("padding", &padding));
-    TW_OP_REQUIRES(
-        c,
-        strides_.size() == 4 && strides_[0] == 1 && strides_[3] == 1 && strides_[1] >= 1 && strides_[2] >= 1,
-        errors::InvalidArgument("attr 'strides' must be [1, h, w, 1] with h, w >= 1, got ",
-                                PartialShape(strides_).ToString()));
-    TW_OP_REQUIRES(
-        c, padding == "SAME" || padding == "VALID",
-        errors::InvalidArgument("attr 'padding' must be \"SAME\" or \"VALID\", got \"", padding, "\""));
-    same_ = padding == "SAME";
+  ConvGpuKernelBase(OpKernelConstruction* c, Direction dir) : GpuOpKernel(c), dir_(dir) {
+    TW_OP_REQUIRES_OK(c, window::ReadConvAttrs(*c, &attrs_));
   }
 
  protected:
   StatusOr<ConvGeometry> Geometry(const TensorShape& input, const TensorShape& filter) const {
     TW_ASSIGN_OR_RETURN(ConvGeometry g,
-                        conv::MakeGeometry(node().op().c_str(), input, filter, strides_, same_));
+                        conv::MakeGeometry(node().op().c_str(), input, filter, attrs_.strides, attrs_.same));
     // The CPU twin's 32-bit limit (BLAS's there, cuDNN's descriptors here),
     // plus the batch size and strides, which cuDNN takes as int too.
     if (std::max({g.rows(), g.k(), g.o, g.h * g.w}) > INT32_MAX / 2 || g.n > INT32_MAX || g.sh > INT32_MAX ||
@@ -274,25 +261,6 @@ class ConvGpuKernelBase : public OpKernel {
                                      filter.ToString(), " exceed cuDNN's 32-bit sizes");
     }
     return g;
-  }
-  static StatusOr<TensorShape> SizesInput(OpKernelContext* ctx, int i) {
-    const Tensor& t = ctx->input(i);
-    if (t.dtype() != kInt32 || t.rank() != 1 || t.NumElements() != 4) {
-      return errors::InvalidArgument(ctx->node().op(), ": input ", i, " must be 4 int32 sizes, got ",
-                                     t.DebugString());
-    }
-    const int32_t* p = t.data<int32_t>();
-    return TensorShape::Make({p[0], p[1], p[2], p[3]});
-  }
-  static Status CheckBackprop(OpKernelContext* ctx, const ConvGeometry& g) {
-    const TensorShape& dy = ctx->input(2).shape();
-    if (dy != g.output_shape()) {
-      return errors::InvalidArgument(ctx->node().op(), ": out_backprop has shape ", dy.ToString(),
-                                     " but the convolution of input ", g.input_shape().ToString(),
-                                     " by filter ", g.filter_shape().ToString(), " gives ",
-                                     g.output_shape().ToString());
-    }
-    return Status::OK();
   }
   static Status Zero(const GpuDevice& gpu, Tensor* t) {
     TW_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(t->raw_data(), 0, t->TotalBytes(), gpu.stream()));
@@ -309,8 +277,8 @@ class ConvGpuKernelBase : public OpKernel {
     bool asymmetric;
   };
   Padded PaddedInput(const ConvGeometry& g) const {
-    const int64_t eh = same_ ? ExtraEnd(g.h, g.kh, g.sh, g.oh, g.pad_top) : 0;
-    const int64_t ew = same_ ? ExtraEnd(g.w, g.kw, g.sw, g.ow, g.pad_left) : 0;
+    const int64_t eh = attrs_.same ? ExtraEnd(g.h, g.kh, g.sh, g.oh, g.pad_top) : 0;
+    const int64_t ew = attrs_.same ? ExtraEnd(g.w, g.kw, g.sw, g.ow, g.pad_left) : 0;
     return Padded{g.h + eh, g.w + ew, eh > 0 || ew > 0};
   }
   // The input itself, or its copy padded with zeros at the end into *storage.
@@ -362,12 +330,11 @@ class ConvGpuKernelBase : public OpKernel {
     }
     return errors::Internal(node().op(), ": cuDNN has no algorithm for input ", g.input_shape().ToString(),
                             ", filter ", g.filter_shape().ToString(), ", strides ",
-                            PartialShape(strides_).ToString(), " (last status ", cudnnGetErrorString(last),
-                            ")");
+                            PartialShape(attrs_.strides).ToString(), " (last status ",
+                            cudnnGetErrorString(last), ")");
   }
 
-  std::vector<int64_t> strides_;
-  bool same_ = true;
+  window::ConvAttrs attrs_;
 
  private:
   const Direction dir_;
@@ -378,19 +345,17 @@ class ConvGpuKernelBase : public OpKernel {
 class Conv2DGpuOp : public ConvGpuKernelBase {
  public:
   explicit Conv2DGpuOp(OpKernelConstruction* c) : ConvGpuKernelBase(c, Direction::kForward) {}
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     auto geo = Geometry(ctx->input(0).shape(), ctx->input(1).shape());
     TW_OP_REQUIRES_OK(ctx, geo.status());
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->output_shape(), &out));
     if (out->NumElements() == 0) return;
     if (geo->k() == 0) {  // an empty sum
-      TW_OP_REQUIRES_OK(ctx, Zero(*gpu, out));
+      TW_OP_REQUIRES_OK(ctx, Zero(gpu, out));
       return;
     }
-    TW_OP_REQUIRES_OK(ctx, Run(ctx, *gpu, *geo, out));
+    TW_OP_REQUIRES_OK(ctx, Run(ctx, gpu, *geo, out));
   }
 
  private:
@@ -415,23 +380,21 @@ class Conv2DBackpropInputGpuOp : public ConvGpuKernelBase {
  public:
   explicit Conv2DBackpropInputGpuOp(OpKernelConstruction* c)
       : ConvGpuKernelBase(c, Direction::kBackwardData) {}
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
-    auto sizes = SizesInput(ctx, 0);
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    auto sizes = window::ConvSizesInput(ctx, 0);
     TW_OP_REQUIRES_OK(ctx, sizes.status());
     auto geo = Geometry(*sizes, ctx->input(1).shape());
     TW_OP_REQUIRES_OK(ctx, geo.status());
-    TW_OP_REQUIRES_OK(ctx, CheckBackprop(ctx, *geo));
+    TW_OP_REQUIRES_OK(ctx, window::CheckConvBackprop(ctx, *geo));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *sizes, &out));
     if (out->NumElements() == 0) return;
     // No output channel, no tap or no output position: nothing flows back.
     if (geo->o == 0 || geo->kh == 0 || geo->kw == 0 || geo->rows() == 0) {
-      TW_OP_REQUIRES_OK(ctx, Zero(*gpu, out));
+      TW_OP_REQUIRES_OK(ctx, Zero(gpu, out));
       return;
     }
-    TW_OP_REQUIRES_OK(ctx, Run(ctx, *gpu, *geo, out));
+    TW_OP_REQUIRES_OK(ctx, Run(ctx, gpu, *geo, out));
   }
 
  private:
@@ -467,22 +430,20 @@ class Conv2DBackpropFilterGpuOp : public ConvGpuKernelBase {
  public:
   explicit Conv2DBackpropFilterGpuOp(OpKernelConstruction* c)
       : ConvGpuKernelBase(c, Direction::kBackwardFilter) {}
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
-    auto sizes = SizesInput(ctx, 1);
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    auto sizes = window::ConvSizesInput(ctx, 1);
     TW_OP_REQUIRES_OK(ctx, sizes.status());
     auto geo = Geometry(ctx->input(0).shape(), *sizes);
     TW_OP_REQUIRES_OK(ctx, geo.status());
-    TW_OP_REQUIRES_OK(ctx, CheckBackprop(ctx, *geo));
+    TW_OP_REQUIRES_OK(ctx, window::CheckConvBackprop(ctx, *geo));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *sizes, &out));
     if (out->NumElements() == 0) return;
     if (geo->n * geo->rows() == 0) {  // no output position: an empty sum
-      TW_OP_REQUIRES_OK(ctx, Zero(*gpu, out));
+      TW_OP_REQUIRES_OK(ctx, Zero(gpu, out));
       return;
     }
-    TW_OP_REQUIRES_OK(ctx, Run(ctx, *gpu, *geo, out));
+    TW_OP_REQUIRES_OK(ctx, Run(ctx, gpu, *geo, out));
   }
 
  private:
@@ -510,25 +471,13 @@ class Conv2DBackpropFilterGpuOp : public ConvGpuKernelBase {
   }
 };
 
-template <typename Kernel>
-KernelDef GpuKernel(const char* op, std::vector<int> host_inputs) {
-  return KernelDef{
-      op,
-      kDeviceGpu,
-      "T",
-      {kFloat32},
-      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<Kernel>(c); },
-      std::move(host_inputs),
-      {}};
-}
-
 }  // namespace
 
 void RegisterConvCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
-  target.Register(GpuKernel<Conv2DGpuOp>("Conv2D", {}));
+  RegisterGpuKernel<Conv2DGpuOp>(target, "Conv2D", "T", {kFloat32}, {}, {});
   // input_sizes / filter_sizes are shapes the kernels read on the host.
-  target.Register(GpuKernel<Conv2DBackpropInputGpuOp>("Conv2DBackpropInput", {0}));
-  target.Register(GpuKernel<Conv2DBackpropFilterGpuOp>("Conv2DBackpropFilter", {1}));
+  RegisterGpuKernel<Conv2DBackpropInputGpuOp>(target, "Conv2DBackpropInput", "T", {kFloat32}, {0}, {});
+  RegisterGpuKernel<Conv2DBackpropFilterGpuOp>(target, "Conv2DBackpropFilter", "T", {kFloat32}, {1}, {});
 }
 
 }  // namespace tw

@@ -80,12 +80,8 @@ Case AllThree(const ConvCase& cc, std::mt19937_64& rng) {
   return c;
 }
 
-uint64_t FreshSeed() { return std::random_device{}(); }
-
 void CheckAll(const std::vector<ConvCase>& cases) {
-  const uint64_t seed = FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (const ConvCase& cc : cases) parity::ExpectGpuMatchesCpu(AllThree(cc, rng));
 }
 
@@ -141,7 +137,7 @@ Case BackpropOnly(const char* op, std::vector<Tensor> inputs, const std::string&
 
 TEST(ConvCudaTest, KernelErrorsMatchTheCpu) {
   TW_SKIP_WITHOUT_GPU();
-  std::mt19937_64 rng(FreshSeed());
+  parity::SeededRng rng;
   auto rnd = [&](TensorShape s) { return parity::RandomTensor(kFloat32, s, rng); };
   // out_backprop of the wrong shape (2 channels for 4 filters).
   parity::ExpectSameError(BackpropOnly("Conv2DBackpropInput",

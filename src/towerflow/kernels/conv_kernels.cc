@@ -11,8 +11,9 @@
 //   Conv2DBackpropFilter dW[K, O]   += col^T * dy, one partial per shard, summed
 //                                      in shard order (deterministic for a given
 //                                      thread count)
-// 1x1 stride-1 convolutions use the input rows directly. MaxPool is in
-// pool_kernels.cc and registered from here.
+// 1x1 stride-1 convolutions use the input rows directly. The attrs and the
+// argument checks are window_params.h's, shared with the CUDA twins
+// (conv_cuda.cu). MaxPool is in pool_kernels.cc and registered from here.
 #include <algorithm>
 #include <map>
 #include <mutex>
@@ -20,6 +21,7 @@
 #include "towerflow/kernels/blas.h"
 #include "towerflow/kernels/im2col.h"
 #include "towerflow/kernels/register_all.h"
+#include "towerflow/kernels/window_params.h"
 
 namespace tw {
 
@@ -80,25 +82,19 @@ const T* Patches(const ConvGeometry& g, const T* x, int64_t n0, int64_t n1, T* c
   return col;
 }
 
-// Reads strides and padding and loads BLAS; shared by the three kernels.
+// Reads strides and padding (window_params.h) and loads BLAS; shared by the
+// three kernels.
 class ConvKernelBase : public OpKernel {
  public:
   explicit ConvKernelBase(OpKernelConstruction* c) : OpKernel(c) {
-    std::string padding;
-    TW_OP_REQUIRES_OK(c, c->GetAttr("strides", &strides_));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("padding", &padding));
-    TW_OP_REQUIRES(c, strides_.size() == 4 && strides_[0] == 1 && strides_[3] == 1 && strides_[1] >= 1 && strides_[2] >= 1,
-                   errors::InvalidArgument("attr 'strides' must be [1, h, w, 1] with h, w >= 1, got ",
-                                           PartialShape(strides_).ToString()));
-    TW_OP_REQUIRES(c, padding == "SAME" || padding == "VALID",
-                   errors::InvalidArgument("attr 'padding' must be \"SAME\" or \"VALID\", got \"", padding, "\""));
-    same_ = padding == "SAME";
+    TW_OP_REQUIRES_OK(c, window::ReadConvAttrs(*c, &attrs_));
     TW_OP_REQUIRES_OK(c, blas::Init());
   }
 
  protected:
   StatusOr<ConvGeometry> Geometry(const TensorShape& input, const TensorShape& filter) const {
-    TW_ASSIGN_OR_RETURN(ConvGeometry g, conv::MakeGeometry(node().op().c_str(), input, filter, strides_, same_));
+    TW_ASSIGN_OR_RETURN(ConvGeometry g,
+                        conv::MakeGeometry(node().op().c_str(), input, filter, attrs_.strides, attrs_.same));
     // BLAS takes 32-bit sizes; one image's patch matrix is the largest operand.
     if (std::max({g.rows(), g.k(), g.o, g.h * g.w}) > INT32_MAX / 2) {
       return errors::InvalidArgument(node().op(), ": input ", input.ToString(), " and filter ", filter.ToString(),
@@ -106,29 +102,8 @@ class ConvKernelBase : public OpKernel {
     }
     return g;
   }
-  // The shape in int32 vector input i (input_sizes, filter_sizes).
-  static StatusOr<TensorShape> SizesInput(OpKernelContext* ctx, int i) {
-    const Tensor& t = ctx->input(i);
-    if (t.dtype() != kInt32 || t.rank() != 1 || t.NumElements() != 4) {
-      return errors::InvalidArgument(ctx->node().op(), ": input ", i, " must be 4 int32 sizes, got ",
-                                     t.DebugString());
-    }
-    const int32_t* p = t.data<int32_t>();
-    return TensorShape::Make({p[0], p[1], p[2], p[3]});
-  }
-  // Checks that out_backprop (input 2) has the forward output's shape.
-  static Status CheckBackprop(OpKernelContext* ctx, const ConvGeometry& g) {
-    const TensorShape& dy = ctx->input(2).shape();
-    if (dy != g.output_shape()) {
-      return errors::InvalidArgument(ctx->node().op(), ": out_backprop has shape ", dy.ToString(),
-                                     " but the convolution of input ", g.input_shape().ToString(), " by filter ",
-                                     g.filter_shape().ToString(), " gives ", g.output_shape().ToString());
-    }
-    return Status::OK();
-  }
 
-  std::vector<int64_t> strides_;
-  bool same_ = true;
+  window::ConvAttrs attrs_;
 };
 
 template <typename T>
@@ -164,13 +139,13 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
  public:
   using ConvKernelBase::ConvKernelBase;
   void Compute(OpKernelContext* ctx) override {
-    auto sizes = SizesInput(ctx, 0);
+    auto sizes = window::ConvSizesInput(ctx, 0);
     TW_OP_REQUIRES_OK(ctx, sizes.status());
     const Tensor& filter = ctx->input(1);
     auto geo = Geometry(*sizes, filter.shape());
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const ConvGeometry& g = *geo;
-    TW_OP_REQUIRES_OK(ctx, CheckBackprop(ctx, g));
+    TW_OP_REQUIRES_OK(ctx, window::CheckConvBackprop(ctx, g));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *sizes, &out));
     T* dx = out->data<T>();
@@ -203,12 +178,12 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
   using ConvKernelBase::ConvKernelBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
-    auto sizes = SizesInput(ctx, 1);
+    auto sizes = window::ConvSizesInput(ctx, 1);
     TW_OP_REQUIRES_OK(ctx, sizes.status());
     auto geo = Geometry(input.shape(), *sizes);
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const ConvGeometry& g = *geo;
-    TW_OP_REQUIRES_OK(ctx, CheckBackprop(ctx, g));
+    TW_OP_REQUIRES_OK(ctx, window::CheckConvBackprop(ctx, g));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *sizes, &out));
     T* dw = out->data<T>();

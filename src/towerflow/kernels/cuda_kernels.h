@@ -12,11 +12,15 @@
 // EnsureKernelsRegistered has run): families that run a CPU kernel class on a
 // GPU device with all its arguments in host memory (TF's int32-on-host kernels,
 // Shape) or that only forward buffers (Identity, Reshape) copy its KernelDefs
-// with RegisterCpuKernelOnGpu.
+// with RegisterCpuKernelOnGpu; the GPU kernel classes register with
+// KernelRegistry::RegisterTyped, or with RegisterGpuKernel(s) below when they
+// keep arguments in host memory. No CUDA types appear here.
 #ifndef TOWERFLOW_KERNELS_CUDA_KERNELS_H_
 #define TOWERFLOW_KERNELS_CUDA_KERNELS_H_
 
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "towerflow/device/kernel_registry.h"
@@ -44,6 +48,27 @@ void RegisterPoolCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterCpuKernelOnGpu(KernelRegistry& target, const KernelRegistry& cpu, const std::string& op,
                             std::vector<DataType> types, std::vector<int> host_inputs,
                             std::vector<int> host_outputs);
+
+// Registers GPU kernel class `Kernel` for `op` under type attr `type_attr`
+// with the dtypes `types` and the given host-memory arguments.
+template <typename Kernel>
+void RegisterGpuKernel(KernelRegistry& target, const std::string& op, std::string type_attr,
+                       std::vector<DataType> types, std::vector<int> host_inputs,
+                       std::vector<int> host_outputs) {
+  target.Register(KernelDef{
+      op, kDeviceGpu, std::move(type_attr), std::move(types),
+      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<Kernel>(c); },
+      std::move(host_inputs), std::move(host_outputs)});
+}
+
+// Registers Kernel<T> for each T under op / "GPU", specialised on attr "T",
+// with the given host-memory arguments (KernelRegistry::RegisterTyped keeps
+// none).
+template <template <typename> class Kernel, typename... Ts>
+void RegisterGpuKernels(KernelRegistry& target, const std::string& op, const std::vector<int>& host_inputs,
+                        const std::vector<int>& host_outputs) {
+  (RegisterGpuKernel<Kernel<Ts>>(target, op, "T", {DataTypeOf<Ts>()}, host_inputs, host_outputs), ...);
+}
 
 }  // namespace tw
 

@@ -77,6 +77,12 @@ StatusOr<BroadcastPlan> MakeBroadcastPlan(const TensorShape& x, const TensorShap
   return plan;
 }
 
+StatusOr<BroadcastPlan> PlanBinaryOutput(OpKernelContext* ctx, Tensor** z) {
+  TW_ASSIGN_OR_RETURN(BroadcastPlan plan, MakeBroadcastPlan(ctx->input(0).shape(), ctx->input(1).shape()));
+  TW_RETURN_IF_ERROR(ctx->allocate_output(0, plan.out_shape, z));
+  return plan;
+}
+
 namespace {
 
 struct AddF {
@@ -157,25 +163,9 @@ void RunPlan(ThreadPool* pool, const BroadcastPlan& p, const T* x, const T* y, O
   int64_t rows = 1;
   for (size_t d = 0; d + 1 < nd; ++d) rows *= p.dims[d];
   ShardedFor(pool, rows, inner * F::kCost, [&](int64_t b, int64_t e) {
-    // Odometer over the outer dimensions, started at row b.
-    std::vector<int64_t> idx(nd - 1);
-    int64_t xo = 0, yo = 0;
-    for (int64_t d = static_cast<int64_t>(nd) - 2, rem = b; d >= 0; --d) {
-      idx[static_cast<size_t>(d)] = rem % p.dims[static_cast<size_t>(d)];
-      rem /= p.dims[static_cast<size_t>(d)];
-      xo += idx[static_cast<size_t>(d)] * p.x_strides[static_cast<size_t>(d)];
-      yo += idx[static_cast<size_t>(d)] * p.y_strides[static_cast<size_t>(d)];
-    }
-    for (int64_t r = b; r < e; ++r) {
-      InnerLoop<T, Out, F>(x + xo, sx, y + yo, sy, z + r * inner, inner);
-      for (size_t d = nd - 1; d-- > 0;) {
-        xo += p.x_strides[d];
-        yo += p.y_strides[d];
-        if (++idx[d] < p.dims[d]) break;
-        xo -= p.x_strides[d] * p.dims[d];
-        yo -= p.y_strides[d] * p.dims[d];
-        idx[d] = 0;
-      }
+    BroadcastWalker outer(p, nd - 1, b);  // the outer dimensions, from row b
+    for (int64_t r = b; r < e; ++r, outer.Next()) {
+      InnerLoop<T, Out, F>(x + outer.x(), sx, y + outer.y(), sy, z + r * inner, inner);
     }
   });
 }
@@ -187,10 +177,9 @@ class BinaryOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    auto plan = MakeBroadcastPlan(x.shape(), y.shape());
-    TW_OP_REQUIRES_OK(ctx, plan.status());
     Tensor* z = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &z));
+    auto plan = PlanBinaryOutput(ctx, &z);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
     if (z->NumElements() == 0) return;
     const T* yv = y.data<T>();
     if constexpr (std::is_same_v<F, DivF> && std::is_integral_v<T>) {

@@ -18,9 +18,10 @@
 //   kMaxAddNInputs inputs left to right; more inputs add into the output over
 //   further launches, so the rounding is the CPU twin's (((a + b) + c) + ...).
 //
-// Shapes are checked on the host with the CPU twin's own MakeBroadcastPlan
-// (cwise_ops.h), so both devices accept the same shapes and fail with the same
-// messages. Float division by zero is IEEE (inf or NaN) on both.
+// Shapes are checked on the host with the CPU twins' own MakeBroadcastPlan
+// and CheckAddNInputs (cwise_ops.h), so both devices accept the same shapes
+// and fail with the same messages. Float division by zero is IEEE (inf or
+// NaN) on both.
 #include <algorithm>
 #include <vector>
 
@@ -34,6 +35,7 @@ namespace {
 
 using cuda_util::GridThreadCount;
 using cuda_util::GridThreadIndex;
+using cuda_util::LaunchGridStride;
 
 // ---- Functors: the same formulas as the CPU twins' --------------------------
 
@@ -148,10 +150,7 @@ __global__ void BinaryFlatKernel(const T* __restrict__ x, const T* __restrict__ 
 
 template <typename T, typename Out, typename F, FlatMode kMode>
 Status LaunchBinaryFlat(const GpuDevice& gpu, const T* x, const T* y, Out* z, int64_t n) {
-  const LaunchShape s = LaunchShapeFor(n, gpu);
-  BinaryFlatKernel<T, Out, F, kMode><<<s.blocks, s.threads, 0, gpu.stream()>>>(x, y, z, n);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, BinaryFlatKernel<T, Out, F, kMode>, x, y, z, n);
 }
 
 constexpr int kMaxDims = 8;
@@ -186,10 +185,7 @@ __global__ void BinaryBroadcastKernel(const T* __restrict__ x, const T* __restri
 template <typename T, typename Out, typename F>
 Status LaunchBinaryBroadcast(const GpuDevice& gpu, const T* x, const T* y, Out* z, int64_t n,
                              const BroadcastStrides& strides) {
-  const LaunchShape s = LaunchShapeFor(n, gpu);
-  BinaryBroadcastKernel<T, Out, F><<<s.blocks, s.threads, 0, gpu.stream()>>>(x, y, z, n, strides);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, BinaryBroadcastKernel<T, Out, F>, x, y, z, n, strides);
 }
 
 // Queues z = f(x, y) under plan `p`. REQUIRES: p.out_shape has elements.
@@ -205,7 +201,7 @@ Status LaunchBinary(const GpuDevice& gpu, const BroadcastPlan& p, const T* x, co
     return LaunchBinaryFlat<T, Out, F, FlatMode::kBoth>(gpu, x, y, z, n);
   }
   // The innermost kMaxDims dimensions go to the kernel; any outer ones are
-  // walked here with an odometer, one launch per outer index.
+  // walked here (BroadcastWalker, cwise_ops.h), one launch per outer index.
   const size_t outer = nd > kMaxDims ? nd - kMaxDims : 0;
   const int used = static_cast<int>(nd - outer);  // slots [kMaxDims - used, kMaxDims)
   BroadcastStrides s;
@@ -219,37 +215,25 @@ Status LaunchBinary(const GpuDevice& gpu, const BroadcastPlan& p, const T* x, co
     inner_n *= s.dims[k];
   }
   if (outer == 0) return LaunchBinaryBroadcast<T, Out, F>(gpu, x, y, z, n, s);
-  std::vector<int64_t> idx(outer, 0);
-  int64_t xo = 0, yo = 0;
-  for (int64_t zo = 0; zo < n; zo += inner_n) {
-    TW_RETURN_IF_ERROR((LaunchBinaryBroadcast<T, Out, F>(gpu, x + xo, y + yo, z + zo, inner_n, s)));
-    for (size_t d = outer; d-- > 0;) {
-      xo += p.x_strides[d];
-      yo += p.y_strides[d];
-      if (++idx[d] < p.dims[d]) break;
-      xo -= p.x_strides[d] * p.dims[d];
-      yo -= p.y_strides[d] * p.dims[d];
-      idx[d] = 0;
-    }
+  BroadcastWalker launches(p, outer, 0);
+  for (int64_t zo = 0; zo < n; zo += inner_n, launches.Next()) {
+    TW_RETURN_IF_ERROR(
+        (LaunchBinaryBroadcast<T, Out, F>(gpu, x + launches.x(), y + launches.y(), z + zo, inner_n, s)));
   }
   return Status::OK();
 }
 
 template <typename T, typename Out, typename F>
-class GpuBinaryOp : public OpKernel {
+class GpuBinaryOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
-    const Tensor& x = ctx->input(0);
-    const Tensor& y = ctx->input(1);
-    auto plan = MakeBroadcastPlan(x.shape(), y.shape());
-    TW_OP_REQUIRES_OK(ctx, plan.status());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     Tensor* z = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &z));
+    auto plan = PlanBinaryOutput(ctx, &z);  // the CPU twin's (cwise_ops.h)
+    TW_OP_REQUIRES_OK(ctx, plan.status());
     if (z->NumElements() == 0) return;
-    TW_OP_REQUIRES_OK(ctx, (LaunchBinary<T, Out, F>(*gpu, *plan, x.data<T>(), y.data<T>(), z->data<Out>())));
+    TW_OP_REQUIRES_OK(ctx, (LaunchBinary<T, Out, F>(gpu, *plan, ctx->input(0).data<T>(),
+                                                    ctx->input(1).data<T>(), z->data<Out>())));
   }
 };
 
@@ -277,25 +261,20 @@ __global__ void UnaryKernel(const T* __restrict__ x, T* __restrict__ y, int64_t 
 
 template <typename T, typename F>
 Status LaunchUnary(const GpuDevice& gpu, const T* x, T* y, int64_t n) {
-  const LaunchShape s = LaunchShapeFor(n, gpu);
-  UnaryKernel<T, F><<<s.blocks, s.threads, 0, gpu.stream()>>>(x, y, n);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, UnaryKernel<T, F>, x, y, n);
 }
 
 template <typename T, typename F>
-class GpuUnaryOp : public OpKernel {
+class GpuUnaryOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
     Tensor* y = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &y));
     const int64_t n = x.NumElements();
     if (n == 0) return;
-    TW_OP_REQUIRES_OK(ctx, (LaunchUnary<T, F>(*gpu, x.data<T>(), y->data<T>(), n)));
+    TW_OP_REQUIRES_OK(ctx, (LaunchUnary<T, F>(gpu, x.data<T>(), y->data<T>(), n)));
   }
 };
 
@@ -342,30 +321,17 @@ __global__ void AddNKernel(AddNInputs<T> inputs, T* __restrict__ z, int64_t n, b
 
 template <typename T>
 Status LaunchAddN(const GpuDevice& gpu, const AddNInputs<T>& inputs, T* z, int64_t n, bool accumulate) {
-  const LaunchShape s = LaunchShapeFor(n, gpu);
-  AddNKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(inputs, z, n, accumulate);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, AddNKernel<T>, inputs, z, n, accumulate);
 }
 
 template <typename T>
-class GpuAddNOp : public OpKernel {
+class GpuAddNOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
-    // The CPU twin's checks and messages (AddNOp in math_kernels.cc).
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    TW_OP_REQUIRES_OK(ctx, CheckAddNInputs(ctx));  // the CPU twin's checks (cwise_ops.h)
     const int n = ctx->num_inputs();
-    TW_OP_REQUIRES(ctx, n >= 1, errors::InvalidArgument("AddN needs at least one input"));
     const Tensor& first = ctx->input(0);
-    for (int i = 1; i < n; ++i) {
-      TW_OP_REQUIRES(
-          ctx, ctx->input(i).shape() == first.shape(),
-          errors::InvalidArgument("AddN inputs must have one shape: input 0 (", ctx->input_name(0),
-                                  ") has shape ", first.shape().ToString(), " but input ", i, " (",
-                                  ctx->input_name(i), ") has shape ", ctx->input(i).shape().ToString()));
-    }
     if (n == 1) {
       ctx->set_output(0, first);  // the input's device buffer, as on the CPU
       return;
@@ -378,7 +344,7 @@ class GpuAddNOp : public OpKernel {
       AddNInputs<T> group{};
       group.count = std::min(kMaxAddNInputs, n - begin);
       for (int k = 0; k < group.count; ++k) group.in[k] = ctx->input(begin + k).template data<T>();
-      TW_OP_REQUIRES_OK(ctx, LaunchAddN<T>(*gpu, group, out->data<T>(), elements, begin > 0));
+      TW_OP_REQUIRES_OK(ctx, LaunchAddN<T>(gpu, group, out->data<T>(), elements, begin > 0));
     }
   }
 };

@@ -13,7 +13,6 @@
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
-#include "towerflow/kernels/internal/cuda_parity_checks.h"
 
 namespace tw {
 namespace {
@@ -54,7 +53,7 @@ void CheckBinary(DataType dtype, const TensorShape& x, const TensorShape& y, std
   Case c{"binary ops " + Name(dtype) + " " + x.ToString() + " with " + y.ToString(),
          {Quarters(dtype, x, rng), Quarters(dtype, y, rng)},
          AllBinary};
-  parity::ExpectGpuMatchesCpuPlaced(c, kBinaryOps);
+  parity::ExpectGpuMatchesCpu(c);
 }
 
 TEST(CwiseCudaTest, BinarySameShape) {
@@ -125,13 +124,13 @@ TEST(CwiseCudaTest, BinaryIncompatibleShapes) {
            [](const Scope& s, const std::vector<Output>& in) {
              return std::vector<Output>{Mul(s, in[0], in[1])};
            }};
-    parity::ExpectSameKernelError(c, {"Mul"}, "Incompatible shapes: [2,3] vs [4]");
+    parity::ExpectSameError(c, "Incompatible shapes: [2,3] vs [4]");
     Case ge{"GreaterEqual " + Name(dtype) + " [7,33] with [7,3]",
             {parity::RandomTensor(dtype, {7, 33}, rng), parity::RandomTensor(dtype, {7, 3}, rng)},
             [](const Scope& s, const std::vector<Output>& in) {
               return std::vector<Output>{GreaterEqual(s, in[0], in[1])};
             }};
-    parity::ExpectSameKernelError(ge, {"GreaterEqual"}, "Incompatible shapes: [7,33] vs [7,3]");
+    parity::ExpectSameError(ge, "Incompatible shapes: [7,33] vs [7,3]");
   }
 }
 
@@ -148,7 +147,7 @@ TEST(CwiseCudaTest, FloatDivisionByZeroIsIeee) {
              return std::vector<Output>{Div(s, in[0], in[1])};
            }};
     Status status;
-    std::vector<Tensor> out = parity::RunPlaced(c, "/device:GPU:0", {"Div"}, false, &status);
+    std::vector<Tensor> out = parity::RunOn(c, parity::kGpu, &status);
     ASSERT_TRUE(status.ok()) << status.ToString();
     ASSERT_EQ(out.size(), 1u);
     auto at = [&](int i) { return dtype == kFloat32 ? out[0].data<float>()[i] : out[0].data<double>()[i]; };
@@ -180,7 +179,7 @@ TEST(CwiseCudaTest, Unary) {
         c.rtol = 1e-12;
         c.atol = 1e-14;
       }
-      parity::ExpectGpuMatchesCpuPlaced(c, kUnaryOps);
+      parity::ExpectGpuMatchesCpu(c);
     }
     // Outside the domain: NaN on both (Near treats two NaNs as equal).
     Case nan{"Log and Sqrt " + Name(dtype) + " of negatives",
@@ -188,7 +187,7 @@ TEST(CwiseCudaTest, Unary) {
              [](const Scope& s, const std::vector<Output>& in) {
                return std::vector<Output>{Sqrt(s, in[0]), Log(s, in[0])};
              }};
-    parity::ExpectGpuMatchesCpuPlaced(nan, {"Sqrt", "Log"});
+    parity::ExpectGpuMatchesCpu(nan);
   }
 }
 
@@ -204,7 +203,7 @@ TEST(CwiseCudaTest, AddN) {
             {},
             [](const Scope& s, const std::vector<Output>& in) { return std::vector<Output>{AddN(s, in)}; }};
         for (int k = 0; k < inputs; ++k) c.inputs.push_back(parity::RandomTensor(dtype, {n}, rng));
-        parity::ExpectGpuMatchesCpuPlaced(c, {"AddN"});
+        parity::ExpectGpuMatchesCpu(c);
       }
     }
     Case empty{
@@ -212,7 +211,7 @@ TEST(CwiseCudaTest, AddN) {
           return std::vector<Output>{AddN(s, in)};
         }};
     for (int k = 0; k < 3; ++k) empty.inputs.push_back(parity::RandomTensor(dtype, {0, 7}, rng));
-    parity::ExpectGpuMatchesCpuPlaced(empty, {"AddN"});
+    parity::ExpectGpuMatchesCpu(empty);
   }
 }
 
@@ -224,7 +223,7 @@ TEST(CwiseCudaTest, AddNMismatchedShapes) {
            {parity::RandomTensor(dtype, {7}, rng), parity::RandomTensor(dtype, {7}, rng),
             parity::RandomTensor(dtype, {33}, rng)},
            [](const Scope& s, const std::vector<Output>& in) { return std::vector<Output>{AddN(s, in)}; }};
-    parity::ExpectSameKernelError(c, {"AddN"}, "AddN inputs must have one shape");
+    parity::ExpectSameError(c, "AddN inputs must have one shape");
   }
 }
 

@@ -7,6 +7,21 @@
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
+
+Status CheckAddNInputs(OpKernelContext* ctx) {
+  const int n = ctx->num_inputs();
+  if (n < 1) return errors::InvalidArgument("AddN needs at least one input");
+  const Tensor& first = ctx->input(0);
+  for (int i = 1; i < n; ++i) {
+    if (ctx->input(i).shape() != first.shape()) {
+      return errors::InvalidArgument("AddN inputs must have one shape: input 0 (", ctx->input_name(0),
+                                     ") has shape ", first.shape().ToString(), " but input ", i, " (",
+                                     ctx->input_name(i), ") has shape ", ctx->input(i).shape().ToString());
+    }
+  }
+  return Status::OK();
+}
+
 namespace {
 
 // out = in_0 + ... + in_{N-1}, all of one shape. The gradient sums of every
@@ -17,16 +32,9 @@ class AddNOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
+    TW_OP_REQUIRES_OK(ctx, CheckAddNInputs(ctx));
     const int n = ctx->num_inputs();
-    TW_OP_REQUIRES(ctx, n >= 1, errors::InvalidArgument("AddN needs at least one input"));
     const Tensor& first = ctx->input(0);
-    for (int i = 1; i < n; ++i) {
-      TW_OP_REQUIRES(ctx, ctx->input(i).shape() == first.shape(),
-                     errors::InvalidArgument("AddN inputs must have one shape: input 0 (",
-                                             ctx->input_name(0), ") has shape ", first.shape().ToString(),
-                                             " but input ", i, " (", ctx->input_name(i), ") has shape ",
-                                             ctx->input(i).shape().ToString()));
-    }
     if (n == 1) {
       ctx->set_output(0, first);
       return;

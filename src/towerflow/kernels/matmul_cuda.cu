@@ -19,7 +19,7 @@
 // mode would let cuBLAS use TF32 for CUBLAS_COMPUTE_32F too) and
 // CUBLAS_DEFAULT_MATH otherwise. double always uses CUBLAS_COMPUTE_64F.
 //
-// Handle, stream and workspace: gpu->cublas() is bound to the compute stream
+// Handle, stream and workspace: gpu.cublas() is bound to the compute stream
 // by the device and used here as it is: cuBLAS calls on one handle are
 // thread-safe, so executor threads may enqueue GEMMs on it at once, as long as
 // nobody changes the handle's configuration. That is why this kernel never
@@ -32,11 +32,9 @@
 // memory limit: a few MiB per handle, more on Hopper); every GEMM of the
 // handle runs on one stream, so they use it one after another. alpha and beta
 // are host scalars: the handle must keep CUBLAS_POINTER_MODE_HOST (the default).
-#include <algorithm>
-#include <climits>
-
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/matmul_args.h"
 
 namespace tw {
 namespace {
@@ -74,41 +72,28 @@ Status Gemm(const GpuDevice& gpu, bool ta, bool tb, int64_t m, int64_t n, int64_
 }
 
 template <typename T>
-class MatMulGpuOp : public OpKernel {
+class MatMulGpuOp : public GpuOpKernel {
  public:
-  explicit MatMulGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit MatMulGpuOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_a", &ta_));
     TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_b", &tb_));
   }
 
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    // The CPU twin's checks, codes and messages (matmul_kernels.cc).
-    TW_OP_REQUIRES(ctx, a.rank() == 2 && b.rank() == 2,
-                   errors::InvalidArgument("MatMul needs rank-2 inputs: a has shape ", a.shape().ToString(),
-                                           ", b has shape ", b.shape().ToString()));
-    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
-    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
-    TW_OP_REQUIRES(ctx, k == kb,
-                   errors::InvalidArgument("Matrix size-incompatible: a has shape ", a.shape().ToString(),
-                                           ta_ ? " (transposed)" : "", ", b has shape ", b.shape().ToString(),
-                                           tb_ ? " (transposed)" : "", ": inner dimensions ", k, " vs ", kb));
-    TW_OP_REQUIRES(ctx, std::max({a.dim(0), a.dim(1), b.dim(0), b.dim(1)}) <= INT_MAX,
-                   errors::InvalidArgument("MatMul dimensions exceed BLAS's 32-bit range: a ",
-                                           a.shape().ToString(), ", b ", b.shape().ToString()));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{m, n}, &out));
+    auto dims = MatMulOutput(ctx, ta_, tb_, &out);  // the checks of both devices
+    TW_OP_REQUIRES_OK(ctx, dims.status());
+    const int64_t m = dims->m, n = dims->n, k = dims->k;
     if (m == 0 || n == 0) return;
     T* c = out->data<T>();
     if (k == 0) {  // an empty sum; GEMM with k = 0 is not reliably defined
       TW_OP_REQUIRES_CUDA_OK(ctx,
-                             cudaMemsetAsync(c, 0, static_cast<size_t>(m * n) * sizeof(T), gpu->stream()));
+                             cudaMemsetAsync(c, 0, static_cast<size_t>(m * n) * sizeof(T), gpu.stream()));
       return;
     }
-    TW_OP_REQUIRES_OK(ctx, Gemm<T>(*gpu, ta_, tb_, m, n, k, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), c));
+    TW_OP_REQUIRES_OK(ctx, Gemm<T>(gpu, ta_, tb_, m, n, k, a.data<T>(), a.dim(1), b.data<T>(), b.dim(1), c));
   }
 
  private:
@@ -116,24 +101,10 @@ class MatMulGpuOp : public OpKernel {
   bool tb_ = false;
 };
 
-template <typename T>
-void RegisterMatMul(KernelRegistry& target) {
-  target.Register(KernelDef{"MatMul",
-                            kDeviceGpu,
-                            "T",
-                            {DataTypeOf<T>()},
-                            [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
-                              return std::make_unique<MatMulGpuOp<T>>(c);
-                            },
-                            {},
-                            {}});
-}
-
 }  // namespace
 
 void RegisterMatMulCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
-  RegisterMatMul<float>(target);
-  RegisterMatMul<double>(target);
+  target.RegisterTyped<MatMulGpuOp, float, double>("MatMul", kDeviceGpu);
 }
 
 }  // namespace tw

@@ -73,13 +73,9 @@ Case AllTransposesCase(DataType dtype, const std::vector<Dims>& products, std::m
   return c;
 }
 
-uint64_t FreshSeed() { return std::random_device{}(); }
-
 // Every (m, k, n) of the odd sizes but 1000^3, one case per (m, k).
 void CheckOddSizes(DataType dtype) {
-  const uint64_t seed = FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (int64_t m : parity::OddSizes()) {
     for (int64_t k : parity::OddSizes()) {
       std::vector<Dims> products;
@@ -104,7 +100,7 @@ TEST(MatMulCudaTest, DoubleOddSizesAllTransposes) {
 
 TEST(MatMulCudaTest, Float1000Cubed) {
   TW_SKIP_WITHOUT_GPU();
-  std::mt19937_64 rng(FreshSeed());
+  parity::SeededRng rng;
   Case c;
   c.name = "float MatMul " + ShapeStr(1000, 1000, 1000);
   c.inputs = {parity::RandomTensor(kFloat32, TensorShape{1000, 1000}, rng),
@@ -120,38 +116,11 @@ TEST(MatMulCudaTest, Float1000Cubed) {
 // GPU clears it with cudaMemsetAsync; poisoned memory would show as NaN).
 TEST(MatMulCudaTest, EmptyDimensions) {
   TW_SKIP_WITHOUT_GPU();
-  std::mt19937_64 rng(FreshSeed());
+  parity::SeededRng rng;
   for (DataType dtype : {kFloat32, kFloat64}) {
     parity::ExpectGpuMatchesCpu(
         AllTransposesCase(dtype, {{0, 7, 5}, {5, 7, 0}, {5, 0, 7}, {1000, 0, 33}, {0, 0, 0}}, rng));
   }
-}
-
-// parity::RunOn on the GPU with SessionOptions.allow_tf32 set.
-std::vector<Tensor> RunOnGpuWithTf32(const Case& c) {
-  setenv("TOWERFLOW_GPU_POISON", "1", 1);
-  Graph g;
-  Scope root(g);
-  std::vector<Output> placeholders;
-  FeedList feeds;
-  for (size_t i = 0; i < c.inputs.size(); ++i) {
-    Output p = Placeholder(root.WithOpName("in" + std::to_string(i)), c.inputs[i].dtype(),
-                           PartialShape(c.inputs[i].shape()));
-    placeholders.push_back(p);
-    feeds.emplace_back(p, c.inputs[i]);
-  }
-  std::vector<Output> outs = c.build(root.WithDevice("/device:GPU:0"), placeholders);
-  SessionOptions opts;
-  opts.allow_soft_placement = true;
-  opts.inter_op_threads = 1;
-  opts.allow_tf32 = true;
-  Session sess(g, opts);
-  auto r = sess.Run(feeds, outs);
-  if (!r.ok()) {
-    ADD_FAILURE() << c.name << " on /device:GPU:0 with TF32: " << r.status().ToString();
-    return {};
-  }
-  return std::move(r).value();
 }
 
 // TF32 rounds the inputs to a 10-bit mantissa (relative error up to ~1e-3 per
@@ -159,15 +128,15 @@ std::vector<Tensor> RunOnGpuWithTf32(const Case& c) {
 // sqrt(k) for elements that cancel to near zero.
 TEST(MatMulCudaTest, Tf32MatchesFloat32Loosely) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   Case c = AllTransposesCase(
       kFloat32, {{33, 33, 33}, {1000, 1000, 33}, {7, 1000, 1000}, {1000, 33, 1000}, {100, 784, 256}}, rng);
   c.rtol = 1e-2;
   c.atol = 2e-3 * std::sqrt(1000.0);
-  std::vector<Tensor> cpu = parity::RunOn(c, "/device:CPU:0");
-  std::vector<Tensor> gpu = RunOnGpuWithTf32(c);
+  SessionOptions tf32 = parity::ParitySessionOptions();
+  tf32.allow_tf32 = true;
+  std::vector<Tensor> cpu = parity::RunOn(c, parity::kCpu);
+  std::vector<Tensor> gpu = parity::RunOn(c, parity::kGpu, nullptr, false, tf32);
   ASSERT_EQ(cpu.size(), gpu.size()) << c.name;
   for (size_t i = 0; i < cpu.size(); ++i) {
     EXPECT_TRUE(parity::Near(gpu[i], cpu[i], c.rtol, c.atol)) << c.name << " with TF32, output " << i;
@@ -179,7 +148,7 @@ TEST(MatMulCudaTest, Tf32MatchesFloat32Loosely) {
 // kernels' own checks answer.
 TEST(MatMulCudaTest, InnerDimensionMismatch) {
   TW_SKIP_WITHOUT_GPU();
-  std::mt19937_64 rng(FreshSeed());
+  parity::SeededRng rng;
   for (DataType dtype : {kFloat32, kFloat64}) {
     for (bool ta : {false, true}) {
       Case c;

@@ -8,12 +8,13 @@
 // dimension in blocks of 16 rows or columns: each shard calls gemm on its slice
 // and repacks the whole of the other operand, so cutting the larger dimension
 // repacks the smaller operand (the MLP's [100,784] x [784,256] cuts N and
-// repacks A's 100 rows, not W's 784).
+// repacks A's 100 rows, not W's 784). The argument checks are matmul_args.h's,
+// shared with the CUDA twin (matmul_cuda.cu).
 #include <algorithm>
-#include <climits>
 
 #include "towerflow/kernels/blas.h"
 #include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/matmul_args.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
@@ -31,20 +32,10 @@ class MatMulOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& a = ctx->input(0);
     const Tensor& b = ctx->input(1);
-    TW_OP_REQUIRES(ctx, a.rank() == 2 && b.rank() == 2,
-                   errors::InvalidArgument("MatMul needs rank-2 inputs: a has shape ", a.shape().ToString(),
-                                           ", b has shape ", b.shape().ToString()));
-    const int64_t m = a.dim(ta_ ? 1 : 0), k = a.dim(ta_ ? 0 : 1);
-    const int64_t kb = b.dim(tb_ ? 1 : 0), n = b.dim(tb_ ? 0 : 1);
-    TW_OP_REQUIRES(ctx, k == kb,
-                   errors::InvalidArgument("Matrix size-incompatible: a has shape ", a.shape().ToString(),
-                                           ta_ ? " (transposed)" : "", ", b has shape ", b.shape().ToString(),
-                                           tb_ ? " (transposed)" : "", ": inner dimensions ", k, " vs ", kb));
-    TW_OP_REQUIRES(ctx, std::max({a.dim(0), a.dim(1), b.dim(0), b.dim(1)}) <= INT_MAX,
-                   errors::InvalidArgument("MatMul dimensions exceed BLAS's 32-bit range: a ",
-                                           a.shape().ToString(), ", b ", b.shape().ToString()));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{m, n}, &out));
+    auto dims = MatMulOutput(ctx, ta_, tb_, &out);  // the checks of both devices
+    TW_OP_REQUIRES_OK(ctx, dims.status());
+    const int64_t m = dims->m, n = dims->n, k = dims->k;
     T* c = out->data<T>();
     if (m == 0 || n == 0) return;
     if (k == 0) {  // an empty sum; gemm with K = 0 is not reliably defined

@@ -1,5 +1,6 @@
-// CUDA kernels of the nn ops, float and double. CPU twins: nn_kernels.cc
-// (Dropout stays CPU-only: its masks come from a host generator).
+// CUDA kernels of the nn ops, float and double. CPU twins: nn_kernels.cc, with
+// the same shape checks (nn_args.h). Dropout stays CPU-only: its masks come
+// from a host generator.
 //
 // - BiasAddKernel<T, kRelu>: a grid-stride loop over value's elements adding
 //   bias[i % C]; kRelu fuses the Relu (BiasAddRelu).
@@ -39,6 +40,7 @@
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/nn_args.h"
 
 namespace tw {
 namespace {
@@ -46,6 +48,7 @@ namespace {
 using cuda_util::BlockReduce;
 using cuda_util::GridThreadCount;
 using cuda_util::GridThreadIndex;
+using cuda_util::LaunchGridStride;
 using cuda_util::MaxOp;
 using cuda_util::SumOp;
 
@@ -66,31 +69,23 @@ __global__ void BiasAddKernel(const T* __restrict__ v, const T* __restrict__ b, 
 
 template <typename T, bool kRelu>
 Status LaunchBiasAdd(const GpuDevice& gpu, const T* v, const T* b, T* o, int64_t n, int64_t c) {
-  const LaunchShape s = LaunchShapeFor(n, gpu);
-  BiasAddKernel<T, kRelu><<<s.blocks, s.threads, 0, gpu.stream()>>>(v, b, o, n, c);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, BiasAddKernel<T, kRelu>, v, b, o, n, c);
 }
 
 template <typename T, bool kRelu>
-class GpuBiasAddOpBase : public OpKernel {
+class GpuBiasAddOpBase : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& value = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    TW_OP_REQUIRES(ctx, value.rank() >= 1 && bias.rank() == 1 && bias.dim(0) == value.dim(value.rank() - 1),
-                   errors::InvalidArgument("BiasAdd: bias of shape ", bias.shape().ToString(),
-                                           " does not match the last dimension of value of shape ",
-                                           value.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAdd(value, bias));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, value.shape(), &out));
     const int64_t c = bias.dim(0), n = value.NumElements();
     if (c == 0 || n == 0) return;
     TW_OP_REQUIRES_OK(ctx,
-                      (LaunchBiasAdd<T, kRelu>(*gpu, value.data<T>(), bias.data<T>(), out->data<T>(), n, c)));
+                      (LaunchBiasAdd<T, kRelu>(gpu, value.data<T>(), bias.data<T>(), out->data<T>(), n, c)));
   }
 };
 template <typename T>
@@ -105,24 +100,19 @@ __global__ void ReluKernel(const T* __restrict__ x, T* __restrict__ y, int64_t n
 
 template <typename T>
 Status LaunchRelu(const GpuDevice& gpu, const T* x, T* y, int64_t n) {
-  const LaunchShape s = LaunchShapeFor(n, gpu);
-  ReluKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(x, y, n);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, ReluKernel<T>, x, y, n);
 }
 
 template <typename T>
-class GpuReluOp : public OpKernel {
+class GpuReluOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
     if (x.NumElements() == 0) return;
-    TW_OP_REQUIRES_OK(ctx, LaunchRelu<T>(*gpu, x.data<T>(), out->data<T>(), x.NumElements()));
+    TW_OP_REQUIRES_OK(ctx, LaunchRelu<T>(gpu, x.data<T>(), out->data<T>(), x.NumElements()));
   }
 };
 
@@ -134,29 +124,21 @@ __global__ void ReluGradKernel(const T* __restrict__ g, const T* __restrict__ f,
 
 template <typename T>
 Status LaunchReluGrad(const GpuDevice& gpu, const T* g, const T* f, T* o, int64_t n) {
-  const LaunchShape s = LaunchShapeFor(n, gpu);
-  ReluGradKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(g, f, o, n);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, ReluGradKernel<T>, g, f, o, n);
 }
 
 template <typename T>
-class GpuReluGradOp : public OpKernel {
+class GpuReluGradOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& g = ctx->input(0);
     const Tensor& f = ctx->input(1);
-    TW_OP_REQUIRES(ctx, g.shape() == f.shape(),
-                   errors::InvalidArgument("ReluGrad: gradients of shape ", g.shape().ToString(),
-                                           " and features of shape ", f.shape().ToString(), " differ"));
+    TW_OP_REQUIRES_OK(ctx, CheckReluGrad(g, f));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.shape(), &out));
     if (g.NumElements() == 0) return;
-    TW_OP_REQUIRES_OK(ctx,
-                      LaunchReluGrad<T>(*gpu, g.data<T>(), f.data<T>(), out->data<T>(), g.NumElements()));
+    TW_OP_REQUIRES_OK(ctx, LaunchReluGrad<T>(gpu, g.data<T>(), f.data<T>(), out->data<T>(), g.NumElements()));
   }
 };
 
@@ -216,35 +198,29 @@ __global__ void BiasAddGradFinishKernel(const T* __restrict__ sums, T* __restric
 
 template <typename T>
 Status LaunchBiasAddGradFinish(const GpuDevice& gpu, const T* sums, T* out, int64_t chunks, int64_t c) {
-  const LaunchShape s = LaunchShapeFor(c, gpu);
-  BiasAddGradFinishKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(sums, out, chunks, c);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, c, BiasAddGradFinishKernel<T>, sums, out, chunks, c);
 }
 
 template <typename T>
-class GpuBiasAddGradOp : public OpKernel {
+class GpuBiasAddGradOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& g = ctx->input(0);
-    TW_OP_REQUIRES(ctx, g.rank() >= 1,
-                   errors::InvalidArgument("BiasAddGrad: out_backprop must have rank >= 1, got a scalar"));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
     const int64_t c = g.dim(g.rank() - 1);
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
     if (c == 0) return;
     const int64_t rows = g.NumElements() / c;
     if (rows == 0) {  // a sum over no rows: zeros (all-zero bytes are +0.0)
-      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, out->TotalBytes(), gpu->stream()));
+      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, out->TotalBytes(), gpu.stream()));
       return;
     }
     // Enough chunks of rows to give the GPU ~8 blocks per SM, each chunk at
     // least kGradMinRowsPerChunk rows (grid.y is at most 65535).
     const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
-    const int64_t wanted = std::max<int64_t>(1, int64_t{std::max(1, gpu->sm_count())} * 8 / tiles);
+    const int64_t wanted = std::max<int64_t>(1, int64_t{std::max(1, gpu.sm_count())} * 8 / tiles);
     int64_t chunks =
         std::min({wanted, (rows + kGradMinRowsPerChunk - 1) / kGradMinRowsPerChunk, int64_t{65535}});
     chunks = std::max<int64_t>(chunks, 1);
@@ -252,14 +228,14 @@ class GpuBiasAddGradOp : public OpKernel {
     chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
     if (chunks == 1) {
       TW_OP_REQUIRES_OK(ctx,
-                        LaunchBiasAddGrad<T>(*gpu, g.data<T>(), out->data<T>(), rows, c, 1, rows_per_chunk));
+                        LaunchBiasAddGrad<T>(gpu, g.data<T>(), out->data<T>(), rows, c, 1, rows_per_chunk));
       return;
     }
     Tensor sums;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeOf<T>(), TensorShape{chunks, c}, &sums));
     TW_OP_REQUIRES_OK(
-        ctx, LaunchBiasAddGrad<T>(*gpu, g.data<T>(), sums.data<T>(), rows, c, chunks, rows_per_chunk));
-    TW_OP_REQUIRES_OK(ctx, LaunchBiasAddGradFinish<T>(*gpu, sums.data<T>(), out->data<T>(), chunks, c));
+        ctx, LaunchBiasAddGrad<T>(gpu, g.data<T>(), sums.data<T>(), rows, c, chunks, rows_per_chunk));
+    TW_OP_REQUIRES_OK(ctx, LaunchBiasAddGradFinish<T>(gpu, sums.data<T>(), out->data<T>(), chunks, c));
   }
 };
 
@@ -302,20 +278,17 @@ Status LaunchSoftmax(const GpuDevice& gpu, const T* x, T* y, int64_t rows, int64
 }
 
 template <typename T>
-class GpuSoftmaxOp : public OpKernel {
+class GpuSoftmaxOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
-    TW_OP_REQUIRES(ctx, x.rank() >= 1,
-                   errors::InvalidArgument("Softmax: logits must have rank >= 1, got a scalar"));
+    TW_OP_REQUIRES_OK(ctx, CheckSoftmax(x));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
     const int64_t c = x.dim(x.rank() - 1);
     if (c == 0 || x.NumElements() == 0) return;
-    TW_OP_REQUIRES_OK(ctx, LaunchSoftmax<T>(*gpu, x.data<T>(), out->data<T>(), x.NumElements() / c, c));
+    TW_OP_REQUIRES_OK(ctx, LaunchSoftmax<T>(gpu, x.data<T>(), out->data<T>(), x.NumElements() / c, c));
   }
 };
 
@@ -378,58 +351,44 @@ Status LaunchXent(const GpuDevice& gpu, const T* logits, const T* dense, const I
 }
 
 template <typename T>
-class GpuSoftmaxXentOp : public OpKernel {
+class GpuSoftmaxXentOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    TW_OP_REQUIRES(ctx, logits.rank() == 2 && logits.shape() == labels.shape(),
-                   errors::InvalidArgument("SoftmaxCrossEntropyWithLogits: logits and labels must be "
-                                           "[batch, classes] of one shape, got ",
-                                           logits.shape().ToString(), " and ", labels.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckSoftmaxXent(logits, labels));
     Tensor *loss = nullptr, *backprop = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{logits.dim(0)}, &loss));
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
     const int64_t rows = logits.dim(0);
     if (rows == 0) return;
     TW_OP_REQUIRES_OK(
-        ctx, (LaunchXent<T, int32_t, false>(*gpu, logits.data<T>(), labels.data<T>(), nullptr,
-                                            loss->data<T>(), backprop->data<T>(), rows, logits.dim(1))));
+        ctx, (LaunchXent<T, int32_t, false>(gpu, logits.data<T>(), labels.data<T>(), nullptr, loss->data<T>(),
+                                            backprop->data<T>(), rows, logits.dim(1))));
   }
 };
 
 template <typename T>
-class GpuSparseSoftmaxXentOp : public OpKernel {
+class GpuSparseSoftmaxXentOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    TW_OP_REQUIRES(
-        ctx, logits.rank() == 2 && labels.rank() == 1 && labels.dim(0) == logits.dim(0),
-        errors::InvalidArgument("SparseSoftmaxCrossEntropyWithLogits: logits must be [batch, classes] "
-                                "and labels [batch], got ",
-                                logits.shape().ToString(), " and ", labels.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckSparseSoftmaxXent(logits, labels));
     const int64_t rows = logits.dim(0), c = logits.dim(1);
     Tensor *loss = nullptr, *backprop = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
     if (rows == 0) return;
     // Tlabels is int32 or int64 (the op schema); the kernel is keyed on T only.
-    if (labels.dtype() == kInt32) {
-      TW_OP_REQUIRES_OK(ctx,
-                        (LaunchXent<T, int32_t, true>(*gpu, logits.data<T>(), nullptr, labels.data<int32_t>(),
-                                                      loss->data<T>(), backprop->data<T>(), rows, c)));
-    } else {
-      TW_OP_REQUIRES_OK(ctx,
-                        (LaunchXent<T, int64_t, true>(*gpu, logits.data<T>(), nullptr, labels.data<int64_t>(),
-                                                      loss->data<T>(), backprop->data<T>(), rows, c)));
-    }
+    auto launch = [&]<typename I>(const I* sparse) {
+      return LaunchXent<T, I, true>(gpu, logits.data<T>(), nullptr, sparse, loss->data<T>(),
+                                    backprop->data<T>(), rows, c);
+    };
+    TW_OP_REQUIRES_OK(
+        ctx, labels.dtype() == kInt32 ? launch(labels.data<int32_t>()) : launch(labels.data<int64_t>()));
   }
 };
 
@@ -477,25 +436,23 @@ Status LaunchL2LossFinish(const GpuDevice& gpu, const double* partial, int count
 }
 
 template <typename T>
-class GpuL2LossOp : public OpKernel {
+class GpuL2LossOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& t = ctx->input(0);
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &out));
     const int64_t n = t.NumElements();
     if (n == 0) {  // the sum of no squares: 0 (all-zero bytes are +0.0)
-      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, sizeof(T), gpu->stream()));
+      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, sizeof(T), gpu.stream()));
       return;
     }
-    const int blocks = std::min(LaunchShapeFor(n, *gpu, kL2Threads).blocks, kL2MaxBlocks);
+    const int blocks = std::min(LaunchShapeFor(n, gpu, kL2Threads).blocks, kL2MaxBlocks);
     Tensor partial;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(kFloat64, TensorShape{blocks}, &partial));
-    TW_OP_REQUIRES_OK(ctx, LaunchL2LossPartial<T>(*gpu, t.data<T>(), partial.data<double>(), blocks, n));
-    TW_OP_REQUIRES_OK(ctx, LaunchL2LossFinish<T>(*gpu, partial.data<double>(), blocks, out->data<T>()));
+    TW_OP_REQUIRES_OK(ctx, LaunchL2LossPartial<T>(gpu, t.data<T>(), partial.data<double>(), blocks, n));
+    TW_OP_REQUIRES_OK(ctx, LaunchL2LossFinish<T>(gpu, partial.data<double>(), blocks, out->data<T>()));
   }
 };
 

@@ -14,7 +14,6 @@
 #include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
-#include "towerflow/kernels/internal/cuda_parity_checks.h"
 
 namespace tw {
 namespace {
@@ -75,14 +74,14 @@ TEST(NnCudaTest, BiasAddReluAndGradients) {
             return std::vector<Output>{BiasAdd(s, in[0], in[1]), BiasAddRelu(s, in[0], in[1]), Relu(s, in[0]),
                                        ReluGrad(s, in[2], in[0])};
           }};
-      parity::ExpectGpuMatchesCpuPlaced(elementwise, kNnOps);
+      parity::ExpectGpuMatchesCpu(elementwise);
       Case grad{"BiasAddGrad " + Name(dtype) + " " + shape.ToString(),
                 {RandomTensor(dtype, shape, rng)},
                 [](const Scope& s, const std::vector<Output>& in) {
                   return std::vector<Output>{BiasAddGrad(s, in[0])};
                 }};
       SetSumTolerance(&grad, dtype);
-      parity::ExpectGpuMatchesCpuPlaced(grad, kNnOps);
+      parity::ExpectGpuMatchesCpu(grad);
     }
     // Many rows over few channels: the chunked sum with a second pass.
     Case tall{"BiasAddGrad " + Name(dtype) + " [20000,3]",
@@ -92,7 +91,7 @@ TEST(NnCudaTest, BiasAddReluAndGradients) {
               }};
     SetSumTolerance(&tall, dtype);
     tall.atol = dtype == kFloat32 ? 1e-3 : 1e-11;
-    parity::ExpectGpuMatchesCpuPlaced(tall, kNnOps);
+    parity::ExpectGpuMatchesCpu(tall);
   }
 }
 
@@ -108,7 +107,7 @@ TEST(NnCudaTest, Softmax) {
              }};
       SetSumTolerance(&c, dtype);
       c.atol = dtype == kFloat32 ? 1e-6 : 1e-14;
-      parity::ExpectGpuMatchesCpuPlaced(c, kNnOps);
+      parity::ExpectGpuMatchesCpu(c);
     }
   }
 }
@@ -166,7 +165,7 @@ TEST(NnCudaTest, SoftmaxCrossEntropyWithLogits) {
                return std::vector<Output>{r.loss, r.backprop};
              }};
       SetSumTolerance(&x, dtype);
-      parity::ExpectGpuMatchesCpuPlaced(x, kNnOps);
+      parity::ExpectGpuMatchesCpu(x);
     }
   }
 }
@@ -186,7 +185,7 @@ TEST(NnCudaTest, SparseSoftmaxCrossEntropyWithLogits) {
                  return std::vector<Output>{r.loss, r.backprop};
                }};
         SetSumTolerance(&x, dtype);
-        parity::ExpectGpuMatchesCpuPlaced(x, kNnOps);
+        parity::ExpectGpuMatchesCpu(x);
       }
     }
   }
@@ -207,10 +206,10 @@ TEST(NnCudaTest, SparseLabelOutOfRangeGivesNanRow) {
     Case bad{"labels with -1 and 33", {logits, Tensor::Vec<int64_t>({0, -1, 5, 33, 32})}, build};
     Case good{"the same labels in range", {logits, Tensor::Vec<int64_t>({0, 0, 5, 0, 32})}, build};
     Status cpu_status, gpu_status, ok_status;
-    parity::RunPlaced(bad, "/device:CPU:0", kNnOps, false, &cpu_status);
+    parity::RunOn(bad, parity::kCpu, &cpu_status);
     EXPECT_EQ(cpu_status.code(), Code::kInvalidArgument) << cpu_status.ToString();
-    std::vector<Tensor> gpu = parity::RunPlaced(bad, "/device:GPU:0", kNnOps, false, &gpu_status);
-    std::vector<Tensor> cpu = parity::RunPlaced(good, "/device:CPU:0", kNnOps, false, &ok_status);
+    std::vector<Tensor> gpu = parity::RunOn(bad, parity::kGpu, &gpu_status);
+    std::vector<Tensor> cpu = parity::RunOn(good, parity::kCpu, &ok_status);
     ASSERT_TRUE(gpu_status.ok()) << gpu_status.ToString();
     ASSERT_TRUE(ok_status.ok()) << ok_status.ToString();
     ASSERT_EQ(gpu.size(), 2u);
@@ -253,7 +252,7 @@ TEST(NnCudaTest, L2Loss) {
       // Both accumulate in double: only the last rounding of float may differ.
       c.rtol = dtype == kFloat32 ? 1e-6 : 1e-12;
       c.atol = 0;
-      parity::ExpectGpuMatchesCpuPlaced(c, kNnOps);
+      parity::ExpectGpuMatchesCpu(c);
     }
   }
 }
@@ -268,45 +267,44 @@ TEST(NnCudaTest, ShapeErrors) {
         return std::vector<Output>{op(s, in[0], in[1])};
       };
     };
-    parity::ExpectSameKernelError(Case{"BiasAdd" + t + " bias of the wrong length",
-                                       {RandomTensor(dtype, {7, 33}, rng), RandomTensor(dtype, {7}, rng)},
-                                       one(BiasAdd)},
-                                  kNnOps, "does not match the last dimension of value of shape [7,33]");
-    parity::ExpectSameKernelError(Case{"BiasAddRelu" + t + " bias of rank 2",
-                                       {RandomTensor(dtype, {7, 33}, rng), RandomTensor(dtype, {1, 33}, rng)},
-                                       one(BiasAddRelu)},
-                                  kNnOps, "BiasAdd: bias of shape [1,33]");
-    parity::ExpectSameKernelError(Case{"BiasAddGrad" + t + " of a scalar",
-                                       {RandomTensor(dtype, {}, rng)},
-                                       [](const Scope& s, const std::vector<Output>& in) {
-                                         return std::vector<Output>{BiasAddGrad(s, in[0])};
-                                       }},
-                                  kNnOps, "out_backprop must have rank >= 1");
-    parity::ExpectSameKernelError(Case{"ReluGrad" + t + " shapes differ",
-                                       {RandomTensor(dtype, {7}, rng), RandomTensor(dtype, {33}, rng)},
-                                       one(ReluGrad)},
-                                  kNnOps,
-                                  "ReluGrad: gradients of shape [7] and features of shape [33] differ");
-    parity::ExpectSameKernelError(Case{"Softmax" + t + " of a scalar",
-                                       {RandomTensor(dtype, {}, rng)},
-                                       [](const Scope& s, const std::vector<Output>& in) {
-                                         return std::vector<Output>{Softmax(s, in[0])};
-                                       }},
-                                  kNnOps, "logits must have rank >= 1");
-    parity::ExpectSameKernelError(
+    parity::ExpectSameError(Case{"BiasAdd" + t + " bias of the wrong length",
+                                 {RandomTensor(dtype, {7, 33}, rng), RandomTensor(dtype, {7}, rng)},
+                                 one(BiasAdd)},
+                            "does not match the last dimension of value of shape [7,33]");
+    parity::ExpectSameError(Case{"BiasAddRelu" + t + " bias of rank 2",
+                                 {RandomTensor(dtype, {7, 33}, rng), RandomTensor(dtype, {1, 33}, rng)},
+                                 one(BiasAddRelu)},
+                            "BiasAdd: bias of shape [1,33]");
+    parity::ExpectSameError(Case{"BiasAddGrad" + t + " of a scalar",
+                                 {RandomTensor(dtype, {}, rng)},
+                                 [](const Scope& s, const std::vector<Output>& in) {
+                                   return std::vector<Output>{BiasAddGrad(s, in[0])};
+                                 }},
+                            "out_backprop must have rank >= 1");
+    parity::ExpectSameError(Case{"ReluGrad" + t + " shapes differ",
+                                 {RandomTensor(dtype, {7}, rng), RandomTensor(dtype, {33}, rng)},
+                                 one(ReluGrad)},
+                            "ReluGrad: gradients of shape [7] and features of shape [33] differ");
+    parity::ExpectSameError(Case{"Softmax" + t + " of a scalar",
+                                 {RandomTensor(dtype, {}, rng)},
+                                 [](const Scope& s, const std::vector<Output>& in) {
+                                   return std::vector<Output>{Softmax(s, in[0])};
+                                 }},
+                            "logits must have rank >= 1");
+    parity::ExpectSameError(
         Case{"SoftmaxCrossEntropyWithLogits" + t + " shapes differ",
              {RandomTensor(dtype, {7, 33}, rng), RandomTensor(dtype, {7, 32}, rng)},
              [](const Scope& s, const std::vector<Output>& in) {
                return std::vector<Output>{SoftmaxCrossEntropyWithLogits(s, in[0], in[1]).loss};
              }},
-        kNnOps, "of one shape, got [7,33] and [7,32]");
-    parity::ExpectSameKernelError(
+        "of one shape, got [7,33] and [7,32]");
+    parity::ExpectSameError(
         Case{"SparseSoftmaxCrossEntropyWithLogits" + t + " batch sizes differ",
              {RandomTensor(dtype, {7, 33}, rng), RandomTensor(kInt64, {6}, rng, 0, 32)},
              [](const Scope& s, const std::vector<Output>& in) {
                return std::vector<Output>{SparseSoftmaxCrossEntropyWithLogits(s, in[0], in[1]).loss};
              }},
-        kNnOps, "got [7,33] and [6]");
+        "got [7,33] and [6]");
   }
 }
 

@@ -5,6 +5,7 @@
 //
 // Loops run over contiguous rows (the last dimension) so the compiler
 // vectorises them; big tensors are split over the device's intra-op threads.
+// The shape checks are nn_args.h's, shared with the CUDA twins (nn_cuda.cu).
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -13,6 +14,7 @@
 #include <random>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/nn_args.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
@@ -29,10 +31,7 @@ class BiasAddOpBase : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& value = ctx->input(0);
     const Tensor& bias = ctx->input(1);
-    TW_OP_REQUIRES(ctx, value.rank() >= 1 && bias.rank() == 1 && bias.dim(0) == value.dim(value.rank() - 1),
-                   errors::InvalidArgument("BiasAdd: bias of shape ", bias.shape().ToString(),
-                                           " does not match the last dimension of value of shape ",
-                                           value.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAdd(value, bias));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, value.shape(), &out));
     const int64_t c = bias.dim(0);
@@ -63,8 +62,7 @@ class BiasAddGradOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
-    TW_OP_REQUIRES(ctx, g.rank() >= 1,
-                   errors::InvalidArgument("BiasAddGrad: out_backprop must have rank >= 1, got a scalar"));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
     const int64_t c = g.dim(g.rank() - 1);
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
@@ -122,9 +120,7 @@ class ReluGradOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     const Tensor& f = ctx->input(1);
-    TW_OP_REQUIRES(ctx, g.shape() == f.shape(),
-                   errors::InvalidArgument("ReluGrad: gradients of shape ", g.shape().ToString(),
-                                           " and features of shape ", f.shape().ToString(), " differ"));
+    TW_OP_REQUIRES_OK(ctx, CheckReluGrad(g, f));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.shape(), &out));
     const T* __restrict gp = g.data<T>();
@@ -153,8 +149,7 @@ class SoftmaxOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    TW_OP_REQUIRES(ctx, x.rank() >= 1,
-                   errors::InvalidArgument("Softmax: logits must have rank >= 1, got a scalar"));
+    TW_OP_REQUIRES_OK(ctx, CheckSoftmax(x));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
     const int64_t c = x.dim(x.rank() - 1);
@@ -217,10 +212,7 @@ class SoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    TW_OP_REQUIRES(ctx, logits.rank() == 2 && logits.shape() == labels.shape(),
-                   errors::InvalidArgument("SoftmaxCrossEntropyWithLogits: logits and labels must be "
-                                           "[batch, classes] of one shape, got ",
-                                           logits.shape().ToString(), " and ", labels.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckSoftmaxXent(logits, labels));
     Tensor *loss = nullptr, *backprop = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{logits.dim(0)}, &loss));
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
@@ -237,10 +229,7 @@ class SparseSoftmaxXentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& logits = ctx->input(0);
     const Tensor& labels = ctx->input(1);
-    TW_OP_REQUIRES(ctx, logits.rank() == 2 && labels.rank() == 1 && labels.dim(0) == logits.dim(0),
-                   errors::InvalidArgument("SparseSoftmaxCrossEntropyWithLogits: logits must be [batch, classes] "
-                                           "and labels [batch], got ",
-                                           logits.shape().ToString(), " and ", labels.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckSparseSoftmaxXent(logits, labels));
     const int64_t rows = logits.dim(0), c = logits.dim(1);
     std::vector<int64_t> idx(static_cast<size_t>(rows));
     for (int64_t r = 0; r < rows; ++r) {

@@ -1,6 +1,7 @@
 // CUDA kernels of max pooling (NHWC), float and double: MaxPool, MaxPoolGrad,
-// MaxPoolGradGrad. CPU twins: pool_kernels.cc (same geometry, checks and
-// messages; TF's windows and SAME padding split, the smaller half before).
+// MaxPoolGradGrad. CPU twins: pool_kernels.cc (the same geometry, checks and
+// messages: window_params.h; TF's windows and SAME padding split, the smaller
+// half before).
 //
 // - MaxPoolKernel<T>: a grid-stride loop over the output elements (n, oy, ox,
 //   c); each thread takes the max of its window, starting from the lowest
@@ -27,20 +28,17 @@
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/window_params.h"
 
 namespace tw {
 namespace {
 
 using cuda_util::GridThreadCount;
 using cuda_util::GridThreadIndex;
+using cuda_util::LaunchGridStride;
 
-// Sizes of one pooling, passed to the kernels by value.
-struct PoolGeometry {
-  int64_t n, h, w, c;
-  int64_t kh, kw, sh, sw;
-  int64_t oh, ow, pad_top, pad_left;
-  TensorShape output_shape() const { return TensorShape{n, oh, ow, c}; }
-};
+using window::PoolAttrs;
+using window::PoolGeometry;
 
 // The output element index i as (n, oy, ox, ch); its window's clipped rows
 // [y0, y1) and columns [x0, x1).
@@ -144,196 +142,97 @@ __global__ void MaxPoolGradGradKernel(const int64_t* __restrict__ arg, const T* 
 
 template <typename T>
 Status LaunchMaxPool(const GpuDevice& gpu, const T* x, T* y, const PoolGeometry& g, int64_t total) {
-  const LaunchShape s = LaunchShapeFor(total, gpu);
-  MaxPoolKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(x, y, g, total);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, total, MaxPoolKernel<T>, x, y, g, total);
 }
 
 template <typename T>
 Status LaunchMaxPoolArgMax(const GpuDevice& gpu, const T* x, int64_t* arg, const PoolGeometry& g,
                            int64_t total) {
-  const LaunchShape s = LaunchShapeFor(total, gpu);
-  MaxPoolArgMaxKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(x, arg, g, total);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, total, MaxPoolArgMaxKernel<T>, x, arg, g, total);
 }
 
 template <typename T>
 Status LaunchMaxPoolGrad(const GpuDevice& gpu, const int64_t* arg, const T* dy, T* dx, const PoolGeometry& g,
                          int64_t total) {
-  const LaunchShape s = LaunchShapeFor(total, gpu);
-  MaxPoolGradKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(arg, dy, dx, g, total);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, total, MaxPoolGradKernel<T>, arg, dy, dx, g, total);
 }
 
 template <typename T>
 Status LaunchMaxPoolGradGrad(const GpuDevice& gpu, const int64_t* arg, const T* grad, T* y,
                              const PoolGeometry& g, int64_t total) {
-  const LaunchShape s = LaunchShapeFor(total, gpu);
-  MaxPoolGradGradKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(arg, grad, y, g, total);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, total, MaxPoolGradGradKernel<T>, arg, grad, y, g, total);
 }
 
-// ---- OpKernels: the CPU twin's attr, shape and size checks, then the launches
+// ---- OpKernels: the CPU twin's attr, shape and size checks (window_params.h),
+// then the launches
 
-int64_t OutputSize(int64_t in, int64_t k, int64_t stride, bool same, int64_t* pad_before) {
-  if (same) {
-    const int64_t out = (in + stride - 1) / stride;
-    *pad_before = std::max<int64_t>(0, (out - 1) * stride + k - in) / 2;
-    return out;
-  }
-  *pad_before = 0;
-  return in < k ? -1 : (in - k + stride) / stride;
-}
-
-class PoolGpuKernelBase : public OpKernel {
+class PoolGpuKernelBase : public GpuOpKernel {
  public:
-  explicit PoolGpuKernelBase(OpKernelConstruction* c) : OpKernel(c) {
-    std::string padding;
-    TW_OP_REQUIRES_OK(c, c->GetAttr("ksize", &ksize_));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("strides", &strides_));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("padding", &padding));
-    for (const auto* v : {&ksize_, &strides_}) {
-      TW_OP_REQUIRES(
-          c, v->size() == 4 && (*v)[0] == 1 && (*v)[3] == 1 && (*v)[1] >= 1 && (*v)[2] >= 1,
-          errors::InvalidArgument("attrs 'ksize' and 'strides' must be [1, h, w, 1] with h, w >= 1, got ",
-                                  PartialShape(*v).ToString()));
-    }
-    TW_OP_REQUIRES(
-        c, padding == "SAME" || padding == "VALID",
-        errors::InvalidArgument("attr 'padding' must be \"SAME\" or \"VALID\", got \"", padding, "\""));
-    same_ = padding == "SAME";
+  explicit PoolGpuKernelBase(OpKernelConstruction* c) : GpuOpKernel(c) {
+    TW_OP_REQUIRES_OK(c, window::ReadPoolAttrs(*c, &attrs_));
   }
 
  protected:
-  StatusOr<PoolGeometry> Geometry(const TensorShape& in) const {
-    if (in.rank() != 4) {
-      return errors::InvalidArgument(node().op(), ": input must be [N,H,W,C], got ", in.ToString());
-    }
-    PoolGeometry g{in.dim(0),   in.dim(1),   in.dim(2), in.dim(3), ksize_[1], ksize_[2],
-                   strides_[1], strides_[2], 0,         0,         0,         0};
-    g.oh = OutputSize(g.h, g.kh, g.sh, same_, &g.pad_top);
-    g.ow = OutputSize(g.w, g.kw, g.sw, same_, &g.pad_left);
-    if (g.oh < 0 || g.ow < 0) {
-      return errors::InvalidArgument(node().op(), ": a VALID window of ", g.kh, "x", g.kw,
-                                     " does not fit input of shape ", in.ToString());
-    }
-    return g;
-  }
-  static Status CheckShape(OpKernelContext* ctx, int i, const TensorShape& want) {
-    const TensorShape& got = ctx->input(i).shape();
-    if (got != want) {
-      return errors::InvalidArgument(ctx->node().op(), ": input ", i, " has shape ", got.ToString(),
-                                     " but pooling input ", ctx->input(0).shape().ToString(), " requires ",
-                                     want.ToString());
-    }
-    return Status::OK();
-  }
-  // The CPU twin's limit on image sizes (its arg-max indices are as wide as T),
-  // kept so that both devices accept the same inputs.
-  template <typename T>
-  static Status CheckIndexable(OpKernelContext* ctx, const PoolGeometry& g) {
-    const int64_t image_elements = g.h * g.w * g.c;
-    const int bits = sizeof(T) == 4 ? 32 : 64;
-    const int64_t limit =
-        sizeof(T) == 4 ? std::numeric_limits<int32_t>::max() : std::numeric_limits<int64_t>::max();
-    if (image_elements >= limit) {
-      return errors::InvalidArgument(ctx->node().op(), ": images of ", image_elements,
-                                     " elements are too large (indices are ", bits, "-bit)");
-    }
-    return Status::OK();
-  }
-  // The first-maximum positions of every window of input 0, in a temp tensor
-  // shaped like the output (int64 spatial indices within the image).
-  template <typename T>
-  static StatusOr<Tensor> ArgMax(OpKernelContext* ctx, const GpuDevice& gpu, const PoolGeometry& g) {
-    Tensor arg;
-    TW_RETURN_IF_ERROR(ctx->allocate_temp(kInt64, g.output_shape(), &arg));
-    const int64_t total = arg.NumElements();
-    if (total > 0)
-      TW_RETURN_IF_ERROR(LaunchMaxPoolArgMax<T>(gpu, ctx->input(0).data<T>(), arg.data<int64_t>(), g, total));
-    return arg;
-  }
-
-  std::vector<int64_t> ksize_, strides_;
-  bool same_ = true;
+  PoolAttrs attrs_;
 };
 
 template <typename T>
 class MaxPoolGpuOp : public PoolGpuKernelBase {
  public:
   using PoolGpuKernelBase::PoolGpuKernelBase;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& input = ctx->input(0);
-    auto geo = Geometry(input.shape());
+    auto geo = window::MakePoolGeometry(node().op(), attrs_, input.shape());
     TW_OP_REQUIRES_OK(ctx, geo.status());
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->output_shape(), &out));
     const int64_t total = out->NumElements();
     if (total == 0) return;
-    TW_OP_REQUIRES_OK(ctx, LaunchMaxPool<T>(*gpu, input.data<T>(), out->data<T>(), *geo, total));
+    TW_OP_REQUIRES_OK(ctx, LaunchMaxPool<T>(gpu, input.data<T>(), out->data<T>(), *geo, total));
   }
 };
 
-// d input: grad[o] added at the first maximum of window o.
-template <typename T>
-class MaxPoolGradGpuOp : public PoolGpuKernelBase {
+// MaxPoolGrad (d input: grad[o] added at the first maximum of window o) and,
+// with kGradOfGrad, MaxPoolGradGrad (d grad of MaxPoolGrad: each window's
+// output reads the incoming gradient at the window's first maximum; input 2
+// has orig_input's shape). Both first find every window's first maximum in a
+// temp tensor shaped like the pooling's output (int64 spatial indices within
+// the image).
+template <typename T, bool kGradOfGrad>
+class MaxPoolGradGpuOpBase : public PoolGpuKernelBase {
  public:
   using PoolGpuKernelBase::PoolGpuKernelBase;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& input = ctx->input(0);
-    auto geo = Geometry(input.shape());
+    auto geo = window::CheckPoolGradInputs(ctx, attrs_, kGradOfGrad);
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const PoolGeometry& g = *geo;
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 1, g.output_shape()));
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 2, g.output_shape()));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &out));
-    TW_OP_REQUIRES_OK(ctx, CheckIndexable<T>(ctx, g));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, kGradOfGrad ? g.output_shape() : input.shape(), &out));
+    TW_OP_REQUIRES_OK(ctx, window::CheckPoolIndexable<T>(ctx, g));
     const int64_t total = out->NumElements();
     if (total == 0) return;
-    StatusOr<Tensor> arg = ArgMax<T>(ctx, *gpu, g);
-    TW_OP_REQUIRES_OK(ctx, arg.status());
-    // With no windows (an empty output) the kernel reads no arg-max and writes zeros.
-    const int64_t* arg_data = arg->NumElements() > 0 ? arg->data<int64_t>() : nullptr;
-    TW_OP_REQUIRES_OK(
-        ctx, LaunchMaxPoolGrad<T>(*gpu, arg_data, ctx->input(2).data<T>(), out->data<T>(), g, total));
+    Tensor arg;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(kInt64, g.output_shape(), &arg));
+    const int64_t windows = arg.NumElements();
+    if (windows > 0) {
+      TW_OP_REQUIRES_OK(ctx, LaunchMaxPoolArgMax<T>(gpu, input.data<T>(), arg.data<int64_t>(), g, windows));
+    }
+    const T* grad = ctx->input(2).data<T>();
+    if constexpr (kGradOfGrad) {
+      TW_OP_REQUIRES_OK(ctx,
+                        LaunchMaxPoolGradGrad<T>(gpu, arg.data<int64_t>(), grad, out->data<T>(), g, total));
+    } else {
+      // With no windows (an empty output) the kernel reads no arg-max and writes zeros.
+      const int64_t* arg_data = windows > 0 ? arg.data<int64_t>() : nullptr;
+      TW_OP_REQUIRES_OK(ctx, LaunchMaxPoolGrad<T>(gpu, arg_data, grad, out->data<T>(), g, total));
+    }
   }
 };
-
-// d grad of MaxPoolGrad: each window's output reads the incoming gradient at
-// the window's first maximum (input 2 has orig_input's shape).
 template <typename T>
-class MaxPoolGradGradGpuOp : public PoolGpuKernelBase {
- public:
-  using PoolGpuKernelBase::PoolGpuKernelBase;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
-    const Tensor& input = ctx->input(0);
-    auto geo = Geometry(input.shape());
-    TW_OP_REQUIRES_OK(ctx, geo.status());
-    const PoolGeometry& g = *geo;
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 1, g.output_shape()));
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 2, input.shape()));
-    Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
-    TW_OP_REQUIRES_OK(ctx, CheckIndexable<T>(ctx, g));
-    const int64_t total = out->NumElements();
-    if (total == 0) return;
-    StatusOr<Tensor> arg = ArgMax<T>(ctx, *gpu, g);
-    TW_OP_REQUIRES_OK(ctx, arg.status());
-    TW_OP_REQUIRES_OK(ctx, LaunchMaxPoolGradGrad<T>(*gpu, arg->data<int64_t>(), ctx->input(2).data<T>(),
-                                                    out->data<T>(), g, total));
-  }
-};
+using MaxPoolGradGpuOp = MaxPoolGradGpuOpBase<T, false>;
+template <typename T>
+using MaxPoolGradGradGpuOp = MaxPoolGradGpuOpBase<T, true>;
 
 }  // namespace
 

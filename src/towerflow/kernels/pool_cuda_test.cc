@@ -82,8 +82,6 @@ Case AllThree(DataType dtype, const PoolCase& pc, bool ties, std::mt19937_64& rn
   return c;
 }
 
-uint64_t FreshSeed() { return std::random_device{}(); }
-
 const std::vector<PoolCase>& Cases() {
   static const std::vector<PoolCase> k = {
       {1, 1, 1, 1, 1, 1, 1, 1, "SAME"},     {1, 1, 1, 1, 1, 1, 1, 1, "VALID"},
@@ -103,9 +101,7 @@ const std::vector<PoolCase>& Cases() {
 }
 
 void CheckCases(DataType dtype, bool ties) {
-  const uint64_t seed = FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (const PoolCase& pc : Cases()) parity::ExpectGpuMatchesCpu(AllThree(dtype, pc, ties, rng));
 }
 
@@ -127,7 +123,7 @@ TEST(PoolCudaTest, TiesGoToTheFirstMaximum) {
 
 TEST(PoolCudaTest, EmptyInputs) {
   TW_SKIP_WITHOUT_GPU();
-  std::mt19937_64 rng(FreshSeed());
+  parity::SeededRng rng;
   for (DataType dtype : {kFloat32, kFloat64}) {
     for (const PoolCase& pc : std::vector<PoolCase>{{0, 4, 4, 2, 2, 2, 2, 2, "SAME"},
                                                     {2, 0, 4, 2, 2, 2, 2, 2, "SAME"},
@@ -141,7 +137,7 @@ TEST(PoolCudaTest, EmptyInputs) {
 // (the shape functions check ranks only).
 TEST(PoolCudaTest, ShapeErrorsMatchTheCpu) {
   TW_SKIP_WITHOUT_GPU();
-  std::mt19937_64 rng(FreshSeed());
+  parity::SeededRng rng;
   const PoolOptions o;  // 2x2, stride 2, SAME
   for (DataType dtype : {kFloat32, kFloat64}) {
     auto rnd = [&](TensorShape s) { return parity::RandomTensor(dtype, s, rng); };

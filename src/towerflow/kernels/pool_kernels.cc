@@ -1,7 +1,8 @@
 // CPU kernels of max pooling (NHWC): MaxPool, MaxPoolGrad, MaxPoolGradGrad.
 // Registered from RegisterConvKernels (conv_kernels.cc).
 //
-// Windows and padding are TF's (see conv_kernels.cc); padded positions never
+// Windows, padding and the argument checks are window_params.h's (TF's
+// windows; shared with the CUDA twins, pool_cuda.cu); padded positions never
 // win a max. The gradients route through each window's first maximum in scan
 // order (kh, then kw), as TF's CPU kernel does, recomputed from orig_input.
 // Every loop runs over channels innermost (contiguous in NHWC) and the batch is
@@ -9,87 +10,35 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
-#include <type_traits>
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/register_all.h"
+#include "towerflow/kernels/window_params.h"
 
 namespace tw {
 namespace {
 
-struct PoolGeometry {
-  int64_t n, h, w, c;
-  int64_t kh, kw, sh, sw;
-  int64_t oh, ow, pad_top, pad_left;
-  TensorShape output_shape() const { return TensorShape{n, oh, ow, c}; }
-};
+using window::PoolAttrs;
+using window::PoolGeometry;
 
-int64_t OutputSize(int64_t in, int64_t k, int64_t stride, bool same, int64_t* pad_before) {
-  if (same) {
-    const int64_t out = (in + stride - 1) / stride;
-    *pad_before = std::max<int64_t>(0, (out - 1) * stride + k - in) / 2;
-    return out;
-  }
-  *pad_before = 0;
-  return in < k ? -1 : (in - k + stride) / stride;
-}
-
-// Reads ksize, strides and padding; shared by the three kernels.
+// Reads ksize, strides and padding (window_params.h); shared by the three kernels.
 class PoolKernelBase : public OpKernel {
  public:
   explicit PoolKernelBase(OpKernelConstruction* c) : OpKernel(c) {
-    std::string padding;
-    TW_OP_REQUIRES_OK(c, c->GetAttr("ksize", &ksize_));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("strides", &strides_));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("padding", &padding));
-    for (const auto* v : {&ksize_, &strides_}) {
-      TW_OP_REQUIRES(c, v->size() == 4 && (*v)[0] == 1 && (*v)[3] == 1 && (*v)[1] >= 1 && (*v)[2] >= 1,
-                     errors::InvalidArgument("attrs 'ksize' and 'strides' must be [1, h, w, 1] with h, w >= 1, got ",
-                                             PartialShape(*v).ToString()));
-    }
-    TW_OP_REQUIRES(c, padding == "SAME" || padding == "VALID",
-                   errors::InvalidArgument("attr 'padding' must be \"SAME\" or \"VALID\", got \"", padding, "\""));
-    same_ = padding == "SAME";
+    TW_OP_REQUIRES_OK(c, window::ReadPoolAttrs(*c, &attrs_));
   }
 
  protected:
-  StatusOr<PoolGeometry> Geometry(const TensorShape& in) const {
-    if (in.rank() != 4) {
-      return errors::InvalidArgument(node().op(), ": input must be [N,H,W,C], got ", in.ToString());
-    }
-    PoolGeometry g{in.dim(0), in.dim(1), in.dim(2), in.dim(3), ksize_[1], ksize_[2], strides_[1], strides_[2],
-                   0, 0, 0, 0};
-    g.oh = OutputSize(g.h, g.kh, g.sh, same_, &g.pad_top);
-    g.ow = OutputSize(g.w, g.kw, g.sw, same_, &g.pad_left);
-    if (g.oh < 0 || g.ow < 0) {
-      return errors::InvalidArgument(node().op(), ": a VALID window of ", g.kh, "x", g.kw,
-                                     " does not fit input of shape ", in.ToString());
-    }
-    return g;
-  }
-  // Checks input i against `want`, naming both.
-  static Status CheckShape(OpKernelContext* ctx, int i, const TensorShape& want) {
-    const TensorShape& got = ctx->input(i).shape();
-    if (got != want) {
-      return errors::InvalidArgument(ctx->node().op(), ": input ", i, " has shape ", got.ToString(),
-                                     " but pooling input ", ctx->input(0).shape().ToString(), " requires ",
-                                     want.ToString());
-    }
-    return Status::OK();
-  }
   // Runs fn(image_begin, image_end) over the batch on the intra-op pool.
   static void ForImages(OpKernelContext* ctx, const PoolGeometry& g, const std::function<void(int64_t, int64_t)>& fn) {
     ParallelFor(ctx->intra_op_pool(), g.n, g.oh * g.ow * g.kh * g.kw * g.c + 1, fn);
   }
 
-  std::vector<int64_t> ksize_, strides_;
-  bool same_ = true;
+  PoolAttrs attrs_;
 };
 
-// Element indices within one image, as wide as T so that the arg-max update
-// vectorises (lanes of one width).
 template <typename T>
-using ImageIndex = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
+using ImageIndex = window::PoolImageIndex<T>;
 
 // For each output position of one image (NHWC `img`), finds per channel the
 // element index (within the image) of the window's first maximum, and calls
@@ -136,21 +85,12 @@ void ForEachArgMax(const PoolGeometry& g, const T* __restrict img, T* __restrict
 }
 
 template <typename T>
-Status CheckIndexable(OpKernelContext* ctx, int64_t image_elements) {
-  if (image_elements >= std::numeric_limits<ImageIndex<T>>::max()) {
-    return errors::InvalidArgument(ctx->node().op(), ": images of ", image_elements,
-                                   " elements are too large (indices are ", 8 * sizeof(ImageIndex<T>), "-bit)");
-  }
-  return Status::OK();
-}
-
-template <typename T>
 class MaxPoolOp : public PoolKernelBase {
  public:
   using PoolKernelBase::PoolKernelBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
-    auto geo = Geometry(input.shape());
+    auto geo = window::MakePoolGeometry(node().op(), attrs_, input.shape());
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const PoolGeometry& g = *geo;
     Tensor* out = nullptr;
@@ -188,18 +128,16 @@ class MaxPoolGradOp : public PoolKernelBase {
   using PoolKernelBase::PoolKernelBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
-    auto geo = Geometry(input.shape());
+    auto geo = window::CheckPoolGradInputs(ctx, attrs_, /*grad_of_grad=*/false);
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const PoolGeometry& g = *geo;
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 1, g.output_shape()));
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 2, g.output_shape()));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &out));
     const T* x = input.data<T>();
     const T* dy = ctx->input(2).data<T>();
     T* dx = out->data<T>();
     const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * g.c;
-    TW_OP_REQUIRES_OK(ctx, CheckIndexable<T>(ctx, in_image));
+    TW_OP_REQUIRES_OK(ctx, window::CheckPoolIndexable<T>(ctx, g));
     ForImages(ctx, g, [&](int64_t b, int64_t e) {
       std::vector<T> best(static_cast<size_t>(g.c));
       std::vector<ImageIndex<T>> idx(static_cast<size_t>(g.c));
@@ -223,18 +161,16 @@ class MaxPoolGradGradOp : public PoolKernelBase {
   using PoolKernelBase::PoolKernelBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& input = ctx->input(0);
-    auto geo = Geometry(input.shape());
+    auto geo = window::CheckPoolGradInputs(ctx, attrs_, /*grad_of_grad=*/true);
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const PoolGeometry& g = *geo;
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 1, g.output_shape()));
-    TW_OP_REQUIRES_OK(ctx, CheckShape(ctx, 2, input.shape()));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
     const T* x = input.data<T>();
     const T* gin = ctx->input(2).data<T>();
     T* y = out->data<T>();
     const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * g.c;
-    TW_OP_REQUIRES_OK(ctx, CheckIndexable<T>(ctx, in_image));
+    TW_OP_REQUIRES_OK(ctx, window::CheckPoolIndexable<T>(ctx, g));
     ForImages(ctx, g, [&](int64_t b, int64_t e) {
       std::vector<T> best(static_cast<size_t>(g.c));
       std::vector<ImageIndex<T>> idx(static_cast<size_t>(g.c));

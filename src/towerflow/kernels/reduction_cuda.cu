@@ -4,15 +4,16 @@
 // results (empty reductions, ties) these follow. The int32 variants are
 // registered elsewhere (host-memory kernels).
 //
-// A reduction is planned on the host as the CPU twin plans it: size-1
-// dimensions dropped, neighbouring dimensions that are both reduced or both
-// kept merged, leaving alternating kept (K) and reduced (R) dimensions. Each
-// reduced group is then folded as a view [outer, len, inner], the innermost
-// group first: [R], [K,R], [R,K] and [K,R,K] take one fold; [R,K,R] and longer
-// patterns one per reduced group, with scratch tensors in between. A fold whose
-// outputs are too few to fill the GPU cuts `len` into chunks, writes
-// [outer, chunks, inner] partial results and folds those again. Mean divides by
-// the element count in the very last launch. CUDA kernels:
+// A reduction is planned on the host with the CPU twin's own MakeReducePlan
+// (reduction_plan.h; ArgMax with MakeArgMaxPlan): size-1 dimensions dropped,
+// neighbouring dimensions that are both reduced or both kept merged, leaving
+// alternating kept (K) and reduced (R) dimensions. Each reduced group is then
+// folded as a view [outer, len, inner], the innermost group first: [R], [K,R],
+// [R,K] and [K,R,K] take one fold; [R,K,R] and longer patterns one per reduced
+// group, with scratch tensors in between. A fold whose outputs are too few to
+// fill the GPU cuts `len` into chunks, writes [outer, chunks, inner] partial
+// results and folds those again. Mean divides by the element count in the very
+// last launch. CUDA kernels:
 //   ReduceRowsWarpKernel   inner == 1: one warp per row (or row chunk),
 //                          lane-strided loads and a shuffle tree; grid-strided.
 //   ReduceRowsBlockKernel  inner == 1, rows of kBlockRowLen or more: one
@@ -40,9 +41,15 @@
 
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/reduction_plan.h"
 
 namespace tw {
 namespace {
+
+using cuda_util::GridThreadCount;
+using cuda_util::GridThreadIndex;
+using cuda_util::LaunchGridStride;
 
 constexpr unsigned kFullMask = 0xffffffffu;
 constexpr int kThreads = 256;
@@ -102,8 +109,7 @@ __global__ void ReduceRowsBlockKernel(const T* in, T* out, int64_t units, int64_
 template <typename T, typename R>
 __global__ void ReduceColumnsKernel(const T* in, T* out, int64_t units, int64_t len, int64_t inner,
                                     int64_t chunks, int64_t chunk_len, bool divide, T count) {
-  for (int64_t u = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; u < units;
-       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t u = GridThreadIndex(); u < units; u += GridThreadCount()) {
     const int64_t i = u % inner;
     const int64_t oc = u / inner;
     const int64_t begin = (oc % chunks) * chunk_len;
@@ -122,10 +128,7 @@ __global__ void ScaleKernel(T* out, T count) {
 
 template <typename T>
 __global__ void FillKernel(T* out, int64_t n, T value) {
-  for (int64_t u = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; u < n;
-       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    out[u] = value;
-  }
+  for (int64_t u = GridThreadIndex(); u < n; u += GridThreadCount()) out[u] = value;
 }
 
 // The CPU twin's result per row: x[0] when it is NaN, else the first largest
@@ -160,8 +163,7 @@ __global__ void ArgMaxRowsKernel(const T* in, I* out, int64_t rows, int64_t len)
 
 template <typename T, typename I>
 __global__ void ArgMaxColumnsKernel(const T* in, I* out, int64_t units, int64_t len, int64_t inner) {
-  for (int64_t u = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; u < units;
-       u += static_cast<int64_t>(gridDim.x) * blockDim.x) {
+  for (int64_t u = GridThreadIndex(); u < units; u += GridThreadCount()) {
     const T* x = in + (u / inner) * len * inner + u % inner;
     T best = x[0];
     int64_t at = 0;
@@ -180,11 +182,8 @@ __global__ void ArgMaxColumnsKernel(const T* in, I* out, int64_t units, int64_t 
 template <typename T, typename R>
 Status LaunchReduceRowsWarp(const GpuDevice& gpu, const T* in, T* out, int64_t units, int64_t len,
                             int64_t chunks, int64_t chunk_len, bool divide, T count) {
-  const LaunchShape s = LaunchShapeFor(units * 32, gpu, kThreads);
-  ReduceRowsWarpKernel<T, R>
-      <<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, units, len, chunks, chunk_len, divide, count);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, units * 32, kThreads, ReduceRowsWarpKernel<T, R>, in, out, units, len, chunks,
+                          chunk_len, divide, count);
 }
 
 template <typename T, typename R>
@@ -200,11 +199,8 @@ Status LaunchReduceRowsBlock(const GpuDevice& gpu, const T* in, T* out, int64_t 
 template <typename T, typename R>
 Status LaunchReduceColumns(const GpuDevice& gpu, const T* in, T* out, int64_t units, int64_t len,
                            int64_t inner, int64_t chunks, int64_t chunk_len, bool divide, T count) {
-  const LaunchShape s = LaunchShapeFor(units, gpu, kThreads);
-  ReduceColumnsKernel<T, R><<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, units, len, inner, chunks,
-                                                                      chunk_len, divide, count);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, units, kThreads, ReduceColumnsKernel<T, R>, in, out, units, len, inner, chunks,
+                          chunk_len, divide, count);
 }
 
 template <typename T>
@@ -216,27 +212,18 @@ Status LaunchScale(const GpuDevice& gpu, T* out, T count) {
 
 template <typename T>
 Status LaunchFill(const GpuDevice& gpu, T* out, int64_t n, T value) {
-  const LaunchShape s = LaunchShapeFor(n, gpu, kThreads);
-  FillKernel<T><<<s.blocks, s.threads, 0, gpu.stream()>>>(out, n, value);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, n, kThreads, FillKernel<T>, out, n, value);
 }
 
 template <typename T, typename I>
 Status LaunchArgMaxRows(const GpuDevice& gpu, const T* in, I* out, int64_t rows, int64_t len) {
-  const LaunchShape s = LaunchShapeFor(rows * 32, gpu, kThreads);
-  ArgMaxRowsKernel<T, I><<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, rows, len);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, rows * 32, kThreads, ArgMaxRowsKernel<T, I>, in, out, rows, len);
 }
 
 template <typename T, typename I>
 Status LaunchArgMaxColumns(const GpuDevice& gpu, const T* in, I* out, int64_t units, int64_t len,
                            int64_t inner) {
-  const LaunchShape s = LaunchShapeFor(units, gpu, kThreads);
-  ArgMaxColumnsKernel<T, I><<<s.blocks, s.threads, 0, gpu.stream()>>>(in, out, units, len, inner);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return LaunchGridStride(gpu, units, kThreads, ArgMaxColumnsKernel<T, I>, in, out, units, len, inner);
 }
 
 // Everything to out[0] with CUB; its scratch space is a byte tensor from the
@@ -302,64 +289,6 @@ Status FoldView(OpKernelContext* ctx, const GpuDevice& gpu, const T* in, T* out,
   }
 }
 
-// The CPU twin's plan (reduction_kernels.cc: MakeReducePlan), same checks and
-// messages: the output shape, the collapsed dimensions, and the count of input
-// elements per output element.
-struct ReducePlan {
-  TensorShape out_shape;
-  std::vector<int64_t> dims;
-  std::vector<char> reduced;
-  int64_t count = 1;
-  bool empty = false;  // no input elements: every output is an empty reduction
-};
-
-StatusOr<ReducePlan> MakeReducePlan(const TensorShape& in, const Tensor& axes, bool keep_dims) {
-  if (axes.rank() > 1) {
-    return errors::InvalidArgument("reduction_indices must be a scalar or vector, got shape ",
-                                   axes.shape().ToString());
-  }
-  const int rank = in.rank();
-  std::vector<char> reduce(static_cast<size_t>(rank), 0);
-  const int32_t* a = axes.data<int32_t>();
-  for (int64_t k = 0; k < axes.NumElements(); ++k) {
-    if (a[k] < -rank || a[k] >= rank) {
-      return errors::InvalidArgument("Invalid reduction dimension ", a[k], " for input with ", rank,
-                                     " dimensions, shape ", in.ToString());
-    }
-    reduce[static_cast<size_t>(a[k] < 0 ? a[k] + rank : a[k])] = 1;
-  }
-  ReducePlan p;
-  std::vector<int64_t> out;
-  for (int i = 0; i < rank; ++i) {
-    if (!reduce[static_cast<size_t>(i)]) out.push_back(in.dim(i));
-    if (reduce[static_cast<size_t>(i)] && keep_dims) out.push_back(1);
-  }
-  auto out_shape = TensorShape::Make(out);
-  if (!out_shape.ok()) {
-    return errors::InvalidArgument("reducing shape ", in.ToString(), ": the output ",
-                                   out_shape.status().message());
-  }
-  p.out_shape = *out_shape;
-  if (in.num_elements() == 0) {
-    p.count = 0;
-    p.empty = true;
-    return p;
-  }
-  for (int i = 0; i < rank; ++i) {
-    const int64_t d = in.dim(i);
-    const char r = reduce[static_cast<size_t>(i)];
-    if (r) p.count *= d;
-    if (d == 1) continue;
-    if (!p.dims.empty() && p.reduced.back() == r) {
-      p.dims.back() *= d;
-    } else {
-      p.dims.push_back(d);
-      p.reduced.push_back(r);
-    }
-  }
-  return p;
-}
-
 // Runs the plan's folds, innermost reduced group first. REQUIRES: !p.empty.
 template <typename T, typename R>
 Status RunReduce(OpKernelContext* ctx, const GpuDevice& gpu, ReducePlan p, const T* in, T* out, bool mean) {
@@ -403,14 +332,12 @@ Status RunReduce(OpKernelContext* ctx, const GpuDevice& gpu, ReducePlan p, const
 enum class ReduceKind { kSum, kMean, kMax };
 
 template <typename T, ReduceKind kKind>
-class ReductionGpuOp : public OpKernel {
+class ReductionGpuOp : public GpuOpKernel {
  public:
-  explicit ReductionGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit ReductionGpuOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     TW_OP_REQUIRES_OK(c, c->GetAttr("keep_dims", &keep_dims_));
   }
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
     auto plan = MakeReducePlan(x.shape(), ctx->input(1), keep_dims_);  // input 1 is in host memory
     TW_OP_REQUIRES_OK(ctx, plan.status());
@@ -422,13 +349,13 @@ class ReductionGpuOp : public OpKernel {
     if (plan->empty) {
       T value = kKind == ReduceKind::kMax ? MaxFn<T>::Identity() : T(0);
       if (kKind == ReduceKind::kMean) value = std::numeric_limits<T>::quiet_NaN();  // 0 / 0
-      TW_OP_REQUIRES_OK(ctx, LaunchFill<T>(*gpu, o, n, value));
+      TW_OP_REQUIRES_OK(ctx, LaunchFill<T>(gpu, o, n, value));
       return;
     }
     if constexpr (kKind == ReduceKind::kMax) {
-      TW_OP_REQUIRES_OK(ctx, (RunReduce<T, MaxFn<T>>(ctx, *gpu, std::move(*plan), x.data<T>(), o, false)));
+      TW_OP_REQUIRES_OK(ctx, (RunReduce<T, MaxFn<T>>(ctx, gpu, std::move(*plan), x.data<T>(), o, false)));
     } else {
-      TW_OP_REQUIRES_OK(ctx, (RunReduce<T, SumFn<T>>(ctx, *gpu, std::move(*plan), x.data<T>(), o,
+      TW_OP_REQUIRES_OK(ctx, (RunReduce<T, SumFn<T>>(ctx, gpu, std::move(*plan), x.data<T>(), o,
                                                      kKind == ReduceKind::kMean)));
     }
   }
@@ -438,44 +365,23 @@ class ReductionGpuOp : public OpKernel {
 };
 
 template <typename T>
-class ArgMaxGpuOp : public OpKernel {
+class ArgMaxGpuOp : public GpuOpKernel {
  public:
-  explicit ArgMaxGpuOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit ArgMaxGpuOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     TW_OP_REQUIRES_OK(c, c->GetAttr("output_type", &out_type_));
   }
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
-    const Tensor& dim = ctx->input(1);  // host memory
-    TW_OP_REQUIRES(
-        ctx, dim.NumElements() == 1,
-        errors::InvalidArgument("ArgMax dimension must be a scalar, got shape ", dim.shape().ToString()));
-    const int rank = x.rank();
-    int64_t axis = dim.data<int32_t>()[0];
-    TW_OP_REQUIRES(
-        ctx, axis >= -rank && axis < rank,
-        errors::InvalidArgument("Expected dimension in the range [", -rank, ", ", rank, "), but got ", axis,
-                                " for input of shape ", x.shape().ToString()));
-    if (axis < 0) axis += rank;
-    const int64_t len = x.dim(static_cast<int>(axis));
-    TW_OP_REQUIRES(
-        ctx, len > 0,
-        errors::InvalidArgument("ArgMax over an empty dimension ", axis, " of shape ", x.shape().ToString()));
-    TensorShape out_shape = x.shape();
-    out_shape.RemoveDim(static_cast<int>(axis));
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (i < axis) outer *= x.dim(i);
-      if (i > axis) inner *= x.dim(i);
-    }
+    auto plan = MakeArgMaxPlan(x.shape(), ctx->input(1));  // input 1 is in host memory
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    const int64_t outer = plan->outer, len = plan->len, inner = plan->inner;
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &out));
     if (out->NumElements() == 0) return;
     const T* in = x.data<T>();
     auto run = [&]<typename I>(I* idx) -> Status {
-      if (inner == 1) return LaunchArgMaxRows<T, I>(*gpu, in, idx, outer, len);
-      return LaunchArgMaxColumns<T, I>(*gpu, in, idx, outer * inner, len, inner);
+      if (inner == 1) return LaunchArgMaxRows<T, I>(gpu, in, idx, outer, len);
+      return LaunchArgMaxColumns<T, I>(gpu, in, idx, outer * inner, len, inner);
     };
     TW_OP_REQUIRES_OK(ctx, out_type_ == kInt32 ? run(out->data<int32_t>()) : run(out->data<int64_t>()));
   }
@@ -483,18 +389,6 @@ class ArgMaxGpuOp : public OpKernel {
  private:
   DataType out_type_ = kInt64;
 };
-
-template <template <typename> class Kernel, typename T>
-void RegisterWithHostInput1(KernelRegistry& target, const std::string& op) {
-  target.Register(KernelDef{
-      op,
-      kDeviceGpu,
-      "T",
-      {DataTypeOf<T>()},
-      [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> { return std::make_unique<Kernel<T>>(c); },
-      {1},
-      {}});
-}
 
 template <typename T>
 using SumGpuOp = ReductionGpuOp<T, ReduceKind::kSum>;
@@ -506,14 +400,11 @@ using MaxGpuOp = ReductionGpuOp<T, ReduceKind::kMax>;
 }  // namespace
 
 void RegisterReductionCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
-  RegisterWithHostInput1<SumGpuOp, float>(target, "Sum");
-  RegisterWithHostInput1<SumGpuOp, double>(target, "Sum");
-  RegisterWithHostInput1<MeanGpuOp, float>(target, "Mean");
-  RegisterWithHostInput1<MeanGpuOp, double>(target, "Mean");
-  RegisterWithHostInput1<MaxGpuOp, float>(target, "Max");
-  RegisterWithHostInput1<MaxGpuOp, double>(target, "Max");
-  RegisterWithHostInput1<ArgMaxGpuOp, float>(target, "ArgMax");
-  RegisterWithHostInput1<ArgMaxGpuOp, double>(target, "ArgMax");
+  // reduction_indices / dimension (input 1) are read on the host.
+  RegisterGpuKernels<SumGpuOp, float, double>(target, "Sum", {1}, {});
+  RegisterGpuKernels<MeanGpuOp, float, double>(target, "Mean", {1}, {});
+  RegisterGpuKernels<MaxGpuOp, float, double>(target, "Max", {1}, {});
+  RegisterGpuKernels<ArgMaxGpuOp, float, double>(target, "ArgMax", {1}, {});
 }
 
 }  // namespace tw

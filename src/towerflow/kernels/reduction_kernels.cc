@@ -1,10 +1,11 @@
 // CPU kernels of the reductions Sum, Mean, Max (over the axes of an int32
 // "reduction_indices" input) and of ArgMax.
 //
-// A reduction first collapses its input: size-1 dimensions are dropped and
-// neighbouring dimensions that are both reduced or both kept are merged, so any
-// reduction becomes an alternating pattern such as [R] (everything), [K,R] (rows),
-// [R,K] (columns: the bias gradient) or [K,R,K]. A row is folded with eight
+// A reduction first collapses its input (MakeReducePlan, reduction_plan.h,
+// shared with the CUDA twins): size-1 dimensions are dropped and neighbouring
+// dimensions that are both reduced or both kept are merged, so any reduction
+// becomes an alternating pattern such as [R] (everything), [K,R] (rows), [R,K]
+// (columns: the bias gradient) or [K,R,K]. A row is folded with eight
 // independent accumulators, which the compiler turns into vector adds (a single
 // float accumulator cannot be vectorised without reassociating); a kept innermost
 // dimension is folded as whole vectors. Work is split over the device's intra-op
@@ -16,6 +17,7 @@
 #include <type_traits>
 
 #include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/reduction_plan.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
@@ -49,79 +51,39 @@ T ReduceRow(const T* __restrict x, int64_t n) {
   return r;
 }
 
-// The collapsed reduction: dims alternate between kept and reduced.
-struct ReducePlan {
-  TensorShape out_shape;
+// The loop nest of a ReducePlan (reduction_plan.h): its collapsed dimensions
+// with the contiguous input strides and the output strides (0 on reduced
+// dimensions). An empty input is one reduced dimension of size 0, so every
+// output keeps the identity.
+struct ReduceLoops {
   std::vector<int64_t> dims;
   std::vector<char> reduced;
-  std::vector<int64_t> in_strides;   // contiguous strides of `dims`
-  std::vector<int64_t> out_strides;  // 0 on reduced dims
-  int64_t count = 1;                 // input elements per output element
+  std::vector<int64_t> in_strides;
+  std::vector<int64_t> out_strides;
 };
 
-StatusOr<ReducePlan> MakeReducePlan(const TensorShape& in, const Tensor& axes, bool keep_dims) {
-  if (axes.rank() > 1) {
-    return errors::InvalidArgument("reduction_indices must be a scalar or vector, got shape ",
-                                   axes.shape().ToString());
+ReduceLoops LoopsOf(const ReducePlan& p) {
+  ReduceLoops l;
+  if (p.empty) {
+    l.dims = {0};
+    l.reduced = {1};
+    l.in_strides = {1};
+    l.out_strides = {0};
+    return l;
   }
-  const int rank = in.rank();
-  std::vector<char> reduce(static_cast<size_t>(rank), 0);
-  const int32_t* a = axes.data<int32_t>();
-  for (int64_t k = 0; k < axes.NumElements(); ++k) {
-    if (a[k] < -rank || a[k] >= rank) {
-      return errors::InvalidArgument("Invalid reduction dimension ", a[k], " for input with ", rank,
-                                     " dimensions, shape ", in.ToString());
-    }
-    reduce[static_cast<size_t>(a[k] < 0 ? a[k] + rank : a[k])] = 1;
-  }
-  ReducePlan p;
-  std::vector<int64_t> out;
-  for (int i = 0; i < rank; ++i) {
-    if (!reduce[static_cast<size_t>(i)]) out.push_back(in.dim(i));
-    if (reduce[static_cast<size_t>(i)] && keep_dims) out.push_back(1);
-  }
-  // A zero dimension makes an input valid (and empty) whatever its other
-  // dimensions, so reducing it away can leave a shape that overflows int64
-  // ([0,2^21,2^21,2^21] over axis 0), and collapsing an empty input's
-  // dimensions could overflow: check the output shape, and plan no work for an
-  // empty input (every output element is an empty reduction).
-  auto out_shape = TensorShape::Make(out);
-  if (!out_shape.ok()) {
-    return errors::InvalidArgument("reducing shape ", in.ToString(), ": the output ",
-                                   out_shape.status().message());
-  }
-  p.out_shape = *out_shape;
-  if (in.num_elements() == 0) {
-    p.count = 0;
-    p.dims = {0};
-    p.reduced = {1};
-    p.in_strides = {1};
-    p.out_strides = {0};
-    return p;
-  }
-  for (int i = 0; i < rank; ++i) {
-    const int64_t d = in.dim(i);
-    const char r = reduce[static_cast<size_t>(i)];
-    if (r) p.count *= d;
-    if (d == 1) continue;
-    if (!p.dims.empty() && p.reduced.back() == r) {
-      p.dims.back() *= d;
-    } else {
-      p.dims.push_back(d);
-      p.reduced.push_back(r);
-    }
-  }
-  const size_t n = p.dims.size();
-  p.in_strides.resize(n);
-  p.out_strides.resize(n);
+  l.dims = p.dims;
+  l.reduced = p.reduced;
+  const size_t n = l.dims.size();
+  l.in_strides.resize(n);
+  l.out_strides.resize(n);
   int64_t si = 1, so = 1;
   for (size_t j = n; j-- > 0;) {
-    p.in_strides[j] = si;
-    si *= p.dims[j];
-    p.out_strides[j] = p.reduced[j] ? 0 : so;
-    if (!p.reduced[j]) so *= p.dims[j];
+    l.in_strides[j] = si;
+    si *= l.dims[j];
+    l.out_strides[j] = l.reduced[j] ? 0 : so;
+    if (!l.reduced[j]) so *= l.dims[j];
   }
-  return p;
+  return l;
 }
 
 // Folds the block of `in` described by dims/strides [0, nd) into `out`, which
@@ -146,7 +108,7 @@ void ReduceBlock(const T* in, T* out, const int64_t* dims, const char* reduced, 
 }
 
 template <typename T, typename R>
-void RunReduce(ThreadPool* pool, const ReducePlan& p, const T* in, T* out, int64_t out_size) {
+void RunReduce(ThreadPool* pool, const ReduceLoops& p, const T* in, T* out, int64_t out_size) {
   std::fill_n(out, out_size, R::Identity());
   const size_t nd = p.dims.size();
   if (nd == 0) {  // one element, or only size-1 dimensions
@@ -196,9 +158,9 @@ class ReductionOp : public OpKernel {
     T* o = out->data<T>();
     const int64_t n = out->NumElements();
     if constexpr (kKind == ReduceKind::kMax) {
-      RunReduce<T, MaxReducer<T>>(ctx->intra_op_pool(), *plan, x.data<T>(), o, n);
+      RunReduce<T, MaxReducer<T>>(ctx->intra_op_pool(), LoopsOf(*plan), x.data<T>(), o, n);
     } else {
-      RunReduce<T, SumReducer<T>>(ctx->intra_op_pool(), *plan, x.data<T>(), o, n);
+      RunReduce<T, SumReducer<T>>(ctx->intra_op_pool(), LoopsOf(*plan), x.data<T>(), o, n);
     }
     if constexpr (kKind == ReduceKind::kMean) {
       // An empty reduction gives 0/0 = NaN for floats, as TF does; integers
@@ -235,29 +197,11 @@ class ArgMaxOp : public OpKernel {
   }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    const Tensor& dim = ctx->input(1);
-    TW_OP_REQUIRES(ctx, dim.NumElements() == 1,
-                   errors::InvalidArgument("ArgMax dimension must be a scalar, got shape ",
-                                           dim.shape().ToString()));
-    const int rank = x.rank();
-    int64_t axis = dim.data<int32_t>()[0];
-    TW_OP_REQUIRES(ctx, axis >= -rank && axis < rank,
-                   errors::InvalidArgument("Expected dimension in the range [", -rank, ", ", rank,
-                                           "), but got ", axis, " for input of shape ", x.shape().ToString()));
-    if (axis < 0) axis += rank;
-    const int64_t len = x.dim(static_cast<int>(axis));
-    TW_OP_REQUIRES(ctx, len > 0,
-                   errors::InvalidArgument("ArgMax over an empty dimension ", axis, " of shape ",
-                                           x.shape().ToString()));
-    TensorShape out_shape = x.shape();
-    out_shape.RemoveDim(static_cast<int>(axis));
-    int64_t outer = 1, inner = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (i < axis) outer *= x.dim(i);
-      if (i > axis) inner *= x.dim(i);
-    }
+    auto plan = MakeArgMaxPlan(x.shape(), ctx->input(1));
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    const int64_t outer = plan->outer, len = plan->len, inner = plan->inner;
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &out));
     const T* in = x.data<T>();
     ThreadPool* pool = ctx->intra_op_pool();
     auto run = [&]<typename I>(I* idx) {

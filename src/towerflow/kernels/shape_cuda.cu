@@ -1,6 +1,7 @@
 // GPU kernels of the shape ops that move or sum elements. CPU twins:
 // slice_kernels.cc (Slice, SliceGrad, ConcatV2, ConcatOffset) and
-// shape_kernels.cc (BroadcastTo, SumToShape).
+// shape_kernels.cc (BroadcastTo, SumToShape), whose argument checks these
+// kernels call (shape_util.h).
 //
 // CUDA kernels:
 //   StridedCopyKernel<E>  one thread per element of a box, grid-stride: copies
@@ -41,8 +42,11 @@
 namespace tw {
 namespace {
 
-using shape_util::IntVector;
+using shape_util::BroadcastOutput;
+using shape_util::PlanConcat;
 using shape_util::RowMajorStrides;
+using shape_util::SliceGradOutput;
+using shape_util::SliceOutput;
 
 constexpr int kMaxBoxRank = 64;
 constexpr int kSumThreads = 256;
@@ -214,114 +218,52 @@ Status LaunchSumToShape(const GpuDevice& gpu, const T* x, T* out, int64_t n_out,
 const char* Bytes(const Tensor& t) { return static_cast<const char*>(t.raw_data()); }
 char* Bytes(Tensor* t) { return static_cast<char*>(t->raw_data()); }
 
-// slice_kernels.cc's ResolveSlice: the same checks and message.
-Status ResolveSlice(const TensorShape& shape, std::vector<int64_t> begin, std::vector<int64_t>& size) {
-  const std::vector<int64_t> given = size;
-  auto fail = [&] {
-    return errors::InvalidArgument("Slice: begin ", PartialShape(begin).ToString(), " and size ",
-                                   PartialShape(given).ToString(), " are out of bounds for input of shape ",
-                                   shape.ToString());
-  };
-  if (static_cast<int>(begin.size()) != shape.rank() || static_cast<int>(size.size()) != shape.rank()) {
-    return fail();
-  }
-  for (int i = 0; i < shape.rank(); ++i) {
-    const size_t k = static_cast<size_t>(i);
-    if (size[k] == -1) size[k] = shape.dim(i) - begin[k];
-    if (begin[k] < 0 || begin[k] > shape.dim(i) || size[k] < 0 || begin[k] + size[k] > shape.dim(i)) {
-      return fail();
-    }
-  }
-  return Status::OK();
-}
-
-// shape_kernels.cc's BroadcastStrides: strides of `small` per axis of `big`, 0
-// along broadcast axes; the same message when `small` does not broadcast.
-StatusOr<std::vector<int64_t>> BroadcastStrides(const char* op, const TensorShape& small,
-                                                const TensorShape& big) {
-  auto fail = [&] {
-    return errors::InvalidArgument(op, ": shape ", small.ToString(), " is not broadcast-compatible with ",
-                                   big.ToString());
-  };
-  if (small.rank() > big.rank()) return fail();
-  const int off = big.rank() - small.rank();
-  std::vector<int64_t> strides(static_cast<size_t>(big.rank()), 0);
-  const std::vector<int64_t> own = RowMajorStrides(small.dims());
-  for (int i = 0; i < small.rank(); ++i) {
-    if (small.dim(i) == big.dim(i + off)) {
-      strides[static_cast<size_t>(i + off)] = own[static_cast<size_t>(i)];
-    } else if (small.dim(i) != 1) {
-      return fail();
-    }
-  }
-  return strides;
-}
-
 int64_t BoxStart(const std::vector<int64_t>& begin, const std::vector<int64_t>& strides) {
   int64_t offset = 0;
   for (size_t k = 0; k < begin.size(); ++k) offset += begin[k] * strides[k];
   return offset;
 }
 
-class GpuSliceOp : public OpKernel {
+class GpuSliceOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
-    auto begin = IntVector(ctx, 1, "Slice: begin");
-    TW_OP_REQUIRES_OK(ctx, begin.status());
-    auto size = IntVector(ctx, 2, "Slice: size");
-    TW_OP_REQUIRES_OK(ctx, size.status());
-    TW_OP_REQUIRES_OK(ctx, ResolveSlice(x.shape(), *begin, *size));
-    const TensorShape out_shape(*size);
-    if (out_shape == x.shape()) {
-      ctx->set_output(0, x);
-      return;
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
+    auto box = SliceOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, box.status());
+    if (out == nullptr) return;  // the whole input
     const size_t elem = DataTypeSize(x.dtype());
     const std::vector<int64_t> strides = RowMajorStrides(x.shape().dims());
-    TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(*gpu, elem, Bytes(x) + BoxStart(*begin, strides) * elem,
-                                             Bytes(out), *size, strides, RowMajorStrides(*size)));
+    TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(gpu, elem, Bytes(x) + BoxStart(box->begin, strides) * elem,
+                                             Bytes(out), box->size, strides, RowMajorStrides(box->size)));
   }
   bool IsExpensive() const override { return false; }
 };
 
 // dy placed at `begin` in zeros of input_shape.
-class GpuSliceGradOp : public OpKernel {
+class GpuSliceGradOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& dy = ctx->input(0);
-    auto begin = IntVector(ctx, 1, "SliceGrad: begin");
-    TW_OP_REQUIRES_OK(ctx, begin.status());
-    auto dims = IntVector(ctx, 2, "SliceGrad: input_shape");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
-    std::vector<int64_t> size = dy.shape().dims();
-    TW_OP_REQUIRES_OK(ctx, ResolveSlice(*shape, *begin, size));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto box = SliceGradOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, box.status());
     if (out->TotalBytes() == 0) return;
-    TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu->stream()));
+    TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu.stream()));
     const size_t elem = DataTypeSize(dy.dtype());
-    const std::vector<int64_t> strides = RowMajorStrides(shape->dims());
+    const std::vector<int64_t> strides = RowMajorStrides(out->shape().dims());
     TW_OP_REQUIRES_OK(
-        ctx, LaunchStridedCopy(*gpu, elem, Bytes(dy), Bytes(out) + BoxStart(*begin, strides) * elem, size,
-                               RowMajorStrides(size), strides));
+        ctx, LaunchStridedCopy(gpu, elem, Bytes(dy), Bytes(out) + BoxStart(box->begin, strides) * elem,
+                               box->size, RowMajorStrides(box->size), strides));
   }
   bool IsExpensive() const override { return false; }
 };
 
-class GpuConcatOp : public OpKernel {
+class GpuConcatOp : public GpuOpKernel {
  public:
-  explicit GpuConcatOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit GpuConcatOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     const Node& node = c->node();
     const Node* axis = node.input(node.num_inputs() - 1).node;
     if (axis->op() == "Const") {
@@ -330,48 +272,20 @@ class GpuConcatOp : public OpKernel {
     }
   }
 
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const int n = ctx->num_inputs() - 1;
     // The axis on the host (file comment): the constant, or a copy that waits.
     Tensor axis_t = const_axis_;
-    if (!axis_t.IsInitialized()) TW_OP_REQUIRES_OK(ctx, gpu->CopyToHost(ctx->input(n), &axis_t));
-    TW_OP_REQUIRES(ctx, axis_t.dtype() == kInt32 && axis_t.NumElements() == 1,
-                   errors::InvalidArgument("ConcatV2: axis must be one int32, got ", axis_t.DebugString()));
+    if (!axis_t.IsInitialized()) TW_OP_REQUIRES_OK(ctx, gpu.CopyToHost(ctx->input(n), &axis_t));
+    auto plan = PlanConcat(ctx, axis_t);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
     const TensorShape& first = ctx->input(0).shape();
-    const int rank = first.rank();
-    int64_t axis = axis_t.data<int32_t>()[0];
-    TW_OP_REQUIRES(ctx, axis >= -rank && axis < rank,
-                   errors::InvalidArgument("ConcatV2: axis ", axis, " is out of range for values of shape ",
-                                           first.ToString()));
-    if (axis < 0) axis += rank;
-    int64_t axis_size = 0;
-    for (int i = 0; i < n; ++i) {
-      const TensorShape& s = ctx->input(i).shape();
-      bool ok = s.rank() == rank;
-      for (int d = 0; ok && d < rank; ++d) ok = d == axis || s.dim(d) == first.dim(d);
-      TW_OP_REQUIRES(ctx, ok,
-                     errors::InvalidArgument("ConcatV2: value shapes ", first.ToString(), " and ",
-                                             s.ToString(), " differ outside axis ", axis));
-      TW_OP_REQUIRES(ctx, s.dim(static_cast<int>(axis)) <= INT64_MAX - axis_size,
-                     errors::InvalidArgument("ConcatV2: the sizes along axis ", axis,
-                                             " add up to more than int64 can count (value shapes ",
-                                             first.ToString(), " and ", s.ToString(), ")"));
-      axis_size += s.dim(static_cast<int>(axis));
-    }
-    std::vector<int64_t> out_dims = first.dims();
-    out_dims[static_cast<size_t>(axis)] = axis_size;
-    auto checked = TensorShape::Make(out_dims);
-    TW_OP_REQUIRES(ctx, checked.ok(),
-                   errors::InvalidArgument("ConcatV2: the output ", checked.status().message(),
-                                           " (value shapes ", first.ToString(), ", ...)"));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *checked, &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &out));
     int64_t outer = 1;
-    for (int d = 0; d < axis; ++d) outer *= first.dim(d);
+    for (int d = 0; d < plan->axis; ++d) outer *= first.dim(d);
     if (outer == 0) return;
-    const int64_t out_row = checked->num_elements() / outer;
+    const int64_t out_row = plan->out_shape.num_elements() / outer;
     const size_t elem = DataTypeSize(out->dtype());
     // Value i fills columns [column, column + row) of every one of the `outer`
     // rows of the output.
@@ -379,7 +293,7 @@ class GpuConcatOp : public OpKernel {
     for (int i = 0; i < n; ++i) {
       const Tensor& v = ctx->input(i);
       const int64_t row = v.NumElements() / outer;
-      TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(*gpu, elem, Bytes(v), Bytes(out) + column * elem, {outer, row},
+      TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(gpu, elem, Bytes(v), Bytes(out) + column * elem, {outer, row},
                                                {row, 1}, {out_row, 1}));
       column += row;
     }
@@ -390,27 +304,19 @@ class GpuConcatOp : public OpKernel {
   Tensor const_axis_;  // the axis Const's value; uninitialized for a computed axis
 };
 
-class GpuBroadcastToOp : public OpKernel {
+class GpuBroadcastToOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
-    auto dims = IntVector(ctx, 1, "BroadcastTo: shape");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
-    auto strides = BroadcastStrides("BroadcastTo", x.shape(), *shape);
-    TW_OP_REQUIRES_OK(ctx, strides.status());
-    if (*shape == x.shape()) {
-      ctx->set_output(0, x);
-      return;
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(*gpu, DataTypeSize(x.dtype()), Bytes(x), Bytes(out),
-                                             shape->dims(), *strides, RowMajorStrides(shape->dims())));
+    auto args = BroadcastOutput(ctx, "BroadcastTo", /*to_shape=*/true, &out);
+    TW_OP_REQUIRES_OK(ctx, args.status());
+    if (out == nullptr) return;  // the input, unchanged
+    const TensorShape& shape = args->shape;
+    const std::vector<int64_t>& strides = args->strides;
+    TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(gpu, DataTypeSize(x.dtype()), Bytes(x), Bytes(out), shape.dims(),
+                                             strides, RowMajorStrides(shape.dims())));
   }
   bool IsExpensive() const override { return false; }
 };
@@ -418,29 +324,20 @@ class GpuBroadcastToOp : public OpKernel {
 // BroadcastTo's adjoint: each output element sums the input elements that
 // were broadcast from it.
 template <typename T>
-class GpuSumToShapeOp : public OpKernel {
+class GpuSumToShapeOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
-    auto dims = IntVector(ctx, 1, "SumToShape: shape");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
-    auto strides = BroadcastStrides("SumToShape", *shape, x.shape());
-    TW_OP_REQUIRES_OK(ctx, strides.status());
-    if (*shape == x.shape()) {
-      ctx->set_output(0, x);
-      return;
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto args = BroadcastOutput(ctx, "SumToShape", /*to_shape=*/false, &out);
+    TW_OP_REQUIRES_OK(ctx, args.status());
+    if (out == nullptr) return;  // the input, unchanged
+    const std::vector<int64_t>& strides = args->strides;
     const int64_t n_out = out->NumElements();
     if (n_out == 0) return;
     if (x.NumElements() == 0) {
-      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu->stream()));
+      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->raw_data(), 0, out->TotalBytes(), gpu.stream()));
       return;
     }
     // An axis of x is reduced where `shape` was broadcast along it (stride 0):
@@ -448,11 +345,11 @@ class GpuSumToShapeOp : public OpKernel {
     const std::vector<int64_t> x_strides = RowMajorStrides(x.shape().dims());
     std::vector<int64_t> kept_size, reduced_size;
     for (int k = 0; k < x.rank(); ++k) {
-      const bool reduced = (*strides)[static_cast<size_t>(k)] == 0;
+      const bool reduced = strides[static_cast<size_t>(k)] == 0;
       kept_size.push_back(reduced ? 1 : x.dim(k));
       reduced_size.push_back(reduced ? x.dim(k) : 1);
     }
-    TW_OP_REQUIRES_OK(ctx, LaunchSumToShape<T>(*gpu, x.data<T>(), out->data<T>(), n_out, kept_size, x_strides,
+    TW_OP_REQUIRES_OK(ctx, LaunchSumToShape<T>(gpu, x.data<T>(), out->data<T>(), n_out, kept_size, x_strides,
                                                reduced_size, x_strides));
   }
   bool IsExpensive() const override { return false; }

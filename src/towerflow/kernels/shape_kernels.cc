@@ -1,6 +1,7 @@
 // CPU kernels of the shape-manipulating ops: Shape, Reshape, ExpandDims and
 // Squeeze (views: the output shares the input's buffer), Fill, BroadcastTo,
 // SumToShape. ConcatV2 and Slice are in slice_kernels.cc, registered from here.
+// The argument checks are shape_util.h's, shared with the CUDA twins.
 //
 // Data-movement kernels are templates over the element type, so one body serves
 // every dtype, strings included. Strided copies walk the outer dimensions with an
@@ -146,40 +147,11 @@ class FillOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    auto dims = IntVector(ctx, 0, "Fill: dims");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    const Tensor& value = ctx->input(1);
-    TW_OP_REQUIRES(ctx, value.rank() == 0,
-                   errors::InvalidArgument("Fill: value must be a scalar, got shape ", value.shape().ToString()));
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    std::fill_n(out->data<T>(), out->NumElements(), value.scalar<T>());
+    TW_OP_REQUIRES_OK(ctx, shape_util::FillOutput(ctx, &out));
+    std::fill_n(out->data<T>(), out->NumElements(), ctx->input(1).scalar<T>());
   }
 };
-
-// Aligns `small` (right-aligned, numpy rules) to `big`: strides of `small`
-// per axis of `big`, 0 along broadcast axes. InvalidArgument naming both
-// shapes when `small` does not broadcast to `big`.
-StatusOr<std::vector<int64_t>> BroadcastStrides(const char* op, const TensorShape& small, const TensorShape& big) {
-  auto fail = [&] {
-    return errors::InvalidArgument(op, ": shape ", small.ToString(), " is not broadcast-compatible with ",
-                                   big.ToString());
-  };
-  if (small.rank() > big.rank()) return fail();
-  const int off = big.rank() - small.rank();
-  std::vector<int64_t> strides(static_cast<size_t>(big.rank()), 0);
-  const std::vector<int64_t> own = RowMajorStrides(small.dims());
-  for (int i = 0; i < small.rank(); ++i) {
-    if (small.dim(i) == big.dim(i + off)) {
-      strides[static_cast<size_t>(i + off)] = own[static_cast<size_t>(i)];
-    } else if (small.dim(i) != 1) {
-      return fail();
-    }
-  }
-  return strides;
-}
 
 template <typename T>
 class BroadcastToOp : public OpKernel {
@@ -187,28 +159,22 @@ class BroadcastToOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    auto dims = IntVector(ctx, 1, "BroadcastTo: shape");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
-    auto strides = BroadcastStrides("BroadcastTo", x.shape(), *shape);
-    TW_OP_REQUIRES_OK(ctx, strides.status());
-    if (*shape == x.shape()) {
-      ctx->set_output(0, x);
-      return;
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto args = shape_util::BroadcastOutput(ctx, "BroadcastTo", /*to_shape=*/true, &out);
+    TW_OP_REQUIRES_OK(ctx, args.status());
+    if (out == nullptr) return;  // the input, unchanged
+    const TensorShape& shape = args->shape;
+    const std::vector<int64_t>& strides = args->strides;
     if (out->NumElements() == 0) return;
     const T* src = x.data<T>();
     T* dst = out->data<T>();
-    if (shape->rank() == 0) {
+    if (shape.rank() == 0) {
       dst[0] = src[0];
       return;
     }
-    const int64_t run = shape->dims().back();
-    const int64_t inner = strides->back();  // 1 or 0 (broadcast along the last axis)
-    ForEachRun(shape->dims(), *strides, RowMajorStrides(shape->dims()), [&](int64_t s, int64_t d) {
+    const int64_t run = shape.dims().back();
+    const int64_t inner = strides.back();  // 1 or 0 (broadcast along the last axis)
+    ForEachRun(shape.dims(), strides, RowMajorStrides(shape.dims()), [&](int64_t s, int64_t d) {
       if (inner == 0) {
         std::fill_n(dst + d, run, src[s]);
       } else {
@@ -224,18 +190,11 @@ class SumToShapeOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    auto dims = IntVector(ctx, 1, "SumToShape: shape");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
-    auto strides = BroadcastStrides("SumToShape", *shape, x.shape());
-    TW_OP_REQUIRES_OK(ctx, strides.status());
-    if (*shape == x.shape()) {
-      ctx->set_output(0, x);
-      return;
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto args = shape_util::BroadcastOutput(ctx, "SumToShape", /*to_shape=*/false, &out);
+    TW_OP_REQUIRES_OK(ctx, args.status());
+    if (out == nullptr) return;  // the input, unchanged
+    const std::vector<int64_t>& strides = args->strides;
     T* __restrict dst = out->data<T>();
     std::fill_n(dst, out->NumElements(), T(0));
     if (x.NumElements() == 0) return;
@@ -248,8 +207,8 @@ class SumToShapeOp : public OpKernel {
     // broadcast from. Along the last axis either both advance (a vectorised add)
     // or the output stays put (a sum).
     const int64_t run = x.shape().dims().back();
-    const bool inner = strides->back() != 0;
-    ForEachRun(x.shape().dims(), RowMajorStrides(x.shape().dims()), *strides, [&](int64_t s, int64_t d) {
+    const bool inner = strides.back() != 0;
+    ForEachRun(x.shape().dims(), RowMajorStrides(x.shape().dims()), strides, [&](int64_t s, int64_t d) {
       if (inner) {
         for (int64_t k = 0; k < run; ++k) dst[d + k] += src[s + k];
       } else {

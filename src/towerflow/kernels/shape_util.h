@@ -1,6 +1,10 @@
-// Helpers shared by the shape kernels (shape_kernels.cc, slice_kernels.cc):
-// reading int32 shape/index inputs and walking strided boxes. Internal to
-// kernels/; stateless, thread-safe.
+// Helpers shared by the shape kernels on every device (shape_kernels.cc,
+// slice_kernels.cc, and their CUDA twins array_cuda.cu, shape_cuda.cu):
+// reading int32 shape/index inputs, the argument checks of Fill, Slice,
+// SliceGrad, ConcatV2, BroadcastTo and SumToShape (a GPU kernel calls the same
+// function as its CPU twin, so both fail with one code and one message), and
+// walking strided boxes. Internal to kernels/; host code only (no CUDA types);
+// stateless, thread-safe.
 #ifndef TOWERFLOW_KERNELS_SHAPE_UTIL_H_
 #define TOWERFLOW_KERNELS_SHAPE_UTIL_H_
 
@@ -25,6 +29,68 @@ inline StatusOr<std::vector<int64_t>> IntVector(OpKernelContext* ctx, int i, con
   for (size_t k = 0; k < v.size(); ++k) v[k] = t.data<int32_t>()[k];
   return v;
 }
+
+// Fill's shape, the int32 vector input 0 ("Fill: dims"), with output 0
+// allocated in that shape in *out (not filled). InvalidArgument when the dims
+// are not an int32 vector, when the value (input 1) is not a scalar ("Fill:
+// value must be a scalar, ..."), or when the dims are not a valid shape; else
+// the allocation's error.
+Status FillOutput(OpKernelContext* ctx, Tensor** out);
+
+// Resolves Slice's begin and size against `shape` (size -1: to the end) in
+// place in `size`. InvalidArgument "Slice: begin ... and size ... are out of
+// bounds for input of shape ..." when their lengths are not the rank or the
+// box does not fit.
+Status ResolveSlice(const TensorShape& shape, const std::vector<int64_t>& begin, std::vector<int64_t>& size);
+
+// A box of `size` at `begin` within a tensor.
+struct SliceBox {
+  std::vector<int64_t> begin, size;
+};
+
+// Slice's box: begin and size (inputs 1 and 2, int32 vectors) resolved
+// against input 0; and output 0 in *out, nullptr when the box is the whole
+// input (then input 0 is the output: nothing left to compute), else allocated
+// with the box's size. IntVector's, ResolveSlice's and the allocation's errors.
+StatusOr<SliceBox> SliceOutput(OpKernelContext* ctx, Tensor** out);
+
+// SliceGrad's box: dy (input 0) at begin (input 1) within input_shape (input
+// 2); and output 0 allocated with input_shape in *out (not zeroed).
+// IntVector's, TensorShape::Make's, ResolveSlice's and the allocation's errors.
+StatusOr<SliceBox> SliceGradOutput(OpKernelContext* ctx, Tensor** out);
+
+// ConcatV2's axis (in [0, rank)) and output shape, for the values in inputs
+// [0, ctx->num_inputs() - 1) and the axis tensor `axis_t` (the last input, or
+// its copy on the host). InvalidArgument "ConcatV2: axis must be one int32,
+// ...", "ConcatV2: axis ... is out of range ...", "ConcatV2: value shapes ...
+// differ outside axis ...", or when the joined axis or the output's element
+// count overflows int64.
+struct ConcatPlan {
+  int64_t axis = 0;
+  TensorShape out_shape;
+};
+StatusOr<ConcatPlan> PlanConcat(OpKernelContext* ctx, const Tensor& axis_t);
+
+// Aligns `small` (right-aligned, numpy rules) to `big`: strides of `small`
+// per axis of `big`, 0 along broadcast axes. InvalidArgument "<op>: shape ...
+// is not broadcast-compatible with ..." when `small` does not broadcast to
+// `big`.
+StatusOr<std::vector<int64_t>> BroadcastStrides(const char* op, const TensorShape& small,
+                                                const TensorShape& big);
+
+// The arguments of BroadcastTo (`to_shape` true: input 0 broadcast to the
+// int32 shape in input 1) and of its adjoint SumToShape (false: input 0
+// summed down to that shape): the shape, and the strides of the smaller of
+// the two per axis of the larger (BroadcastStrides); and output 0 in *out,
+// nullptr when the shape is input 0's (then input 0 is the output: nothing
+// left to compute), else allocated with the shape. IntVector's,
+// TensorShape::Make's, BroadcastStrides' (naming `op`) and the allocation's
+// errors.
+struct BroadcastArgs {
+  TensorShape shape;
+  std::vector<int64_t> strides;
+};
+StatusOr<BroadcastArgs> BroadcastOutput(OpKernelContext* ctx, const char* op, bool to_shape, Tensor** out);
 
 // Calls fn(src_offset, dst_offset) for each innermost run of a copy of the box
 // `size` (row-major), with element strides of source and destination per axis.

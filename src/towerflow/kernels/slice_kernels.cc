@@ -1,6 +1,7 @@
 // CPU kernels of the ops that cut and join tensors: ConcatV2, ConcatOffset,
 // Slice and SliceGrad. Templates over the element type, so one body serves every
-// dtype, strings included (elements are copied, not memcpy'd).
+// dtype, strings included (elements are copied, not memcpy'd). The argument
+// checks are shape_util.h's, shared with the CUDA twins (shape_cuda.cu).
 #include <algorithm>
 #include <cstdint>
 
@@ -16,39 +17,11 @@ class ConcatOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const int n = ctx->num_inputs() - 1;
-    const Tensor& axis_t = ctx->input(n);
-    TW_OP_REQUIRES(ctx, axis_t.dtype() == kInt32 && axis_t.NumElements() == 1,
-                   errors::InvalidArgument("ConcatV2: axis must be one int32, got ", axis_t.DebugString()));
+    auto plan = PlanConcat(ctx, ctx->input(n));
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    const int64_t axis = plan->axis;
     const TensorShape& first = ctx->input(0).shape();
-    const int rank = first.rank();
-    int64_t axis = axis_t.data<int32_t>()[0];
-    TW_OP_REQUIRES(ctx, axis >= -rank && axis < rank,
-                   errors::InvalidArgument("ConcatV2: axis ", axis, " is out of range for values of shape ",
-                                           first.ToString()));
-    if (axis < 0) axis += rank;
-    int64_t axis_size = 0;
-    for (int i = 0; i < n; ++i) {
-      const TensorShape& s = ctx->input(i).shape();
-      bool ok = s.rank() == rank;
-      for (int d = 0; ok && d < rank; ++d) ok = d == axis || s.dim(d) == first.dim(d);
-      TW_OP_REQUIRES(ctx, ok,
-                     errors::InvalidArgument("ConcatV2: value shapes ", first.ToString(), " and ", s.ToString(),
-                                             " differ outside axis ", axis));
-      // Inputs with a zero dimension are valid whatever their other dimensions,
-      // so the joined axis, and the output's element count, can overflow int64.
-      TW_OP_REQUIRES(ctx, s.dim(static_cast<int>(axis)) <= INT64_MAX - axis_size,
-                     errors::InvalidArgument("ConcatV2: the sizes along axis ", axis,
-                                             " add up to more than int64 can count (value shapes ",
-                                             first.ToString(), " and ", s.ToString(), ")"));
-      axis_size += s.dim(static_cast<int>(axis));
-    }
-    std::vector<int64_t> out_dims = first.dims();
-    out_dims[static_cast<size_t>(axis)] = axis_size;
-    auto checked = TensorShape::Make(out_dims);
-    TW_OP_REQUIRES(ctx, checked.ok(),
-                   errors::InvalidArgument("ConcatV2: the output ", checked.status().message(),
-                                           " (value shapes ", first.ToString(), ", ...)"));
-    const TensorShape& out_shape = *checked;
+    const TensorShape& out_shape = plan->out_shape;
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
     int64_t outer = 1;
@@ -106,27 +79,6 @@ class ConcatOffsetOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
-// Resolves Slice's begin and size against `shape` (size -1: to the end).
-Status ResolveSlice(const TensorShape& shape, std::vector<int64_t> begin, std::vector<int64_t>& size) {
-  const std::vector<int64_t> given = size;
-  auto fail = [&] {
-    return errors::InvalidArgument("Slice: begin ", PartialShape(begin).ToString(), " and size ",
-                                   PartialShape(given).ToString(), " are out of bounds for input of shape ",
-                                   shape.ToString());
-  };
-  if (static_cast<int>(begin.size()) != shape.rank() || static_cast<int>(size.size()) != shape.rank()) {
-    return fail();
-  }
-  for (int i = 0; i < shape.rank(); ++i) {
-    const size_t k = static_cast<size_t>(i);
-    if (size[k] == -1) size[k] = shape.dim(i) - begin[k];
-    if (begin[k] < 0 || begin[k] > shape.dim(i) || size[k] < 0 || begin[k] + size[k] > shape.dim(i)) {
-      return fail();
-    }
-  }
-  return Status::OK();
-}
-
 // Copies the box at `begin` of `size` between a big tensor (shape `big`) and a
 // small dense one: big -> small (Slice) or small -> big (SliceGrad).
 template <typename T>
@@ -152,19 +104,11 @@ class SliceOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    auto begin = IntVector(ctx, 1, "Slice: begin");
-    TW_OP_REQUIRES_OK(ctx, begin.status());
-    auto size = IntVector(ctx, 2, "Slice: size");
-    TW_OP_REQUIRES_OK(ctx, size.status());
-    TW_OP_REQUIRES_OK(ctx, ResolveSlice(x.shape(), *begin, *size));
-    const TensorShape out_shape(*size);
-    if (out_shape == x.shape()) {
-      ctx->set_output(0, x);
-      return;
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, out_shape, &out));
-    if (out_shape.num_elements() > 0) CopyBox(x.shape(), *begin, *size, x.data<T>(), out->data<T>(), true);
+    auto box = SliceOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, box.status());
+    if (out == nullptr) return;  // the whole input
+    if (out->NumElements() > 0) CopyBox(x.shape(), box->begin, box->size, x.data<T>(), out->data<T>(), true);
   }
 };
 
@@ -174,21 +118,14 @@ class SliceGradOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& dy = ctx->input(0);
-    auto begin = IntVector(ctx, 1, "SliceGrad: begin");
-    TW_OP_REQUIRES_OK(ctx, begin.status());
-    auto dims = IntVector(ctx, 2, "SliceGrad: input_shape");
-    TW_OP_REQUIRES_OK(ctx, dims.status());
-    auto shape = TensorShape::Make(*dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
-    std::vector<int64_t> size = dy.shape().dims();
-    TW_OP_REQUIRES_OK(ctx, ResolveSlice(*shape, *begin, size));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto box = SliceGradOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, box.status());
     std::fill_n(out->data<T>(), out->NumElements(), T(0));
-    if (shape->rank() == 0) {
+    if (out->rank() == 0) {
       out->data<T>()[0] = dy.data<T>()[0];
     } else if (dy.NumElements() > 0) {
-      CopyBox(*shape, *begin, size, dy.data<T>(), out->data<T>(), false);
+      CopyBox(out->shape(), box->begin, box->size, dy.data<T>(), out->data<T>(), false);
     }
   }
 };

@@ -21,7 +21,8 @@
 // GPU kernel, so an int64 global step requested on a GPU stays there with its
 // increment; with these kernels for every dtype of the group, no group is
 // split. Each kernel holds the variable's mutex while it checks and enqueues:
-// the work itself runs later on the stream, ordered after earlier readers.
+// the work itself runs later on the stream, ordered after earlier readers. The
+// checks are the CPU twin's own (variable_args.h).
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -30,6 +31,8 @@
 
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/variable_args.h"
 
 namespace tw {
 namespace {
@@ -37,8 +40,7 @@ namespace {
 // No __restrict__: AssignAdd(v, v) passes one buffer as both.
 template <typename T, bool kAdd>
 __global__ void AssignUpdateKernel(T* var, const T* value, int64_t n) {
-  const int64_t stride = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) {
+  for (int64_t i = cuda_util::GridThreadIndex(); i < n; i += cuda_util::GridThreadCount()) {
     if constexpr (kAdd) {
       var[i] += value[i];
     } else {
@@ -50,60 +52,35 @@ __global__ void AssignUpdateKernel(T* var, const T* value, int64_t n) {
 // REQUIRES: n > 0. `var` and `value` may be the same buffer (v += v).
 template <typename T, bool kAdd>
 Status LaunchAssignUpdate(const GpuDevice& gpu, T* var, const T* value, int64_t n) {
-  const LaunchShape shape = LaunchShapeFor(n, gpu);
-  AssignUpdateKernel<T, kAdd><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(var, value, n);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
+  return cuda_util::LaunchGridStride(gpu, n, AssignUpdateKernel<T, kAdd>, var, value, n);
 }
 
-// state_kernels.cc's VariableName: the VariableV2 behind ref input `i`,
-// through the refs forwarded by Assign and the Apply* ops.
-std::string VariableName(const Node& node, int i) {
-  Output o = node.input(i);
-  while (o.node->op() != "VariableV2" && o.node->num_inputs() > 0 && o.node->input_is_ref(0)) {
-    o = o.node->input(0);
-  }
-  return o.node->name();
-}
-
-class GpuAssignOp : public OpKernel {
+class GpuAssignOp : public GpuOpKernel {
  public:
-  explicit GpuAssignOp(OpKernelConstruction* c) : OpKernel(c) {
+  explicit GpuAssignOp(OpKernelConstruction* c) : GpuOpKernel(c) {
     TW_OP_REQUIRES_OK(c, c->GetAttr("validate_shape", &validate_shape_));
   }
 
   // use_locking is accepted and, as on the CPU, the variable's lock is always
   // taken: it only covers the check and the enqueue.
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& value = ctx->input(1);
     {
       std::lock_guard<std::mutex> lock(*ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      if (validate_shape_) {
-        // Before the first assignment the declared shape is what must match.
-        const bool fits = var->IsInitialized() ? var->shape() == value.shape()
-                                               : node().input(0).shape().IsCompatibleWith(value.shape());
-        TW_OP_REQUIRES(ctx, fits,
-                       errors::InvalidArgument("Assign requires shapes of both tensors to match: variable ",
-                                               VariableName(node(), 0), " has shape ",
-                                               var->IsInitialized() ? var->shape().ToString()
-                                                                    : node().input(0).shape().ToString(),
-                                               " but the value has shape ", value.shape().ToString()));
-      }
+      if (validate_shape_) TW_OP_REQUIRES_OK(ctx, CheckAssignShape(ctx, value));
       const size_t bytes = value.TotalBytes();
       if (var->IsInitialized() && var->dtype() == value.dtype() && var->shape() == value.shape()) {
         // In place: readers sharing the buffer see the new value, as in TF.
         if (bytes > 0 && var->raw_data() != value.raw_data()) {
-          TW_OP_REQUIRES_OK(ctx, gpu->CopyOnDevice(value.raw_data(), var->raw_data(), bytes));
+          TW_OP_REQUIRES_OK(ctx, gpu.CopyOnDevice(value.raw_data(), var->raw_data(), bytes));
         }
       } else {
         // A buffer owned by the variable alone, never the (possibly shared)
         // value's. The old one, if any, is freed stream-ordered.
         Tensor fresh;
         TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(value.dtype(), value.shape(), &fresh));
-        if (bytes > 0) TW_OP_REQUIRES_OK(ctx, gpu->CopyOnDevice(value.raw_data(), fresh.raw_data(), bytes));
+        if (bytes > 0) TW_OP_REQUIRES_OK(ctx, gpu.CopyOnDevice(value.raw_data(), fresh.raw_data(), bytes));
         *var = std::move(fresh);
       }
     }
@@ -116,26 +93,18 @@ class GpuAssignOp : public OpKernel {
 };
 
 template <typename T, bool kAdd>
-class GpuAssignUpdateOp : public OpKernel {
+class GpuAssignUpdateOp : public GpuOpKernel {
  public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    GpuDevice* gpu = GpuDeviceOf(ctx);
-    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& value = ctx->input(1);
     {
       std::lock_guard<std::mutex> lock(*ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      TW_OP_REQUIRES(
-          ctx, var->IsInitialized(),
-          errors::FailedPrecondition("Attempting to use uninitialized value ", VariableName(node(), 0)));
-      TW_OP_REQUIRES(ctx, var->shape() == value.shape(),
-                     errors::InvalidArgument(node().op(), ": variable ", VariableName(node(), 0),
-                                             " has shape ", var->shape().ToString(),
-                                             " but the value has shape ", value.shape().ToString()));
+      TW_OP_REQUIRES_OK(ctx, CheckAssignUpdate(ctx, value));
       const int64_t n = var->NumElements();
       if (n > 0) {
-        TW_OP_REQUIRES_OK(ctx, (LaunchAssignUpdate<T, kAdd>(*gpu, var->data<T>(), value.data<T>(), n)));
+        TW_OP_REQUIRES_OK(ctx, (LaunchAssignUpdate<T, kAdd>(gpu, var->data<T>(), value.data<T>(), n)));
       }
     }
     ctx->forward_ref_input_to_ref_output(0, 0);

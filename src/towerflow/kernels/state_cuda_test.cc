@@ -13,18 +13,18 @@
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
-#include "towerflow/kernels/array_cuda_test_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/gpu_parity_test_util.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/train/optimizer.h"
 
 namespace tw {
 namespace {
 
-using cuda_test::Check;
-using cuda_test::ExpectSameError;
-using cuda_test::RandomOf;
 using parity::Case;
+using parity::ExpectGpuMatchesCpu;
+using parity::ExpectSameError;
+using parity::RandomTensor;
 using V = const std::vector<Output>&;
 
 const std::vector<DataType> kTypes = {kFloat32, kFloat64, kInt32, kInt64};
@@ -33,7 +33,7 @@ std::string Name(DataType t) { return std::string(DataTypeName(t)); }
 
 // Floats in [-1, 1], integers in [-100, 100].
 Tensor Values(DataType t, const TensorShape& shape, std::mt19937_64& rng) {
-  return t == kInt32 || t == kInt64 ? RandomOf(t, shape, rng, -100, 100) : RandomOf(t, shape, rng);
+  return t == kInt32 || t == kInt64 ? RandomTensor(t, shape, rng, -100, 100) : RandomTensor(t, shape, rng);
 }
 
 TEST(StateCudaRegistryTest, VariablesAreDeviceMemoryAndTheFlagIsHostMemory) {
@@ -57,9 +57,7 @@ TEST(StateCudaRegistryTest, VariablesAreDeviceMemoryAndTheFlagIsHostMemory) {
 
 TEST(StateCudaTest, AssignAddSubAndReadBack) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   std::vector<int64_t> sizes = parity::OddSizes();
   sizes.push_back(0);
   for (DataType t : kTypes) {
@@ -67,16 +65,17 @@ TEST(StateCudaTest, AssignAddSubAndReadBack) {
     for (int64_t n : sizes) {
       for (int k = 0; k < 3; ++k) inputs.push_back(Values(t, TensorShape{n}, rng));
     }
-    Check(Case{"Assign/AssignAdd/AssignSub " + Name(t), inputs, [t](const Scope& s, V in) {
-                 std::vector<Output> out;
-                 for (size_t i = 0; i < in.size(); i += 3) {
-                   Output v = VariableV2(s, in[i].shape(), t);
-                   Output sub = AssignSub(s, AssignAdd(s, Assign(s, v, in[i]), in[i + 1]), in[i + 2]);
-                   out.push_back(sub);
-                   out.push_back(Identity(s.WithControlDependencies({sub}), v));
-                 }
-                 return out;
-               }});
+    ExpectGpuMatchesCpu(Case{"Assign/AssignAdd/AssignSub " + Name(t), inputs, [t](const Scope& s, V in) {
+                               std::vector<Output> out;
+                               for (size_t i = 0; i < in.size(); i += 3) {
+                                 Output v = VariableV2(s, in[i].shape(), t);
+                                 Output sub =
+                                     AssignSub(s, AssignAdd(s, Assign(s, v, in[i]), in[i + 1]), in[i + 2]);
+                                 out.push_back(sub);
+                                 out.push_back(Identity(s.WithControlDependencies({sub}), v));
+                               }
+                               return out;
+                             }});
   }
 }
 
@@ -84,23 +83,21 @@ TEST(StateCudaTest, AssignAddSubAndReadBack) {
 // the next Assign of that shape writes it in place.
 TEST(StateCudaTest, AssignChangesTheShapeWithoutValidation) {
   TW_SKIP_WITHOUT_GPU();
-  const uint64_t seed = cuda_test::FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   for (DataType t : kTypes) {
-    Check(Case{"Assign without validate_shape " + Name(t),
-               {Values(t, TensorShape{33}, rng), Values(t, TensorShape{33}, rng),
-                Values(t, TensorShape{3, 1000}, rng)},
-               [t](const Scope& s, V in) {
-                 Output v = VariableV2(s, PartialShape({7}), t);
-                 Output reshaped = Assign(s, v, in[0], {.validate_shape = false});
-                 Output in_place = Assign(s, reshaped, in[1]);
-                 // The read shares the [33] buffer; growing the variable gives it a new one.
-                 Output read = Identity(s, in_place);
-                 Output grown =
-                     Assign(s.WithControlDependencies({read}), v, in[2], {.validate_shape = false});
-                 return std::vector<Output>{read, grown};
-               }});
+    ExpectGpuMatchesCpu(Case{"Assign without validate_shape " + Name(t),
+                             {Values(t, TensorShape{33}, rng), Values(t, TensorShape{33}, rng),
+                              Values(t, TensorShape{3, 1000}, rng)},
+                             [t](const Scope& s, V in) {
+                               Output v = VariableV2(s, PartialShape({7}), t);
+                               Output reshaped = Assign(s, v, in[0], {.validate_shape = false});
+                               Output in_place = Assign(s, reshaped, in[1]);
+                               // The read shares the [33] buffer; growing the variable gives it a new one.
+                               Output read = Identity(s, in_place);
+                               Output grown = Assign(s.WithControlDependencies({read}), v, in[2],
+                                                     {.validate_shape = false});
+                               return std::vector<Output>{read, grown};
+                             }});
   }
 }
 
@@ -115,7 +112,7 @@ TEST(StateCudaTest, IsVariableInitialized) {
                                         IsVariableInitialized(s, fresh)};
            }};
     Status status;
-    std::vector<Tensor> gpu = cuda_test::RunCase(c, cuda_test::kGpu, false, &status);
+    std::vector<Tensor> gpu = parity::RunOn(c, parity::kGpu, &status);
     ASSERT_TRUE(status.ok()) << status.ToString();
     ASSERT_EQ(gpu.size(), 2u);
     EXPECT_TRUE(gpu[0].scalar<bool>()) << c.name;
@@ -172,7 +169,7 @@ TEST(StateCudaTest, Int64GlobalStepCountsOnTheGpu) {
   TW_SKIP_WITHOUT_GPU();
   Graph g;
   Scope root(g);
-  Scope gpu = root.WithDevice(cuda_test::kGpu);
+  Scope gpu = root.WithDevice(parity::kGpu);
   Variable step = train::GetOrCreateGlobalStep(gpu);
   Output inc = AssignAdd(gpu, step, Const(gpu, Tensor::Scalar<int64_t>(1)));
   ASSERT_TRUE(root.ok()) << root.status().ToString();

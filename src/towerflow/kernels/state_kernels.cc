@@ -1,29 +1,17 @@
 // CPU kernels of the variable ops: VariableV2 (storage in the session's
 // ResourceMgr), Assign, AssignAdd, AssignSub, IsVariableInitialized. Every read
-// or write of a variable's tensor holds the variable's mutex.
+// or write of a variable's tensor holds the variable's mutex. The checks are
+// variable_args.h's, shared with the CUDA twins (state_cuda.cu).
 #include <cstring>
 #include <memory>
 #include <mutex>
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/register_all.h"
+#include "towerflow/kernels/variable_args.h"
 
 namespace tw {
 namespace {
-
-// The name of the variable behind ref input `i`, following refs forwarded by
-// Assign and the Apply* ops back to the VariableV2 node.
-std::string VariableName(const Node& node, int i) {
-  Output o = node.input(i);
-  while (o.node->op() != "VariableV2" && o.node->num_inputs() > 0 && o.node->input_is_ref(0)) {
-    o = o.node->input(0);
-  }
-  return o.node->name();
-}
-
-Status Uninitialized(const Node& node, int i) {
-  return errors::FailedPrecondition("Attempting to use uninitialized value ", VariableName(node, i));
-}
 
 // dst = src element-wise. REQUIRES: same dtype and element count.
 void CopyElements(const Tensor& src, Tensor* dst) {
@@ -81,17 +69,7 @@ class AssignOp : public OpKernel {
     {
       std::lock_guard<std::mutex> lock(*ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      if (validate_shape_) {
-        // Before the first assignment the declared shape is what must match.
-        const bool fits = var->IsInitialized() ? var->shape() == value.shape()
-                                               : node().input(0).shape().IsCompatibleWith(value.shape());
-        TW_OP_REQUIRES(ctx, fits,
-                       errors::InvalidArgument(
-                           "Assign requires shapes of both tensors to match: variable ",
-                           VariableName(node(), 0), " has shape ",
-                           var->IsInitialized() ? var->shape().ToString() : node().input(0).shape().ToString(),
-                           " but the value has shape ", value.shape().ToString()));
-      }
+      if (validate_shape_) TW_OP_REQUIRES_OK(ctx, CheckAssignShape(ctx, value));
       if (var->IsInitialized() && var->dtype() == value.dtype() && var->shape() == value.shape()) {
         CopyElements(value, var);  // in place: readers holding the buffer see the new value, as in TF
       } else {
@@ -119,11 +97,7 @@ class AssignUpdateOp : public OpKernel {
     {
       std::lock_guard<std::mutex> lock(*ctx->input_ref_mutex(0));
       Tensor* var = ctx->mutable_input(0);
-      TW_OP_REQUIRES(ctx, var->IsInitialized(), Uninitialized(node(), 0));
-      TW_OP_REQUIRES(ctx, var->shape() == value.shape(),
-                     errors::InvalidArgument(node().op(), ": variable ", VariableName(node(), 0),
-                                             " has shape ", var->shape().ToString(),
-                                             " but the value has shape ", value.shape().ToString()));
+      TW_OP_REQUIRES_OK(ctx, CheckAssignUpdate(ctx, value));
       T* v = var->data<T>();
       const T* d = value.data<T>();
       const int64_t n = var->NumElements();

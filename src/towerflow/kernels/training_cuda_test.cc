@@ -66,7 +66,7 @@ struct UpdateRun {
 // that order. Returns the first failure in *status. On a GPU, the update must
 // have run there.
 std::vector<Tensor> Train(const UpdateRun& r, const std::string& device, Status* status) {
-  setenv("TOWERFLOW_GPU_POISON", "1", 1);
+  parity::PoisonNewGpuMemory();
   Graph g;
   Scope root(g);
   Scope dev = root.WithDevice(device);
@@ -134,10 +134,7 @@ std::vector<Tensor> Train(const UpdateRun& r, const std::string& device, Status*
     for (Tensor& t : *values) out.push_back(std::move(t));
   }
   if (device.find("GPU") != std::string::npos && step.valid()) {
-    Device* placed = sess.placement().device(*step.node);
-    EXPECT_TRUE(placed != nullptr && placed->device_type() == kDeviceGpu)
-        << UpdateName(r.update) << " ran on "
-        << (placed != nullptr ? placed->name() : std::string("no device"));
+    parity::ExpectPlacedOnGpu(sess, *step.node, UpdateName(r.update));
   }
   return status->ok() ? out : std::vector<Tensor>{};
 }
@@ -170,8 +167,8 @@ TEST(TrainingCudaTest, UpdatesMatchCpuAfterOneAndThreeSteps) {
             UpdateName(update) + " " + std::string(DataTypeName(dtype)) + " " + shape.ToString();
         UpdateRun r = MakeRun(dtype, update, shape, rng);
         Status cpu_status, gpu_status;
-        std::vector<Tensor> cpu = Train(r, "/device:CPU:0", &cpu_status);
-        std::vector<Tensor> gpu = Train(r, "/device:GPU:0", &gpu_status);
+        std::vector<Tensor> cpu = Train(r, parity::kCpu, &cpu_status);
+        std::vector<Tensor> gpu = Train(r, parity::kGpu, &gpu_status);
         ASSERT_TRUE(cpu_status.ok()) << name << " on the CPU: " << cpu_status.ToString();
         ASSERT_TRUE(gpu_status.ok()) << name << " on the GPU: " << gpu_status.ToString();
         ASSERT_EQ(gpu.size(), cpu.size()) << name;
@@ -195,12 +192,9 @@ TEST(TrainingCudaTest, UpdatesMatchCpuAfterOneAndThreeSteps) {
 // The CPU twin's errors, same code and message on the GPU.
 void ExpectSameUpdateError(const UpdateRun& r, const std::string& name, const std::string& expected) {
   Status cpu, gpu;
-  Train(r, "/device:CPU:0", &cpu);
-  Train(r, "/device:GPU:0", &gpu);
-  ASSERT_FALSE(cpu.ok()) << name << ": the CPU kernel accepted it";
-  EXPECT_NE(cpu.message().find(expected), std::string::npos) << name << ": " << cpu.ToString();
-  EXPECT_EQ(gpu.code(), cpu.code()) << name << ": GPU " << gpu.ToString() << " / CPU " << cpu.ToString();
-  EXPECT_EQ(gpu.message(), cpu.message()) << name;
+  Train(r, parity::kCpu, &cpu);
+  Train(r, parity::kGpu, &gpu);
+  parity::ExpectSameStatus(name, cpu, gpu, &expected);
 }
 
 TEST(TrainingCudaTest, ShapeErrors) {

@@ -5,85 +5,16 @@
 // are branch-free over contiguous arrays (the compiler vectorises them) and split
 // over the device's intra-op threads for large variables. Formulas are TF's
 // (tensorflow/core/kernels/training_ops.cc), written in the same order so the
-// rounding matches.
-#include <algorithm>
+// rounding matches. The locks and checks are variable_args.h's, shared with the
+// CUDA twins (training_cuda.cu).
 #include <cmath>
-#include <mutex>
-#include <vector>
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/register_all.h"
+#include "towerflow/kernels/variable_args.h"
 
 namespace tw {
 namespace {
-
-// The name of the variable behind ref input `i`, following forwarded refs back
-// to the VariableV2 node.
-std::string VariableName(const Node& node, int i) {
-  Output o = node.input(i);
-  while (o.node->op() != "VariableV2" && o.node->num_inputs() > 0 && o.node->input_is_ref(0)) {
-    o = o.node->input(0);
-  }
-  return o.node->name();
-}
-
-// Holds the distinct mutexes of the given ref inputs, locked in address order so
-// that two updates sharing variables cannot deadlock.
-class RefLocks {
- public:
-  RefLocks(OpKernelContext* ctx, std::initializer_list<int> refs) {
-    for (int i : refs) mus_.push_back(ctx->input_ref_mutex(i));
-    std::sort(mus_.begin(), mus_.end());
-    mus_.erase(std::unique(mus_.begin(), mus_.end()), mus_.end());
-    for (std::mutex* mu : mus_) mu->lock();
-  }
-  ~RefLocks() {
-    for (auto it = mus_.rbegin(); it != mus_.rend(); ++it) (*it)->unlock();
-  }
-  RefLocks(const RefLocks&) = delete;
-  RefLocks& operator=(const RefLocks&) = delete;
-
- private:
-  std::vector<std::mutex*> mus_;
-};
-
-// REQUIRES: the ref inputs' locks are held. Checks that the ref inputs are
-// initialized and have the variable's (input 0's) shape, that the inputs in
-// `same` (gradients) have it too, and that `scalars` are scalars.
-Status CheckInputs(OpKernelContext* ctx, std::initializer_list<int> refs, std::initializer_list<int> same,
-                   std::initializer_list<int> scalars) {
-  const Node& node = ctx->node();
-  auto arg = [&](int i) { return node.def().inputs[static_cast<size_t>(i)].name; };
-  for (int i : refs) {
-    if (!ctx->mutable_input(i)->IsInitialized()) {
-      return errors::FailedPrecondition("Attempting to use uninitialized value ", VariableName(node, i));
-    }
-  }
-  const TensorShape& var_shape = ctx->mutable_input(0)->shape();
-  for (int i : refs) {
-    const TensorShape& s = ctx->mutable_input(i)->shape();
-    if (s != var_shape) {
-      return errors::InvalidArgument(arg(i), " ", VariableName(node, i), " has shape ", s.ToString(),
-                                     " but variable ", VariableName(node, 0), " has shape ",
-                                     var_shape.ToString());
-    }
-  }
-  for (int i : same) {
-    const TensorShape& s = ctx->input(i).shape();
-    if (s != var_shape) {
-      return errors::InvalidArgument("var and ", arg(i), " do not have the same shape: variable ",
-                                     VariableName(node, 0), " has shape ", var_shape.ToString(), ", ",
-                                     arg(i), " (", ctx->input_name(i), ") has shape ", s.ToString());
-    }
-  }
-  for (int i : scalars) {
-    if (ctx->input(i).rank() != 0) {
-      return errors::InvalidArgument(arg(i), " is not a scalar: ", ctx->input(i).shape().ToString(),
-                                     " (", ctx->input_name(i), ")");
-    }
-  }
-  return Status::OK();
-}
 
 // Runs fn(begin, end) over the variable's elements on the intra-op threads.
 template <typename Fn>
@@ -98,7 +29,7 @@ class ApplyGradientDescentOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     {
       RefLocks locks(ctx, {0});
-      TW_OP_REQUIRES_OK(ctx, CheckInputs(ctx, {0}, {2}, {1}));
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0}, {2}, {1}));
       T* var = ctx->mutable_input(0)->data<T>();
       const T alpha = ctx->input(1).scalar<T>();
       const T* delta = ctx->input(2).data<T>();
@@ -119,7 +50,7 @@ class ApplyMomentumOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     {
       RefLocks locks(ctx, {0, 1});
-      TW_OP_REQUIRES_OK(ctx, CheckInputs(ctx, {0, 1}, {3}, {2, 4}));
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1}, {3}, {2, 4}));
       T* var = ctx->mutable_input(0)->data<T>();
       T* accum = ctx->mutable_input(1)->data<T>();
       const T lr = ctx->input(2).scalar<T>();
@@ -164,7 +95,7 @@ class ApplyAdamOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     {
       RefLocks locks(ctx, {0, 1, 2});
-      TW_OP_REQUIRES_OK(ctx, CheckInputs(ctx, {0, 1, 2}, {9}, {3, 4, 5, 6, 7, 8}));
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2}, {9}, {3, 4, 5, 6, 7, 8}));
       T* var = ctx->mutable_input(0)->data<T>();
       T* m = ctx->mutable_input(1)->data<T>();
       T* v = ctx->mutable_input(2)->data<T>();

@@ -5,8 +5,33 @@
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/train/internal/all_reduce_checks.h"
 
 namespace tw::train {
+
+Status CheckAllReduceTensors(const std::vector<Tensor*>& tensors) {
+  if (tensors.empty()) return errors::InvalidArgument("AllReduce: no tensors to reduce");
+  for (size_t i = 0; i < tensors.size(); ++i) {
+    const Tensor* t = tensors[i];
+    if (t == nullptr) return errors::InvalidArgument("AllReduce: tensor ", i, " is null");
+    if (!t->IsInitialized()) return errors::InvalidArgument("AllReduce: tensor ", i, " is uninitialized");
+    const Tensor& first = *tensors[0];
+    if (t->dtype() != first.dtype()) {
+      return errors::InvalidArgument("AllReduce: tensor ", i, " is ", DataTypeName(t->dtype()),
+                                     " but tensor 0 is ", DataTypeName(first.dtype()));
+    }
+    if (t->shape() != first.shape()) {
+      return errors::InvalidArgument("AllReduce: tensor ", i, " has shape ", t->shape().ToString(),
+                                     " but tensor 0 has shape ", first.shape().ToString());
+    }
+  }
+  const DataType dtype = tensors[0]->dtype();
+  if (!DispatchNumeric(dtype, "AllReduce", []<typename T>() { return Status::OK(); }).ok()) {
+    return errors::InvalidArgument("AllReduce: tensors of ", DataTypeName(dtype), " cannot be reduced");
+  }
+  return Status::OK();
+}
+
 namespace {
 
 // Elements reduced at a time inside a chunk: the accumulator lives on the stack
@@ -40,25 +65,6 @@ void ReduceRange(const std::vector<T*>& bufs, Reduction op, int64_t begin, int64
     }
     for (T* out : bufs) std::copy(acc, acc + len, out + b);
   }
-}
-
-Status CheckTensors(const std::vector<Tensor*>& tensors) {
-  if (tensors.empty()) return errors::InvalidArgument("AllReduce: no tensors to reduce");
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor* t = tensors[i];
-    if (t == nullptr) return errors::InvalidArgument("AllReduce: tensor ", i, " is null");
-    if (!t->IsInitialized()) return errors::InvalidArgument("AllReduce: tensor ", i, " is uninitialized");
-    const Tensor& first = *tensors[0];
-    if (t->dtype() != first.dtype()) {
-      return errors::InvalidArgument("AllReduce: tensor ", i, " is ", DataTypeName(t->dtype()),
-                                     " but tensor 0 is ", DataTypeName(first.dtype()));
-    }
-    if (t->shape() != first.shape()) {
-      return errors::InvalidArgument("AllReduce: tensor ", i, " has shape ", t->shape().ToString(),
-                                     " but tensor 0 has shape ", first.shape().ToString());
-    }
-  }
-  return Status::OK();
 }
 
 Output ScalarOf(const Scope& scope, DataType dtype, int64_t value) {
@@ -101,7 +107,7 @@ CpuAllReducer::CpuAllReducer(int num_threads, CpuAllReducerOptions options)
 CpuAllReducer::~CpuAllReducer() = default;
 
 Status CpuAllReducer::AllReduce(const std::vector<Tensor*>& tensors, Reduction op) {
-  TW_RETURN_IF_ERROR(CheckTensors(tensors));
+  TW_RETURN_IF_ERROR(CheckAllReduceTensors(tensors));
   const DataType dtype = tensors[0]->dtype();
   const int64_t n = tensors[0]->NumElements();
   Status s = DispatchNumeric(dtype, "AllReduce", [&]<typename T>() {

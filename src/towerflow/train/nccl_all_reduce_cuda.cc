@@ -2,12 +2,12 @@
 // reduction across the logical GPUs of one physical GPU. Compiled only with
 // TOWERFLOW_CUDA (the _cuda.cc suffix); its CUDA kernels are in
 // all_reduce_cuda.cu.
-#include "towerflow/train/nccl_all_reduce.h"
-
 #include <map>
 #include <utility>
 
 #include "towerflow/device/cuda/gpu_device.h"
+#include "towerflow/train/internal/all_reduce_checks.h"
+#include "towerflow/train/nccl_all_reduce.h"
 
 namespace tw::train {
 
@@ -20,30 +20,6 @@ Status LaunchCopySegments(const GpuDevice& gpu, DataType dtype, const std::vecto
                           const std::vector<void*>& dst, const std::vector<int64_t>& count);
 
 namespace {
-
-// CpuAllReducer's checks (all_reduce.cc), with its messages.
-Status CheckTensors(const std::vector<Tensor*>& tensors) {
-  if (tensors.empty()) return errors::InvalidArgument("AllReduce: no tensors to reduce");
-  for (size_t i = 0; i < tensors.size(); ++i) {
-    const Tensor* t = tensors[i];
-    if (t == nullptr) return errors::InvalidArgument("AllReduce: tensor ", i, " is null");
-    if (!t->IsInitialized()) return errors::InvalidArgument("AllReduce: tensor ", i, " is uninitialized");
-    const Tensor& first = *tensors[0];
-    if (t->dtype() != first.dtype()) {
-      return errors::InvalidArgument("AllReduce: tensor ", i, " is ", DataTypeName(t->dtype()),
-                                     " but tensor 0 is ", DataTypeName(first.dtype()));
-    }
-    if (t->shape() != first.shape()) {
-      return errors::InvalidArgument("AllReduce: tensor ", i, " has shape ", t->shape().ToString(),
-                                     " but tensor 0 has shape ", first.shape().ToString());
-    }
-  }
-  const DataType dtype = tensors[0]->dtype();
-  if (!DispatchNumeric(dtype, "AllReduce", []<typename T>() { return Status::OK(); }).ok()) {
-    return errors::InvalidArgument("AllReduce: tensors of ", DataTypeName(dtype), " cannot be reduced");
-  }
-  return Status::OK();
-}
 
 StatusOr<ncclDataType_t> NcclType(DataType dtype) {
   switch (dtype) {
@@ -121,7 +97,7 @@ Status NcclAllReducer::InitLocked() {
 }
 
 Status NcclAllReducer::CheckValue(const std::vector<Tensor*>& tensors) const {
-  TW_RETURN_IF_ERROR(CheckTensors(tensors));
+  TW_RETURN_IF_ERROR(CheckAllReduceTensors(tensors));  // CpuAllReducer's checks
   if (tensors.size() != devices_.size()) {
     return errors::InvalidArgument("AllReduce: ", tensors.size(), " tensors for an NCCL reducer of ",
                                    devices_.size(), " devices");

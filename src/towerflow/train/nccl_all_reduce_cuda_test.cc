@@ -80,14 +80,10 @@ void ExpectMatchesCpu(NcclAllReducer& gpu, const std::vector<GpuDevice*>& device
   }
 }
 
-uint64_t FreshSeed() { return std::random_device{}(); }
-
 // Every dtype, size and reduction over `devices`.
 void CheckDevices(const std::vector<GpuDevice*>& devices) {
   ASSERT_FALSE(devices.empty());
-  const uint64_t seed = FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed));
-  std::mt19937_64 rng(seed);
+  parity::SeededRng rng;
   NcclAllReducer reducer(devices);
   std::vector<TensorShape> shapes;
   for (int64_t n : parity::OddSizes()) shapes.push_back(TensorShape{n});
@@ -139,7 +135,7 @@ TEST(NcclAllReduceCudaTest, OneDeviceListedTwiceAndOneTensorPassedTwice) {
   Gpus g = MakeGpus(1, 1);
   ASSERT_EQ(g.devices.size(), 1u);
   GpuDevice* d = g.devices[0];
-  std::mt19937_64 rng(FreshSeed());
+  parity::SeededRng rng;
   NcclAllReducer twice({d, d});
   for (Reduction op : {Reduction::kSum, Reduction::kMean}) {
     ExpectMatchesCpu(twice, {d, d},
@@ -163,9 +159,8 @@ TEST(NcclAllReduceCudaTest, OneDeviceListedTwiceAndOneTensorPassedTwice) {
 // Values of mixed sizes and dtypes through AllReduceBatch with 4 KiB buckets:
 // the small ones fused (several buckets per dtype), 3000 floats alone.
 void CheckBatch(const std::vector<GpuDevice*>& devices) {
-  const uint64_t seed = FreshSeed();
-  SCOPED_TRACE("seed " + std::to_string(seed) + ", " + std::to_string(devices.size()) + " devices");
-  std::mt19937_64 rng(seed);
+  SCOPED_TRACE(std::to_string(devices.size()) + " devices");
+  parity::SeededRng rng;
   NcclAllReducer reducer(devices, NcclAllReducerOptions{.bucket_bytes = 4096});
   const std::vector<std::pair<DataType, int64_t>> specs = {
       {kFloat32, 1}, {kFloat64, 7}, {kFloat32, 33},   {kFloat32, 1000}, {kFloat32, 3000},

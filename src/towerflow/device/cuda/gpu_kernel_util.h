@@ -1,16 +1,16 @@
-// Helpers for GPU kernels (kernels/*_cuda.cu and *_cuda.cc): the GpuDevice of a
-// kernel context, launch shapes for grid-stride loops, and the TW_OP_REQUIRES
-// forms of the CUDA status macros. Header-only; thread-safe.
+// Helpers for GPU kernels (kernels/*_cuda.cu and *_cuda.cc): their base class
+// GpuOpKernel, the GpuDevice of a kernel context, launch shapes for
+// grid-stride loops, and the TW_OP_REQUIRES forms of the CUDA status macros.
+// Header-only; thread-safe.
 //
-// The shape of a GPU kernel's Compute:
+// The shape of a GPU kernel (a GpuOpKernel, whose Compute makes the device
+// current and calls ComputeOnGpu):
 //
-//   void Compute(OpKernelContext* ctx) override {
-//     GpuDevice* gpu = GpuDeviceOf(ctx);
-//     TW_OP_REQUIRES_OK(ctx, gpu->Activate());
-//     ... check shapes exactly as the CPU twin does (same codes and messages) ...
+//   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+//     ... check shapes with the CPU twin's own functions (same codes and messages) ...
 //     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, shape, &out));
 //     if (n == 0) return;
-//     TW_OP_REQUIRES_OK(ctx, LaunchFoo(gpu->stream(), ...));  // returns Status
+//     TW_OP_REQUIRES_OK(ctx, LaunchFoo(gpu, ...));  // returns Status
 //   }
 //
 // where LaunchFoo is the one host launcher of a CUDA kernel (STYLE.md): it
@@ -35,6 +35,22 @@ inline GpuDevice* GpuDeviceOf(OpKernelContext* ctx) {
       << ctx->node().DebugName() << ": a CUDA kernel on " << ctx->device()->name();
   return static_cast<GpuDevice*>(ctx->device());
 }
+
+// The base of every GPU kernel class: Compute activates the context's GPU on
+// the calling thread (failing the kernel with Activate's error) and runs
+// ComputeOnGpu. REQUIRES: as GpuDeviceOf.
+class GpuOpKernel : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) final {
+    GpuDevice* gpu = GpuDeviceOf(ctx);
+    TW_OP_REQUIRES_OK(ctx, gpu->Activate());
+    ComputeOnGpu(ctx, *gpu);
+  }
+
+ protected:
+  virtual void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) = 0;
+};
 
 // Blocks and threads for a grid-stride loop over `n` elements: enough blocks to
 // fill the GPU (32 per SM at most), never more than the work needs.

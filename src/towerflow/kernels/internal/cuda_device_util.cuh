@@ -1,15 +1,17 @@
-// Device-side helpers shared by the element-wise, nn and training CUDA kernels
-// (cwise_cuda.cu, nn_cuda.cu, training_cuda.cu): grid-stride loop indices,
-// float/double overloads of the math functions (so that a kernel templated on
-// T calls expf for float and exp for double, never a double function on a
-// float), and a block-wide reduction. Internal to kernels/; included only by
-// *_cuda.cu files. Stateless; every function is safe to call from any thread.
+// Helpers shared by the CUDA kernel files (kernels/*_cuda.cu): grid-stride
+// loop indices and the host launch of a grid-stride kernel, float/double
+// overloads of the math functions (so that a kernel templated on T calls expf
+// for float and exp for double, never a double function on a float), and a
+// block-wide reduction. Internal to kernels/; included only by *_cuda.cu
+// files. Stateless; every function is safe to call from any thread.
 #ifndef TOWERFLOW_KERNELS_INTERNAL_CUDA_DEVICE_UTIL_CUH_
 #define TOWERFLOW_KERNELS_INTERNAL_CUDA_DEVICE_UTIL_CUH_
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
+
+#include "towerflow/device/cuda/gpu_kernel_util.h"
 
 namespace tw {
 namespace cuda_util {
@@ -20,6 +22,24 @@ __device__ __forceinline__ int64_t GridThreadIndex() {
   return static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 __device__ __forceinline__ int64_t GridThreadCount() { return static_cast<int64_t>(gridDim.x) * blockDim.x; }
+
+// The body of a grid-stride kernel's host launcher: queues kernel(args...) on
+// the device's compute stream with LaunchShapeFor(n, gpu, threads) and returns
+// the launch's error as a Status (OK when it queued). `n` is the count of
+// elements the kernel's loop covers.
+template <typename... Params, typename... Args>
+Status LaunchGridStride(const GpuDevice& gpu, int64_t n, int threads, void (*kernel)(Params...),
+                        Args... args) {
+  const LaunchShape s = LaunchShapeFor(n, gpu, threads);
+  kernel<<<s.blocks, s.threads, 0, gpu.stream()>>>(args...);
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
+}
+// The same with LaunchShapeFor's default threads per block.
+template <typename... Params, typename... Args>
+Status LaunchGridStride(const GpuDevice& gpu, int64_t n, void (*kernel)(Params...), Args... args) {
+  return LaunchGridStride(gpu, n, LaunchShape{}.threads, kernel, args...);
+}
 
 __device__ __forceinline__ float Exp(float x) { return expf(x); }
 __device__ __forceinline__ double Exp(double x) { return exp(x); }
