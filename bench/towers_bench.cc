@@ -62,7 +62,8 @@ struct Towers {
   std::unique_ptr<tw::Session> session;
   tw::FeedList feeds;
 
-  Towers(int towers, tw::train::VariablePlacement placement) {
+  Towers(int towers, tw::train::VariablePlacement placement,
+         tw::train::AllReduceAlgorithm all_reduce = tw::train::AllReduceAlgorithm::kAuto) {
     graph.set_seed(1);
     tw::Scope root(graph);
     std::string devices;
@@ -72,7 +73,7 @@ struct Towers {
               tw::Placeholder(s.WithOpName("labels"), tw::kInt32, tw::PartialShape({kBatch}))};
     };
     step = tw::train::Replicate(root, tw::Devices(devices), placeholders, optimizer, Mlp,
-                                {.variable_placement = placement});
+                                {.variable_placement = placement, .all_reduce = all_reduce});
     root.status().Check();
     tw::SessionOptions options{.inter_op_threads = towers, .intra_op_threads = towers};
     SetCpuDevices(options, towers);
@@ -92,9 +93,11 @@ struct Towers {
 
 void BM_TowersTrainStep(benchmark::State& state) {
   const int towers = static_cast<int>(state.range(0));
+  // variables: 0 pinned to CPU:0, 1 mirrored with reduce-broadcast, 2 mirrored with the collective.
   const auto placement =
       state.range(1) ? tw::train::VariablePlacement::kMirrored : tw::train::VariablePlacement::kSingleDevice;
-  Towers t(towers, placement);
+  Towers t(towers, placement,
+           state.range(1) == 2 ? tw::train::AllReduceAlgorithm::kCollective : tw::train::AllReduceAlgorithm::kAuto);
   const double cpu_start = ProcessCpuSeconds();
   const auto wall_start = std::chrono::steady_clock::now();
   for (auto _ : state) {
@@ -106,7 +109,7 @@ void BM_TowersTrainStep(benchmark::State& state) {
   }
   const double cpu = ProcessCpuSeconds() - cpu_start;
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wall_start).count();
-  state.SetLabel(state.range(1) ? "mirrored" : "cpu-pinned");
+  state.SetLabel(state.range(1) == 0 ? "cpu-pinned" : state.range(1) == 1 ? "mirrored" : "mirrored-collective");
   const double steps = static_cast<double>(state.iterations());
   state.counters["cpu_us_per_example"] = cpu * 1e6 / (steps * kBatch * towers);
   state.counters["cores_busy"] = cpu / wall;
@@ -116,16 +119,38 @@ void BM_TowersTrainStep(benchmark::State& state) {
 }
 
 // TOWERFLOW_BENCH_TIMELINE=N: instead of benchmarking, runs N towers (pinned
-// variables) for 300 warm-up steps, then prints one step's node timeline per
+// variables; mirrored with TOWERFLOW_BENCH_TIMELINE_MIRRORED, =collective for that
+// all-reduce) for 300 warm-up steps (TOWERFLOW_BENCH_TIMELINE_AVERAGE=K: first
+// the mean time of each node over K steps), then prints one step's node timeline per
 // thread: when each thread was busy, and on what, to find serialization. Nodes
 // under 5 us are left out unless TOWERFLOW_BENCH_TIMELINE_ALL is set.
 int PrintTimeline(int towers) {
-  Towers t(towers, tw::train::VariablePlacement::kSingleDevice);
+  const char* mirrored = std::getenv("TOWERFLOW_BENCH_TIMELINE_MIRRORED");  // "collective": that all-reduce
+  Towers t(towers, mirrored ? tw::train::VariablePlacement::kMirrored : tw::train::VariablePlacement::kSingleDevice,
+           mirrored && std::string(mirrored) == "collective" ? tw::train::AllReduceAlgorithm::kCollective
+                                                             : tw::train::AllReduceAlgorithm::kAuto);
   for (int i = 0; i < 300; ++i) t.session->Run(t.feeds, {}, {t.step.train_op}).status().Check();
   tw::StepStats stats;
   const auto t0 = std::chrono::steady_clock::now().time_since_epoch().count();
   t.session->Run(t.feeds, {}, {t.step.train_op}, &stats).status().Check();
   const auto t1 = std::chrono::steady_clock::now().time_since_epoch().count();
+  if (const char* k = std::getenv("TOWERFLOW_BENCH_TIMELINE_AVERAGE")) {
+    // Mean time per node over K more steps, the nodes above 20 us.
+    const int steps = std::max(1, std::atoi(k));
+    std::map<std::string, double> total_us;
+    double wall_us = 0;
+    for (int i = 0; i < steps; ++i) {
+      tw::StepStats s;
+      const auto a = std::chrono::steady_clock::now();
+      t.session->Run(t.feeds, {}, {t.step.train_op}, &s).status().Check();
+      wall_us += std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - a).count();
+      for (const auto& n : s.nodes) total_us[(n.transfer ? "transfer " : "") + n.node->name()] += (n.end_ns - n.start_ns) / 1e3;
+    }
+    std::printf("mean step wall %.1f us over %d steps\n", wall_us / steps, steps);
+    for (const auto& [name, us] : total_us) {
+      if (us / steps >= 20) std::printf("  %8.1f us %s\n", us / steps, name.c_str());
+    }
+  }
   std::map<int, std::vector<tw::StepStats::NodeTiming>> by_thread;
   for (const auto& n : stats.nodes) by_thread[n.thread].push_back(n);
   std::printf("step wall %.1f us, kernel time %.1f us, %zu timings\n", (t1 - t0) / 1e3, stats.kernel_ns / 1e3,
@@ -146,8 +171,8 @@ int PrintTimeline(int towers) {
 }
 
 BENCHMARK(BM_TowersTrainStep)
-    ->ArgNames({"towers", "mirrored"})
-    ->ArgsProduct({{1, 2, 4}, {0, 1}})
+    ->ArgNames({"towers", "variables"})
+    ->ArgsProduct({{1, 2, 4}, {0, 1, 2}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime()
     ->MinTime(2.0);

@@ -25,6 +25,7 @@
 #include "towerflow/graph/gradients.h"
 #include "towerflow/graph/graph.h"
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/collective_ops.h"
 #include "towerflow/graph/ops/control_flow_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"

@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "towerflow/core/cancellation.h"
 #include "towerflow/core/status.h"
 #include "towerflow/core/tensor.h"
 #include "towerflow/core/threadpool.h"
@@ -108,4 +113,43 @@ TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
 }
 
 }  // namespace
+TEST(CancellationTest, CallbacksRunOnceAndLateRegistrationFails) {
+  CancellationManager cm;
+  int ran = 0, dropped = 0;
+  CancellationManager::Token a = -1, b = -1, c = -1;
+  ASSERT_TRUE(cm.RegisterCallback(&a, [&] { ++ran; }));
+  ASSERT_TRUE(cm.RegisterCallback(&b, [&] { ++dropped; }));
+  EXPECT_NE(a, b);
+  EXPECT_TRUE(cm.DeregisterCallback(b));
+  EXPECT_FALSE(cm.DeregisterCallback(b));
+  EXPECT_FALSE(cm.IsCancelled());
+  cm.StartCancel();
+  cm.StartCancel();
+  EXPECT_TRUE(cm.IsCancelled());
+  EXPECT_EQ(ran, 1);
+  EXPECT_EQ(dropped, 0);
+  EXPECT_FALSE(cm.DeregisterCallback(a)) << "it ran";
+  EXPECT_FALSE(cm.RegisterCallback(&c, [&] { ++ran; }));
+  EXPECT_EQ(ran, 1);
+}
+
+TEST(CancellationTest, WakesAWaiterOnAnotherThread) {
+  CancellationManager cm;
+  std::mutex mu;
+  std::condition_variable cv;
+  bool woken = false;
+  CancellationManager::Token t;
+  ASSERT_TRUE(cm.RegisterCallback(&t, [&] {
+    std::lock_guard<std::mutex> lock(mu);
+    woken = true;
+    cv.notify_all();
+  }));
+  std::thread canceller([&] { cm.StartCancel(); });
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return woken; });
+  lock.unlock();
+  canceller.join();
+  EXPECT_TRUE(cm.IsCancelled());
+}
+
 }  // namespace tw

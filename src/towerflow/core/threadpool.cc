@@ -1,6 +1,7 @@
 #include "towerflow/core/threadpool.h"
 
 #include "towerflow/core/denormal.h"
+#include "towerflow/core/spin_wait.h"
 
 #include <algorithm>
 #include <pthread.h>
@@ -30,14 +31,30 @@ void ThreadPool::Schedule(std::function<void()> fn) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     queue_.push_back(std::move(fn));
+    queued_.fetch_add(1, std::memory_order_relaxed);
   }
   cv_.notify_one();
+}
+
+bool ThreadPool::TryRunOne() {
+  std::function<void()> fn;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (queue_.empty()) return false;
+    fn = std::move(queue_.front());
+    queue_.pop_front();
+    queued_.fetch_sub(1, std::memory_order_relaxed);
+  }
+  fn();
+  return true;
 }
 
 void ThreadPool::WorkerLoop() {
   // Pool threads run kernels only: they flush denormals for their whole life.
   ScopedFlushDenormal flush_denormal;
   for (;;) {
+    SpinUntil([this] { return queued_.load(std::memory_order_relaxed) > 0 || stopping_.load(std::memory_order_relaxed); },
+              kDefaultSpin);
     std::function<void()> fn;
     {
       std::unique_lock<std::mutex> lock(mu_);
@@ -45,6 +62,7 @@ void ThreadPool::WorkerLoop() {
       if (queue_.empty()) return;  // stopping and drained
       fn = std::move(queue_.front());
       queue_.pop_front();
+      queued_.fetch_sub(1, std::memory_order_relaxed);
     }
     fn();
   }
@@ -90,6 +108,7 @@ ElasticThreadPool::~ElasticThreadPool() {
 void ElasticThreadPool::Schedule(std::function<void()> fn) {
   std::lock_guard<std::mutex> lock(mu_);
   queue_.push_back(std::move(fn));
+  queued_.fetch_add(1, std::memory_order_relaxed);
   if (idle_ >= static_cast<int>(queue_.size())) {
     cv_.notify_one();
     return;
@@ -108,11 +127,18 @@ void ElasticThreadPool::WorkerLoop() {
   std::unique_lock<std::mutex> lock(mu_);
   for (;;) {
     ++idle_;
+    if (queue_.empty() && !stopping_) {
+      lock.unlock();
+      SpinUntil([this] { return queued_.load(std::memory_order_relaxed) > 0 || stopping_.load(std::memory_order_relaxed); },
+                kDefaultSpin);
+      lock.lock();
+    }
     cv_.wait(lock, [this] { return stopping_ || !queue_.empty(); });
     --idle_;
     if (queue_.empty()) return;  // stopping and drained
     std::function<void()> fn = std::move(queue_.front());
     queue_.pop_front();
+    queued_.fetch_sub(1, std::memory_order_relaxed);
     lock.unlock();
     fn();
     lock.lock();

@@ -4,9 +4,12 @@
 // Schedule and ParallelFor are thread-safe. ParallelFor runs one shard on the
 // calling thread and blocks until every shard has finished; shards must not block
 // on other work of the same pool. The destructor runs what is queued, then joins.
+// An idle worker spins for kDefaultSpin (core/spin_wait.h) before it sleeps, so
+// that work handed over within a step starts at once.
 #ifndef TOWERFLOW_CORE_THREADPOOL_H_
 #define TOWERFLOW_CORE_THREADPOOL_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -28,6 +31,12 @@ class ThreadPool {
 
   int NumThreads() const { return static_cast<int>(threads_.size()); }
   void Schedule(std::function<void()> fn);
+  // Runs one queued closure on the calling thread, if there is one: a thread
+  // that waits for work of this pool helps instead of sleeping. False when the
+  // queue was empty.
+  bool TryRunOne();
+  // Whether closures wait in the queue (a racy hint, for spinning waiters).
+  bool HasQueuedWork() const { return queued_.load(std::memory_order_relaxed) > 0; }
 
   // Calls fn(begin, end) over disjoint ranges covering [0, n). `cost_per_unit` is
   // a rough count of cycles per unit; small loops run inline on the caller.
@@ -40,14 +49,16 @@ class ThreadPool {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;  // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  std::atomic<int> queued_{0};               // queue_.size(), readable without mu_
+  std::atomic<bool> stopping_{false};        // written under mu_
   std::vector<std::thread> threads_;
 };
 
 // A pool for closures that may block for a long time (queue operations waiting
 // on other steps): Schedule never queues work behind a blocked closure; it hands
 // it to an idle thread or starts a new one, so the pool grows to the number of
-// closures blocked at once. Idle threads stay for reuse. Thread-safe; the
+// closures blocked at once. Idle threads stay for reuse (spinning a little
+// before they sleep, as ThreadPool's do). Thread-safe; the
 // destructor waits for running closures, which must be unblocked first (a
 // Session closes its queues before its pools go).
 class ElasticThreadPool {
@@ -67,8 +78,9 @@ class ElasticThreadPool {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> queue_;  // guarded by mu_
+  std::atomic<int> queued_{0};               // queue_.size(), readable without mu_
   int idle_ = 0;                             // guarded by mu_
-  bool stopping_ = false;                    // guarded by mu_
+  std::atomic<bool> stopping_{false};        // written under mu_
   std::vector<std::thread> threads_;         // guarded by mu_
 };
 

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "towerflow/core/cancellation.h"
 #include "towerflow/core/tensor.h"
 #include "towerflow/device/device.h"
 #include "towerflow/device/resource_mgr.h"
@@ -66,6 +67,10 @@ class OpKernelContext {
     // (KernelDef::host_memory_outputs); allocate_output serves them from the
     // host allocator. Null: none.
     const std::vector<int>* host_memory_outputs = nullptr;
+    // Cancelled when the step fails elsewhere: kernels that wait on other
+    // nodes of the step register a callback that wakes them. Null: the step
+    // cannot be cancelled (never fails while the kernel waits).
+    CancellationManager* cancellation = nullptr;
   };
   explicit OpKernelContext(const Params& params);
 
@@ -74,6 +79,7 @@ class OpKernelContext {
   ThreadPool* intra_op_pool() const { return params_.device->intra_op_pool(); }
   ResourceMgr* resource_mgr() const { return params_.resources; }
   int64_t step_id() const { return params_.step_id; }
+  CancellationManager* cancellation() const { return params_.cancellation; }
 
   int num_inputs() const { return static_cast<int>(params_.inputs->size()); }
   // The value of input i (for a ref input: the variable's current tensor,

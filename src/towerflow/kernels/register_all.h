@@ -20,6 +20,7 @@ void RegisterConvKernels(KernelRegistry& registry);
 void RegisterStateKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterTrainingKernels(KernelRegistry& registry);
+void RegisterCollectiveKernels(KernelRegistry& registry);
 
 }  // namespace tw
 

@@ -1,6 +1,7 @@
 #include "towerflow/runtime/executor.h"
 
 #include "towerflow/core/denormal.h"
+#include "towerflow/core/spin_wait.h"
 
 #include <atomic>
 #include <cmath>
@@ -85,6 +86,18 @@ class StepState {
     // A stack: the expensive root runs after the cheap ones, which may feed it.
     if (kept_expensive >= 0) here.insert(here.begin(), kept_expensive);
     Process(std::move(here), Thread::kCaller);
+    // The caller is one of the step's threads (the session's inter-op pool has
+    // one fewer): until the step ends it runs queued work, then spins briefly
+    // (the last nodes are usually microseconds away), and only then sleeps.
+    while (!finished_.load(std::memory_order_acquire)) {
+      if (pool_ != nullptr && pool_->TryRunOne()) continue;
+      const bool woke = SpinUntil(
+          [this] {
+            return finished_.load(std::memory_order_acquire) || (pool_ != nullptr && pool_->HasQueuedWork());
+          },
+          kDefaultSpin);
+      if (!woke) break;
+    }
     std::unique_lock<std::mutex> lock(done_mu_);
     done_cv_.wait(lock, [this] { return done_; });
     std::lock_guard<std::mutex> status_lock(status_mu_);
@@ -225,7 +238,7 @@ class StepState {
       // the others go to the pool so that independent branches run in parallel.
       int kept_expensive = -1;
       for (int succ : newly_ready) {
-        // Transfers are host memcpys for now: cheap (no kernel), run inline.
+        // Transfers are cheap (a shared buffer or one copy, no kernel): inline.
         if (pool_ == nullptr || !IsExpensive(succ)) {
           stack.push_back(succ);
         } else if (kept_expensive < 0 && expensive_in_stack == 0) {
@@ -242,6 +255,7 @@ class StepState {
       if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(done_mu_);
         done_ = true;
+        finished_.store(true, std::memory_order_release);
         done_cv_.notify_all();
       }
     }
@@ -260,6 +274,7 @@ class StepState {
     params.resources = resources_;
     params.inputs = &inputs;
     params.step_id = step_id_;
+    params.cancellation = &cancellation_;
     if (item.kernel_def != nullptr && !item.kernel_def->host_memory_outputs.empty()) {
       params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
     }
@@ -329,9 +344,13 @@ class StepState {
   }
 
   void Fail(const Node* node, const Status& s) {
-    std::lock_guard<std::mutex> lock(status_mu_);
-    if (status_.ok()) status_ = s.WithContext("node " + node->DebugName());
-    aborted_.store(true, std::memory_order_release);
+    {
+      std::lock_guard<std::mutex> lock(status_mu_);
+      if (status_.ok()) status_ = s.WithContext("node " + node->DebugName());
+      aborted_.store(true, std::memory_order_release);
+    }
+    // Wakes kernels waiting on nodes of this step that will now never run.
+    cancellation_.StartCancel();
   }
 
   const ExecutorPlan& plan_;
@@ -346,6 +365,7 @@ class StepState {
   std::vector<std::atomic<int>> pending_;
   std::atomic<int64_t> remaining_;
   std::atomic<bool> aborted_{false};
+  CancellationManager cancellation_;
   std::atomic<int64_t> kernel_ns_{0};
   std::mutex timings_mu_;
   std::vector<StepStats::NodeTiming> timings_;  // guarded by timings_mu_
@@ -354,6 +374,7 @@ class StepState {
   std::mutex done_mu_;
   std::condition_variable done_cv_;
   bool done_ = false;  // guarded by done_mu_
+  std::atomic<bool> finished_{false};  // done_, readable without done_mu_ (spinning)
 };
 
 }  // namespace

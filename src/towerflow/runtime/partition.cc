@@ -7,6 +7,11 @@
 namespace tw {
 
 Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* dst_device, Tensor* dst) {
+  if (src_device->device_type() == kDeviceCpu && dst_device->device_type() == kDeviceCpu && src_device->host_memory() &&
+      dst_device->host_memory()) {
+    *dst = src;
+    return Status::OK();
+  }
   if (src_device->host_memory() && dst_device->host_memory()) {
     StatusOr<Tensor> t = Tensor::Allocate(dst_device->allocator(), src.dtype(), src.shape());
     if (!t.ok()) return t.status().WithContext("copying to " + dst_device->name());

@@ -32,11 +32,15 @@
 
 namespace tw {
 
-// Copies `src`, which lives on `src_device`, into a new tensor allocated by
-// `dst_device`'s allocator (always a copy, even between host-memory devices, so
-// the destination owns its bytes as a real device would). ResourceExhausted when
-// the destination is out of memory; Unimplemented when a device without host
-// memory has no copy.
+// Moves `src`, which lives on `src_device`, to `dst_device`. Between two CPU
+// devices (virtual CPU devices share the host allocator and address space) the
+// destination shares the source's buffer, as TF's in-process rendezvous does
+// for host memory: no byte is copied, and kernels never write a shared input
+// in place. Otherwise a new tensor is allocated by `dst_device`'s allocator and
+// the bytes copied (also between other host-memory devices, such as the test
+// fake GPUs, so that they own their bytes as a real device would).
+// ResourceExhausted when the destination is out of memory; Unimplemented when a
+// device without host memory has no copy.
 Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* dst_device, Tensor* dst);
 
 // Wires a plan's data edges, inserting transfer items for cross-device ones.

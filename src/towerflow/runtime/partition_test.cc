@@ -98,7 +98,7 @@ TEST_F(PartitionTest, CrossDeviceTensorArrivesAsACopyOnTheDestinationAllocator) 
   EXPECT_EQ(gpu->BytesInUse(), before) << "the copy is freed with its last user";
 }
 
-TEST_F(PartitionTest, KernelsRunWithTheirDevicesPoolAndVirtualCpusCopy) {
+TEST_F(PartitionTest, KernelsRunWithTheirDevicesPoolAndVirtualCpusShareBuffers) {
   auto c = Const(root_.WithOpName("c").WithDevice("/cpu:0"), std::vector<float>{1, 2}, TensorShape{2});
   auto p0 = Probe(root_.WithOpName("p0").WithDevice("/cpu:0"), c);
   auto p1 = Probe(root_.WithOpName("p1").WithDevice("/cpu:1"), c);
@@ -119,7 +119,7 @@ TEST_F(PartitionTest, KernelsRunWithTheirDevicesPoolAndVirtualCpusCopy) {
   EXPECT_EQ(session.devices()[1]->intra_op_threads(), 2) << "4 threads over 2 virtual CPUs";
   const Tensor& value = std::get<Tensor>(*c.node->attrs().Find("value"));
   EXPECT_EQ(r0.input_data, value.raw_data()) << "same device: no copy";
-  EXPECT_NE(r1.input_data, value.raw_data()) << "CPU:0 -> CPU:1 goes through a transfer";
+  EXPECT_EQ(r1.input_data, value.raw_data()) << "CPU:0 -> CPU:1: a transfer that copies nothing";
 }
 
 TEST_F(PartitionTest, SingleDevicePlanCopiesNothing) {
@@ -152,8 +152,18 @@ TEST_F(PartitionTest, VariableOnCpuReadOnGpu) {
   EXPECT_EQ(session.placement().device_name(*init.node), "/job:localhost/replica:0/task:0/device:CPU:0");
 }
 
-TEST(CopyTensorTest, CopiesStringsAndEmptyTensors) {
+TEST(CopyTensorTest, CpuDevicesShareTheBuffer) {
   Device a(kDeviceCpu, 0, CpuAllocator(), 1), b(kDeviceCpu, 1, CpuAllocator(), 1);
+  Tensor x = Tensor::Vec<float>({1, 2, 3});
+  Tensor out;
+  ASSERT_TRUE(CopyTensorBetweenDevices(x, &a, &b, &out).ok());
+  EXPECT_TRUE(out.SharesBufferWith(x));
+  EXPECT_EQ(out.ToVector<float>(), (std::vector<float>{1, 2, 3}));
+}
+
+TEST(CopyTensorTest, CopiesStringsAndEmptyTensors) {
+  // Host-memory devices of another type (the fake GPU's) own their bytes.
+  Device a(kDeviceCpu, 0, CpuAllocator(), 1), b(kDeviceGpu, 0, CpuAllocator(), 1);
   Tensor s = Tensor::Vec<std::string>({"ab", "", "cde"});
   Tensor out;
   ASSERT_TRUE(CopyTensorBetweenDevices(s, &a, &b, &out).ok());

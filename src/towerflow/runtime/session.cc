@@ -1,6 +1,7 @@
 #include "towerflow/runtime/session.h"
 
 #include <cstdio>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -57,7 +58,8 @@ Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_
     std::fwrite(out.data(), 1, out.size(), stdout);
     std::fflush(stdout);
   }
-  if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("tw_inter_op", inter);
+  // The thread that calls Run is one of a step's `inter` threads.
+  if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("tw_inter_op", inter - 1);
   blocking_pool_ = std::make_unique<ElasticThreadPool>("tw_blocking");
   // TF places the whole graph when the session is created.
   std::lock_guard<std::mutex> lock(mu_);
@@ -140,6 +142,32 @@ StatusOr<OpKernel*> Session::GetKernel(const Node* node, Device* device) {
   return raw;
 }
 
+namespace {
+
+// A step that runs some participants of a CollectiveAllReduce group but not
+// all of them would wait forever for the others: InvalidArgument instead,
+// naming the group and the participants the step runs.
+Status CheckCollectiveGroups(const ExecutorPlan& plan) {
+  std::map<std::string, std::vector<const Node*>> groups;
+  for (const ExecutorPlan::Item& item : plan.items) {
+    if (item.node->op() != "CollectiveAllReduce") continue;
+    auto name = item.node->attrs().Get<std::string>("shared_name");
+    if (name.ok()) groups[*name].push_back(item.node);
+  }
+  for (const auto& [name, nodes] : groups) {
+    auto wanted = nodes[0]->attrs().Get<int64_t>("num_devices");
+    if (!wanted.ok() || *wanted == static_cast<int64_t>(nodes.size())) continue;
+    std::string present;
+    for (const Node* n : nodes) present += (present.empty() ? "" : ", ") + n->name();
+    return errors::InvalidArgument("CollectiveAllReduce group '", name, "' has ", *wanted,
+                                   " participants but this step runs ", nodes.size(), " of them (", present,
+                                   "); fetch or target what depends on all of them, or none");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList& feeds,
                                                                  const std::vector<Output>& fetches,
                                                                  const std::vector<Node*>& targets) {
@@ -195,6 +223,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
     plan->items.push_back(std::move(item));
   }
+  TW_RETURN_IF_ERROR(CheckCollectiveGroups(*plan));
   // Nodes are added in topological order (inputs exist before consumers), so
   // producers already have items. Edges between devices get transfer items,
   // appended after the node items.

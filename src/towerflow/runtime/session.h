@@ -33,7 +33,8 @@
 namespace tw {
 
 struct SessionOptions {
-  // Threads that run independent nodes of a step; 0: one per core. 1 runs every
+  // Threads that run independent nodes of a step, the calling thread
+  // included (the session's pool has one fewer); 0: one per core. 1 runs every
   // node on the calling thread.
   int inter_op_threads = 0;
   // Threads the heavy kernels (MatMul, Conv2D) split work over, shared among

@@ -4,6 +4,7 @@
 #include <type_traits>
 
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/collective_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/train/internal/all_reduce_checks.h"
 
@@ -130,6 +131,112 @@ Status CpuAllReducer::AllReduce(const std::vector<Tensor*>& tensors, Reduction o
   return Status::OK();
 }
 
+AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm) {
+  return algorithm == AllReduceAlgorithm::kAuto ? AllReduceAlgorithm::kReduceBroadcast : algorithm;
+}
+
+namespace {
+
+// The collective: one CollectiveAllReduce per device and dtype over the whole
+// list. REQUIRES: inputs checked (same count, dtypes and shapes per k).
+std::vector<std::vector<Output>> CollectiveMany(const Scope& scope, const std::vector<std::vector<Output>>& inputs,
+                                                Reduction reduction) {
+  const size_t n = inputs.size(), count = inputs[0].size();
+  std::vector<std::vector<Output>> out(n, std::vector<Output>(count));
+  std::vector<DataType> dtypes;
+  for (const Output& t : inputs[0]) {
+    if (std::find(dtypes.begin(), dtypes.end(), t.dtype()) == dtypes.end()) dtypes.push_back(t.dtype());
+  }
+  for (DataType dtype : dtypes) {
+    std::string suffix = dtypes.size() > 1 ? "_" + std::string(DataTypeName(dtype)) : "";
+    // The group's name: this (unique) name scope, so that two reductions never meet.
+    const std::string group = scope.name_scope() + suffix;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<Output> list;
+      std::vector<size_t> ks;
+      for (size_t k = 0; k < count; ++k) {
+        if (inputs[i][k].dtype() != dtype) continue;
+        list.push_back(inputs[i][k]);
+        ks.push_back(k);
+      }
+      Scope ds = scope.WithDevice(inputs[i][0].node->requested_device())
+                     .WithOpName("device_" + std::to_string(i) + suffix);
+      std::vector<Output> reduced =
+          CollectiveAllReduce(ds, list,
+                              {.reduction = reduction == Reduction::kMean ? "mean" : "sum",
+                               .num_devices = static_cast<int64_t>(n),
+                               .shared_name = group});
+      for (size_t j = 0; j < ks.size(); ++j) out[i][ks[j]] = reduced[j];
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<Output>> AllReduceMany(const Scope& scope, const std::vector<std::vector<Output>>& inputs,
+                                               const GraphAllReduceOptions& options) {
+  std::vector<std::vector<Output>> out;
+  for (const auto& list : inputs) out.emplace_back(list.size());
+  auto fail = [&](Status status) {
+    scope.UpdateStatus(status);
+    return out;
+  };
+  if (inputs.empty()) return fail(errors::InvalidArgument("AllReduce: no inputs"));
+  const size_t count = inputs[0].size();
+  if (count == 0) return fail(errors::InvalidArgument("AllReduce: device 0 has no tensors"));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].size() != count) {
+      return fail(errors::InvalidArgument("AllReduce: device ", i, " has ", inputs[i].size(),
+                                          " tensors but device 0 has ", count));
+    }
+    for (size_t k = 0; k < count; ++k) {
+      if (!inputs[i][k].valid()) {
+        if (scope.ok()) scope.UpdateStatus(errors::InvalidArgument("AllReduce: tensor ", k, " of device ", i, " is null"));
+        return out;
+      }
+    }
+  }
+  if (ResolveAllReduceAlgorithm(options.algorithm) == AllReduceAlgorithm::kReduceBroadcast) {
+    Scope s = options.name.empty() ? scope : scope.NewSubScope(options.name);
+    for (size_t k = 0; k < count; ++k) {
+      std::vector<Output> column;
+      for (const auto& list : inputs) column.push_back(list[k]);
+      GraphAllReduceOptions one = options;
+      one.name = "tensor_" + std::to_string(k);
+      one.reduce_on = static_cast<int>((static_cast<size_t>(std::max(0, options.reduce_on)) + k) % inputs.size());
+      std::vector<Output> reduced = AllReduce(s, column, one);
+      if (!scope.ok()) return out;
+      for (size_t i = 0; i < inputs.size(); ++i) out[i][k] = reduced[i];
+    }
+    return out;
+  }
+  // Collective: the same checks AllReduce makes, per k.
+  for (size_t k = 0; k < count; ++k) {
+    for (size_t i = 1; i < inputs.size(); ++i) {
+      const Output& a = inputs[i][k];
+      const Output& b = inputs[0][k];
+      if (a.dtype() != b.dtype()) {
+        return fail(errors::InvalidArgument("AllReduce: tensor ", k, " of device ", i, " (", a.name(), ") is ",
+                                            DataTypeName(a.dtype()), " but on device 0 (", b.name(), ") it is ",
+                                            DataTypeName(b.dtype())));
+      }
+      if (!a.shape().IsCompatibleWith(b.shape())) {
+        return fail(errors::InvalidArgument("AllReduce: tensor ", k, " of device ", i, " (", a.name(),
+                                            ") has shape ", a.shape().ToString(), " but on device 0 (", b.name(),
+                                            ") it has shape ", b.shape().ToString()));
+      }
+    }
+  }
+  if (options.reduction != Reduction::kSum && options.reduction != Reduction::kMean) {
+    return fail(errors::InvalidArgument("AllReduce in the graph supports sum and mean, not ",
+                                        ReductionName(options.reduction)));
+  }
+  Scope s = scope.NewSubScope(options.name.empty() ? "collective" : options.name);
+  out = CollectiveMany(s, inputs, options.reduction);
+  return out;
+}
+
 std::vector<Output> AllReduce(const Scope& scope, const std::vector<Output>& inputs,
                               const GraphAllReduceOptions& options) {
   std::vector<Output> out(inputs.size());
@@ -162,6 +269,14 @@ std::vector<Output> AllReduce(const Scope& scope, const std::vector<Output>& inp
   if (options.reduce_on < 0 || options.reduce_on >= static_cast<int>(inputs.size())) {
     return fail(errors::InvalidArgument("AllReduce: reduce_on ", options.reduce_on, " is not one of the ",
                                         inputs.size(), " inputs"));
+  }
+  if (ResolveAllReduceAlgorithm(options.algorithm) == AllReduceAlgorithm::kCollective) {
+    std::vector<std::vector<Output>> many;
+    for (const Output& in : inputs) many.push_back({in});
+    Scope s = scope.NewSubScope(options.name.empty() ? "collective" : options.name);
+    std::vector<std::vector<Output>> reduced = CollectiveMany(s, many, options.reduction);
+    for (size_t i = 0; i < inputs.size(); ++i) out[i] = reduced[i][0];
+    return out;
   }
   Scope s = scope.NewSubScope(options.name);
   Output reduced;

@@ -9,11 +9,20 @@
 //   implementation behind the same interface. AllReduce may be called from
 //   several threads at once (it only reads its options and uses a thread-safe
 //   pool).
-// - AllReduce(scope, ...), in the graph: the composition the mirrored path of
-//   Replicate (replicate.h) uses today: AddN of the per-device inputs on one
-//   device, a division for the mean, and one Identity per input device (the
-//   "broadcast": the placer's Send/Recv carry the result there). Graph builders
-//   record errors in the scope (scope.h) and are not thread-safe.
+// - AllReduce(scope, ...) and AllReduceMany, in the graph, two algorithms:
+//   * reduce-broadcast (the default): AddN of the per-device inputs on one
+//     device, a division for the mean, and one Identity per input device (the
+//     "broadcast": the partitioner's transfers carry the result there; between
+//     virtual CPU devices they share the buffer). Works on any devices.
+//   * collective (virtual CPU devices): one CollectiveAllReduce node per
+//     device (graph/ops/collective_ops.h); the devices meet, each reduces a
+//     slice, all share the result; AllReduceMany fuses a whole list (all of a
+//     tower's gradients) into one meeting per device. Each waiting participant
+//     holds a thread, so it pays where cores outnumber towers; on the 2-core CI
+//     VM with 2 towers it measured 5 to 35% slower per step than
+//     reduce-broadcast (docs/benchmarks.md), hence opt-in.
+//   Graph builders record errors in the scope (scope.h) and are not
+//   thread-safe.
 #ifndef TOWERFLOW_TRAIN_ALL_REDUCE_H_
 #define TOWERFLOW_TRAIN_ALL_REDUCE_H_
 
@@ -80,9 +89,19 @@ class CpuAllReducer : public AllReducer {
   CpuAllReducerOptions options_;
 };
 
+enum class AllReduceAlgorithm {
+  kAuto,             // the measured best: kReduceBroadcast today
+  kCollective,       // CollectiveAllReduce on each device (CPU kernels only)
+  kReduceBroadcast,  // AddN (+ Div) on one device, an Identity per device
+};
+
+// kAuto resolved; the others as given.
+AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm);
+
 struct GraphAllReduceOptions {
   // kSum or kMean (InvalidArgument for the others: the graph has no Minimum op).
   Reduction reduction = Reduction::kMean;
+  AllReduceAlgorithm algorithm = AllReduceAlgorithm::kAuto;
   // Index of the input on whose device the sum is computed. Replicate spreads
   // its variables over the devices round-robin (tf_cnn_benchmarks' "shuffle"
   // all-reduce), so no device does every reduction.
@@ -94,12 +113,24 @@ struct GraphAllReduceOptions {
 
 // One output per input, each on its input's requested device, all holding the
 // reduction of the inputs. Nodes are built in name scope options.name under
-// `scope`: "all_reduce/AddN", "all_reduce/truediv", "all_reduce/broadcast_<i>".
-// One input gives an Identity of it (x / 1 == x). Errors (recorded in the
-// scope, outputs null): no inputs, a null input, dtypes or static shapes that
-// differ, reduce_on out of range, an unsupported reduction.
+// `scope`: reduce-broadcast "all_reduce/AddN", "all_reduce/truediv",
+// "all_reduce/broadcast_<i>" (one input gives an Identity of it: x / 1 == x);
+// collective "all_reduce/device_<i>" (reduce_on unused). Errors (recorded in
+// the scope, outputs null): no inputs, a null input, dtypes or static shapes
+// that differ, reduce_on out of range, an unsupported reduction.
 std::vector<Output> AllReduce(const Scope& scope, const std::vector<Output>& inputs,
                               const GraphAllReduceOptions& options = {});
+
+// Many tensors per device at once: inputs[i][k] is device i's k-th tensor
+// (every device the same count, tensor k the same dtype and shape on every
+// device); out[i][k] its reduction. Collective: one CollectiveAllReduce per
+// device and dtype reduces the whole list in one meeting ("all_reduce/
+// device_<i>", or "all_reduce/device_<i>_<dtype>" when there are several
+// dtypes). Reduce-broadcast: one AllReduce per k, in name scope
+// "all_reduce/tensor_<k>", summing on device (reduce_on + k) mod N so that no
+// device does every sum. Errors as AllReduce's, naming i and k.
+std::vector<std::vector<Output>> AllReduceMany(const Scope& scope, const std::vector<std::vector<Output>>& inputs,
+                                               const GraphAllReduceOptions& options = {});
 
 }  // namespace tw::train
 

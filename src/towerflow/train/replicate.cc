@@ -305,7 +305,39 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
   // Shared variables: the mean on the variable's device, applied once.
   // Mirrored copies: the graph all-reduce, each copy updated with the result.
   const size_t n_mirrored = mirror_groups.size();
-  if (n_mirrored > 0) {
+  const bool collective =
+      ResolveAllReduceAlgorithm(options.all_reduce) == AllReduceAlgorithm::kCollective;
+  if (n_mirrored > 0 && collective) {
+    // One meeting per tower for all the variables that have a gradient: the
+    // update waits for every gradient anyway (the barrier below).
+    std::vector<std::vector<Output>> grads(static_cast<size_t>(n));
+    std::vector<size_t> reduced_vars;
+    for (size_t k = 0; k < n_mirrored; ++k) {
+      bool any = false;
+      for (int i = 0; i < n; ++i) any |= tower_grads[static_cast<size_t>(i)][k].first.valid();
+      if (!any) continue;
+      reduced_vars.push_back(k);
+      for (int i = 0; i < n; ++i) {
+        const Output& g = tower_grads[static_cast<size_t>(i)][k].first;
+        const Variable& v = mirror_groups[k][static_cast<size_t>(i)];
+        grads[static_cast<size_t>(i)].push_back(g.valid() ? g : ZerosLike(root.WithDevice(DeviceOf(v)), v.value));
+      }
+    }
+    std::vector<std::vector<Output>> reduced(static_cast<size_t>(n));
+    if (!reduced_vars.empty()) {
+      reduced = AllReduceMany(root, grads,
+                              {.reduction = Reduction::kMean, .algorithm = AllReduceAlgorithm::kCollective});
+    }
+    size_t next = 0;
+    for (size_t k = 0; k < n_mirrored; ++k) {
+      const bool has = next < reduced_vars.size() && reduced_vars[next] == k;
+      for (int i = 0; i < n; ++i) {
+        step.grads_and_vars.emplace_back(has ? reduced[static_cast<size_t>(i)][next] : Output(),
+                                         mirror_groups[k][static_cast<size_t>(i)]);
+      }
+      if (has) ++next;
+    }
+  } else if (n_mirrored > 0) {
     Scope ar = root.NewSubScope("all_reduce");
     for (size_t k = 0; k < n_mirrored; ++k) {
       std::vector<Output> grads;
@@ -322,6 +354,7 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
       std::vector<Output> reduced =
           any ? AllReduce(ar.NewSubScope(logical), grads,
                           {.reduction = Reduction::kMean,
+                           .algorithm = AllReduceAlgorithm::kReduceBroadcast,
                            .reduce_on = static_cast<int>(k % static_cast<size_t>(n)),
                            .name = ""})
               : std::vector<Output>(static_cast<size_t>(n));

@@ -37,6 +37,7 @@
 #include "towerflow/core/status.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/graph/scope.h"
+#include "towerflow/train/all_reduce.h"
 #include "towerflow/train/optimizer.h"
 
 namespace tw {
@@ -71,6 +72,11 @@ struct ReplicateOptions {
   std::string variable_device = "/device:CPU:0";
   // Create (or reuse) "global_step" and increment it with every update.
   bool global_step = false;
+  // kMirrored: how the gradients are averaged (all_reduce.h): a
+  // reduce-broadcast per variable (kAuto, kReduceBroadcast), or on CPU towers
+  // one fused collective per tower (kCollective: every tower reduces a slice
+  // of all the gradients at once).
+  AllReduceAlgorithm all_reduce = AllReduceAlgorithm::kAuto;
 };
 
 // Gives a tower its batch; called once per tower with the tower's scope, so a

@@ -202,6 +202,46 @@ TEST(Replicate, MirroredCopiesStartAndStayEqual) {
   EXPECT_EQ((*gs)[0].scalar<int64_t>(), 5);
 }
 
+TEST(Replicate, MirroredCollectiveMatchesReduceBroadcastBitForBit) {
+  // Same towers, same feeds: the fused collective (one meeting per tower, sums
+  // in device order) and the reduce-broadcast (AddN in tower order) give the
+  // same bits.
+  auto train = [](AllReduceAlgorithm algorithm, bool* has_collective) {
+    Graph graph;
+    graph.set_seed(7);
+    Scope root(graph);
+    Momentum momentum({.learning_rate = 0.1, .momentum = 0.9});
+    ReplicaStep step = Replicate(root, Devices("cpu:0,cpu:1,cpu:2"), PlaceholderBatch, momentum, Model,
+                                 {.variable_placement = VariablePlacement::kMirrored, .all_reduce = algorithm});
+    EXPECT_TRUE(root.ok()) << root.status().ToString();
+    const Node* p2 = graph.FindNode("all_reduce/device_2");
+    *has_collective = p2 != nullptr && p2->op() == "CollectiveAllReduce";
+    if (*has_collective) EXPECT_EQ(p2->requested_device(), "/device:CPU:2");
+    Session session(graph, WithCpus(3));
+    EXPECT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+    const FeedList feeds = Feeds(step);
+    for (int i = 0; i < 5; ++i) EXPECT_TRUE(session.Run(feeds, {}, {step.train_op}).ok());
+    std::vector<Output> fetch;
+    for (const auto& vars : step.tower_variables) {
+      for (const Variable& v : vars) fetch.push_back(v.value);
+    }
+    auto r = session.Run(fetch);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    std::vector<std::vector<float>> out;
+    for (const Tensor& t : *r) out.push_back(t.ToVector<float>());
+    return out;
+  };
+  bool collective = false, broadcast = false;
+  auto a = train(AllReduceAlgorithm::kCollective, &collective);
+  auto b = train(AllReduceAlgorithm::kReduceBroadcast, &broadcast);
+  EXPECT_TRUE(collective);
+  EXPECT_FALSE(broadcast);
+  ASSERT_EQ(a.size(), 6u);  // 3 towers x (kernel, bias)
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a[0], a[2]);  // tower 0's kernel == tower 1's
+  EXPECT_EQ(a[0], a[4]);
+}
+
 TEST(Replicate, OneTowerIsPlainTraining) {
   Graph graph;
   Scope root(graph);

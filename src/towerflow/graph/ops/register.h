@@ -16,6 +16,7 @@ void RegisterNnOps(OpRegistry& registry);
 void RegisterStateOps(OpRegistry& registry);
 void RegisterRandomOps(OpRegistry& registry);
 void RegisterTrainingOps(OpRegistry& registry);
+void RegisterCollectiveOps(OpRegistry& registry);
 
 // Dtypes most numeric ops accept.
 inline const std::vector<DataType>& FloatTypes() {

@@ -12,6 +12,7 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterStateOps(registry);
   RegisterRandomOps(registry);
   RegisterTrainingOps(registry);
+  RegisterCollectiveOps(registry);
 }
 
 }  // namespace tw

@@ -1,0 +1,209 @@
+// CollectiveAllReduce on virtual CPU devices: sums and means of fused lists,
+// the reduction order (device order, as AddN adds), shared outputs, and the
+// ways a step can go wrong without hanging: mismatched participants, a plan
+// that runs only some of them, and a step that fails while one waits.
+#include <gtest/gtest.h>
+
+#include <chrono>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/collective_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/runtime/session.h"
+
+namespace tw {
+namespace {
+
+SessionOptions Cpus(int n) {
+  SessionOptions o;
+  o.num_cpu_devices = n;
+  o.inter_op_threads = n;
+  o.intra_op_threads = n;
+  return o;
+}
+
+std::string Cpu(int i) { return "/device:CPU:" + std::to_string(i); }
+
+class CollectiveTest : public ::testing::Test {
+ protected:
+  // Participant i of group `name`: a CollectiveAllReduce on CPU:i over `inputs`.
+  std::vector<Output> Participant(int i, const std::vector<Output>& inputs, int n, const std::string& reduction,
+                                  const std::string& name = "g") {
+    return CollectiveAllReduce(root_.WithDevice(Cpu(i)).WithOpName("p" + std::to_string(i)), inputs,
+                               {.reduction = reduction, .num_devices = n, .shared_name = name});
+  }
+
+  Graph graph_;
+  Scope root_{graph_};
+};
+
+TEST_F(CollectiveTest, SumsAndMeansAFusedListOnEveryDevice) {
+  constexpr int n = 3;
+  std::vector<Output> a, b;
+  FeedList feeds;
+  for (int i = 0; i < n; ++i) {
+    Scope s = root_.WithDevice(Cpu(i));
+    a.push_back(Placeholder(s, kFloat32, PartialShape({5})));
+    b.push_back(Placeholder(s, kFloat32, PartialShape({2, 3})));
+    const float f = static_cast<float>(i + 1);
+    feeds.emplace_back(a.back(), Tensor::Vec<float>({f, 2 * f, 3 * f, 4 * f, 5 * f}));
+    feeds.emplace_back(b.back(), Tensor::FromVector<float>({f, f, f, -f, -f, 10 * f}, TensorShape{2, 3}));
+  }
+  std::vector<Output> fetches;
+  for (int i = 0; i < n; ++i) {
+    for (const Output& o : Participant(i, {a[static_cast<size_t>(i)], b[static_cast<size_t>(i)]}, n, "mean")) {
+      fetches.push_back(o);
+    }
+  }
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  EXPECT_EQ(fetches[1].shape().ToString(), "[2,3]");
+  Session session(graph_, Cpus(n));
+  for (int step = 0; step < 3; ++step) {
+    auto r = session.Run(feeds, fetches);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    for (int i = 0; i < n; ++i) {
+      // Means of 1, 2, 3 times each pattern: 2 times it.
+      EXPECT_EQ((*r)[static_cast<size_t>(2 * i)].ToVector<float>(), (std::vector<float>{2, 4, 6, 8, 10}));
+      EXPECT_EQ((*r)[static_cast<size_t>(2 * i + 1)].ToVector<float>(), (std::vector<float>{2, 2, 2, -2, -2, 20}));
+      EXPECT_EQ((*r)[static_cast<size_t>(2 * i + 1)].shape(), (TensorShape{2, 3}));
+    }
+  }
+}
+
+TEST_F(CollectiveTest, SumsInDeviceOrderAsAddNDoes) {
+  // Float addition is not associative: 1e8 + 1 - 1e8 depends on the order.
+  // Built in reverse device order; the sum must still be x0 + x1 + x2.
+  constexpr int n = 3;
+  const std::vector<std::vector<float>> values = {{1e8f, 1.0f, 0.1f}, {1.0f, -1e8f, 0.2f}, {-1e8f, 1e8f, 0.3f}};
+  std::vector<Output> x(n), out(n);
+  FeedList feeds;
+  for (int i = n - 1; i >= 0; --i) {
+    x[static_cast<size_t>(i)] = Placeholder(root_.WithDevice(Cpu(i)), kFloat32, PartialShape({3}));
+    feeds.emplace_back(x[static_cast<size_t>(i)], Tensor::Vec<float>(values[static_cast<size_t>(i)]));
+  }
+  for (int i = n - 1; i >= 0; --i) out[static_cast<size_t>(i)] = Participant(i, {x[static_cast<size_t>(i)]}, n, "sum")[0];
+  Output add_n = AddN(root_.WithDevice(Cpu(0)), x);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session session(graph_, Cpus(n));
+  for (int step = 0; step < 20; ++step) {
+    auto r = session.Run(feeds, {out[0], out[1], out[2], add_n});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    for (int i = 0; i < n; ++i) EXPECT_EQ((*r)[static_cast<size_t>(i)].ToVector<float>(), (*r)[3].ToVector<float>());
+  }
+}
+
+TEST_F(CollectiveTest, IntegersAndASingleDevice) {
+  Output i0 = Const(root_.WithDevice(Cpu(0)), std::vector<int32_t>{1, 2});
+  Output i1 = Const(root_.WithDevice(Cpu(1)), std::vector<int32_t>{10, 20});
+  Output s0 = Participant(0, {i0}, 2, "sum", "ints")[0];
+  Output s1 = Participant(1, {i1}, 2, "sum", "ints")[0];
+  Output m0 = Participant(0, {i0}, 2, "mean", "int_means")[0];
+  Output m1 = Participant(1, {i1}, 2, "mean", "int_means")[0];
+  Output alone = CollectiveAllReduce(root_.WithDevice(Cpu(0)), {i1}, {.reduction = "mean", .num_devices = 1, .shared_name = "one"})[0];
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session session(graph_, Cpus(2));
+  auto r = session.Run({s0, s1, m0, m1, alone});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].ToVector<int32_t>(), (std::vector<int32_t>{11, 22}));
+  EXPECT_EQ((*r)[1].ToVector<int32_t>(), (std::vector<int32_t>{11, 22}));
+  EXPECT_EQ((*r)[2].ToVector<int32_t>(), (std::vector<int32_t>{5, 11}));  // truncated
+  EXPECT_EQ((*r)[4].ToVector<int32_t>(), (std::vector<int32_t>{10, 20}));
+}
+
+TEST_F(CollectiveTest, MismatchedShapesFailEveryParticipantNamingBoth) {
+  Output a = Placeholder(root_.WithDevice(Cpu(0)), kFloat32);
+  Output b = Placeholder(root_.WithDevice(Cpu(1)), kFloat32);
+  Output p0 = Participant(0, {a}, 2, "sum")[0];
+  Output p1 = Participant(1, {b}, 2, "sum")[0];
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_, Cpus(2));
+  auto r = session.Run({{a, Tensor::Vec<float>({1, 2, 3})}, {b, Tensor::Vec<float>({1, 2})}}, {p0, p1});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+  const std::string& m = r.status().message();
+  EXPECT_NE(m.find("'g'"), std::string::npos) << m;
+  EXPECT_NE(m.find("'p0'"), std::string::npos) << m;
+  EXPECT_NE(m.find("'p1'"), std::string::npos) << m;
+  EXPECT_NE(m.find("[3]"), std::string::npos) << m;
+  EXPECT_NE(m.find("[2]"), std::string::npos) << m;
+  // The group is usable again by the next step.
+  auto ok = session.Run({{a, Tensor::Vec<float>({1, 2})}, {b, Tensor::Vec<float>({3, 4})}}, {p0, p1});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[1].ToVector<float>(), (std::vector<float>{4, 6}));
+}
+
+TEST_F(CollectiveTest, AStepWithoutEveryParticipantIsRejectedBeforeItRuns) {
+  Output a = Const(root_.WithDevice(Cpu(0)), std::vector<float>{1}, TensorShape{1});
+  Output p0 = Participant(0, {a}, 2, "sum")[0];
+  Participant(1, {a}, 2, "sum");
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_, Cpus(2));
+  auto r = session.Run({p0});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(r.status().message().find("group 'g' has 2 participants but this step runs 1 of them (p0)"),
+            std::string::npos)
+      << r.status().ToString();
+}
+
+TEST_F(CollectiveTest, AFailingPeerBranchCancelsTheWaitingParticipant) {
+  // Participant 1's input fails (Reshape of 4 values to [3]) while participant
+  // 0 waits for it: the step ends with the Reshape's error, not a hang.
+  Output a = Const(root_.WithDevice(Cpu(0)), std::vector<float>{1, 2, 3}, TensorShape{3});
+  Output fed = Placeholder(root_.WithDevice(Cpu(1)), kFloat32);
+  Output bad = Reshape(root_.WithDevice(Cpu(1)).WithOpName("bad_reshape"), fed, std::vector<int32_t>{3});
+  Output p0 = Participant(0, {a}, 2, "sum")[0];
+  Output p1 = Participant(1, {bad}, 2, "sum")[0];
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_, Cpus(2));
+  for (int step = 0; step < 5; ++step) {
+    const auto start = std::chrono::steady_clock::now();
+    auto r = session.Run({{fed, Tensor::Vec<float>({1, 2, 3, 4})}}, {p0, p1});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.status().code(), Code::kInvalidArgument) << r.status().ToString();
+    EXPECT_NE(r.status().message().find("bad_reshape"), std::string::npos) << r.status().ToString();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  }
+  auto ok = session.Run({{fed, Tensor::Vec<float>({1, 1, 1})}}, {p0, p1});
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ((*ok)[0].ToVector<float>(), (std::vector<float>{2, 3, 4}));
+}
+
+TEST_F(CollectiveTest, BuilderErrorsAreRecordedInTheScope) {
+  Output a = Const(root_, std::vector<float>{1}, TensorShape{1});
+  auto expect_error = [&](const CollectiveAllReduceAttrs& attrs, std::vector<Output> inputs,
+                          const std::string& message) {
+    Scope s(graph_);
+    std::vector<Output> out = CollectiveAllReduce(s, inputs, attrs);
+    ASSERT_FALSE(s.ok()) << message;
+    EXPECT_EQ(s.status().code(), Code::kInvalidArgument);
+    EXPECT_NE(s.status().message().find(message), std::string::npos) << s.status().ToString();
+    for (const Output& o : out) EXPECT_FALSE(o.valid());
+  };
+  expect_error({.num_devices = 2, .shared_name = ""}, {a}, "shared_name is empty");
+  expect_error({.num_devices = 0, .shared_name = "x"}, {a}, "num_devices must be at least 1, got 0");
+  expect_error({.reduction = "max", .num_devices = 2, .shared_name = "x"}, {a}, "reduction 'max' is not one of sum, mean");
+  expect_error({.num_devices = 2, .shared_name = "x"}, {}, "no inputs");
+}
+
+TEST_F(CollectiveTest, ManyStepsBackToBack) {
+  // Races between meetings of consecutive steps (and for TSan).
+  constexpr int n = 2;
+  std::vector<Output> out;
+  for (int i = 0; i < n; ++i) {
+    Tensor value(kFloat64, TensorShape{1000});
+    for (double& v : value.flat<double>()) v = i + 1.0;
+    Output x = Const(root_.WithDevice(Cpu(i)), value);
+    out.push_back(Participant(i, {x}, n, "mean")[0]);
+  }
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_, Cpus(n));
+  for (int step = 0; step < 300; ++step) {
+    auto r = session.Run(out);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ASSERT_EQ((*r)[1].ToVector<double>(), std::vector<double>(1000, 1.5));
+  }
+}
+
+}  // namespace
+}  // namespace tw
