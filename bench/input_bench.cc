@@ -47,7 +47,7 @@ constexpr int64_t kMinAfterDequeue = 1000;  // the seed's
 constexpr int kSeedFeatures = 64;
 
 enum class Schema { kFashionMnist, kSeed };
-enum class Mode { kQueue, kBatched, kLibrary };
+enum class Mode { kQueue, kBatched, kReadUpTo, kLibrary };
 
 struct Dataset {
   Schema schema;
@@ -107,14 +107,28 @@ class Pipeline {
   Pipeline(const Dataset& d, Mode mode, int threads) {
     tw::Scope root(graph_);
     tw::io::Queue files = tw::train::StringInputProducer(root, d.files);  // shuffled, forever: the seed's
-    auto read = tw::io::TFRecordReader(root, {.compression = d.compression}).Read(files);
+    tw::io::TFRecordReader reader(root, {.compression = d.compression});
     if (mode == Mode::kQueue) {
+      // The seed's pipeline: one record per step of an input thread.
+      auto read = reader.Read(files);
       fetches_ = tw::train::ShuffleBatch(root, ParseOne(root, read.value, d.schema),
                                          {.batch_size = kBatch,
                                           .capacity = kMinAfterDequeue + 4 * kBatch,
                                           .min_after_dequeue = kMinAfterDequeue,
                                           .num_threads = threads});
+    } else if (mode == Mode::kReadUpTo) {
+      // towerflow train's: read_up_to + parse_example + decode_raw per batch,
+      // enqueue_many into the seed's shuffle queue.
+      auto read = reader.ReadUpTo(files, kBatch);
+      fetches_ = tw::train::ShuffleBatch(root, ParseMany(root, read.value, d.schema),
+                                         {.batch_size = kBatch,
+                                          .capacity = kMinAfterDequeue + 4 * kBatch,
+                                          .min_after_dequeue = kMinAfterDequeue,
+                                          .num_threads = threads,
+                                          .enqueue_many = true});
     } else {
+      // Records batched by a FIFO queue, then parsed per batch.
+      auto read = reader.Read(files);
       tw::Batch serialized =
           tw::train::Batch(root, {read.value}, {.batch_size = kBatch, .num_threads = threads, .capacity = 4 * kBatch});
       if (root.ok()) fetches_ = ParseMany(root, serialized[0], d.schema);
@@ -273,9 +287,9 @@ int main(int argc, char** argv) {
       }
       const std::string tail = "/" + d.schema_name + "/" + (c == tw::Compression::kGzip ? "gzip" : "none");
       for (int threads : {1, 2}) {
-        for (Mode mode : {Mode::kQueue, Mode::kBatched}) {
-          const std::string name = std::string(mode == Mode::kQueue ? "queue" : "batched") + tail +
-                                   "/threads:" + std::to_string(threads);
+        for (Mode mode : {Mode::kQueue, Mode::kBatched, Mode::kReadUpTo}) {
+          const char* mode_name = mode == Mode::kQueue ? "queue" : mode == Mode::kBatched ? "batched" : "readupto";
+          const std::string name = std::string(mode_name) + tail + "/threads:" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(), BM_Pipeline, d, mode, threads)
               ->UseRealTime()
               ->Unit(benchmark::kMillisecond);

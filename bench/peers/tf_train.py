@@ -39,7 +39,7 @@ tf1 = tf.compat.v1
 
 
 def parse(model, serialized, n_features):
-    """One serialized Example -> (input, label), as towerflow's DecodeExample."""
+    """One serialized Example -> (input, label), as the seed parses it."""
     if model == "seed":
         p = tf.io.parse_single_example(serialized, {"x": tf.io.FixedLenFeature([], tf.string),
                                                     "labels": tf.io.FixedLenFeature([], tf.string)})

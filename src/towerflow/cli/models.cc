@@ -111,14 +111,12 @@ Output CnnLogits(const Scope& s, const Output& images, bool training, std::vecto
   return Dense(s, "logits", dense, 1024, kClasses, false, kernels);
 }
 
-// Pixels as float in [0, 1], shaped for the model: [.., 784] or [.., 28, 28, 1].
-Output ImageInput(const Scope& s, const Output& pixels, const ModelConfig& config, bool batched) {
+// A batch of pixels as float in [0, 1], shaped for the model: [n, 784] or [n, 28, 28, 1].
+Output ImageInput(const Scope& s, const Output& pixels, const ModelConfig& config) {
   Output scaled = Mul(s, Cast(s, pixels, kFloat32), Const(s, 1.0f / 255.0f));
   const int32_t side = static_cast<int32_t>(kImageSide);
-  if (config.name == "cnn") {
-    return batched ? Reshape(s, scaled, {-1, side, side, 1}) : Reshape(s, scaled, {side, side, 1});
-  }
-  return batched ? Reshape(s, scaled, {-1, side * side}) : Reshape(s, scaled, {side * side});
+  if (config.name == "cnn") return Reshape(s, scaled, {-1, side, side, 1});
+  return Reshape(s, scaled, {-1, side * side});
 }
 
 io::FeatureMap Features(const ModelConfig& config) {
@@ -192,19 +190,6 @@ StatusOr<ModelConfig> ModelFromMetadata(const std::map<std::string, std::string>
   return config;
 }
 
-tw::Batch DecodeExample(const Scope& scope, const Output& serialized, const ModelConfig& config) {
-  Scope s = scope.NewSubScope("decode");
-  io::ParsedFeatures f = io::ParseSingleExample(s, serialized, Features(config));
-  if (config.name == "seed") {
-    const int32_t width = static_cast<int32_t>(config.n_features);
-    Output x = Reshape(s, io::DecodeRaw(s, f["x"], kInt32), {2, width});
-    Output labels = Reshape(s, io::DecodeRaw(s, f["labels"], kInt32), {1, 2});
-    return {x, labels};
-  }
-  Output pixels = io::DecodeRaw(s, f["image"], kUInt8);
-  return {ImageInput(s, pixels, config, false), Cast(s, f["label"], kInt32)};
-}
-
 tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config) {
   Scope s = scope.NewSubScope("decode");
   io::ParsedFeatures f = io::ParseExample(s, serialized, Features(config));
@@ -215,7 +200,7 @@ tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelC
     return {x, labels};
   }
   Output pixels = io::DecodeRaw(s, f["image"], kUInt8);
-  return {ImageInput(s, pixels, config, true), Cast(s, f["label"], kInt32)};
+  return {ImageInput(s, pixels, config), Cast(s, f["label"], kInt32)};
 }
 
 ModelOutputs BuildModel(const Scope& scope, const tw::Batch& batch, const ModelConfig& config, bool training,

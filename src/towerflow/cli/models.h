@@ -52,11 +52,9 @@ std::map<std::string, std::string> ModelMetadata(const ModelConfig& config);
 // The inverse; InvalidArgument naming the key when it is missing or malformed.
 StatusOr<ModelConfig> ModelFromMetadata(const std::map<std::string, std::string>& metadata);
 
-// One parsed example: {input, label} with static shapes, from a scalar string
-// (the queue pipeline, on the CPU).
-tw::Batch DecodeExample(const Scope& scope, const Output& serialized, const ModelConfig& config);
 // A batch: {input [n, ...], label [n, ...]} from a vector of serialized Examples
-// (evaluation feeds them through a placeholder).
+// (training reads them with ReaderReadUpTo; evaluation feeds them through a
+// placeholder).
 tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config);
 
 struct ModelOutputs {
@@ -64,7 +62,7 @@ struct ModelOutputs {
   Output correct;  // float [n]: 1 where the prediction is right
   Output logits;
 };
-// Builds the network on a batch from DecodeExample/DecodeBatch (with a batch
+// Builds the network on a batch from DecodeBatch (with a batch
 // dimension). `training` adds dropout (cnn). `l2` > 0 adds l2 * sum of the
 // kernels' L2Loss to the loss.
 ModelOutputs BuildModel(const Scope& scope, const tw::Batch& batch, const ModelConfig& config, bool training,

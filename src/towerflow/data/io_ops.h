@@ -148,6 +148,14 @@ class TFRecordReader {
   // is an InvalidArgument recorded in the scope.
   ReadOutputs Read(const Queue& queue) const;
   ReadOutputs Read(const Output& queue) const;
+  // TF's reader.read_up_to: one ReaderReadUpTo node yielding up to
+  // `num_records` records at a time as string vectors (keys, values): the
+  // fast path for batched parsing (ParseExample), one step per batch instead
+  // of one per record. A batch may be short (at the end of the input, or
+  // before a bad record, whose error the next read returns); at the end,
+  // OutOfRange. num_records < 1 is InvalidArgument recorded in the scope.
+  ReadOutputs ReadUpTo(const Queue& queue, int64_t num_records) const;
+  ReadOutputs ReadUpTo(const Output& queue, int64_t num_records) const;
   // The Ref(string) reader handle.
   const Output& handle() const { return handle_; }
 

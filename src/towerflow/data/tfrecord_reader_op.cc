@@ -5,15 +5,42 @@
 #include <glob.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "towerflow/data/io_ops.h"
 #include "towerflow/data/queue_ops.h"
+#include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/shape_inference.h"
 
 namespace tw {
 
 Status ReaderResource::Read(const NextWork& next_work, std::string* key, std::string* value) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (!deferred_.ok()) return std::exchange(deferred_, Status::OK());
+  return ReadLocked(next_work, key, value);
+}
+
+Status ReaderResource::ReadUpTo(const NextWork& next_work, int64_t n, std::vector<std::string>* keys,
+                                std::vector<std::string>* values) {
+  keys->clear();
+  values->clear();
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!deferred_.ok()) return std::exchange(deferred_, Status::OK());
+  while (static_cast<int64_t>(keys->size()) < n) {
+    std::string key, value;
+    Status s = ReadLocked(next_work, &key, &value);
+    if (!s.ok()) {
+      if (keys->empty()) return s;
+      deferred_ = std::move(s);
+      break;
+    }
+    keys->push_back(std::move(key));
+    values->push_back(std::move(value));
+  }
+  return Status::OK();
+}
+
+Status ReaderResource::ReadLocked(const NextWork& next_work, std::string* key, std::string* value) {
   for (;;) {
     if (!has_work_) {
       std::string work;
@@ -153,6 +180,29 @@ TFRecordReader::ReadOutputs TFRecordReader::Read(const Queue& queue) const {
     return {};
   }
   return Read(queue.handle());
+}
+
+TFRecordReader::ReadOutputs TFRecordReader::ReadUpTo(const Output& queue, int64_t num_records) const {
+  if (num_records < 1) {
+    scope_.UpdateStatus(errors::InvalidArgument("ReaderReadUpTo '", scope_.Prefixed("ReaderReadUpTo"),
+                                                "': num_records must be at least 1, got ", num_records));
+    return {};
+  }
+  Tensor n = Tensor::Scalar<int64_t>(num_records);
+  Output count = Const(scope_.WithOpName("ReaderReadUpTo/num_records"), n);
+  Node* node = NodeBuilder(scope_, "ReaderReadUpTo").Input(handle_).Input(queue).Input(count).Finalize();
+  if (node == nullptr) return {};
+  return {Output(node, 0), Output(node, 1)};
+}
+
+TFRecordReader::ReadOutputs TFRecordReader::ReadUpTo(const Queue& queue, int64_t num_records) const {
+  if (queue.valid() && queue.dtypes() != std::vector<DataType>{kString}) {
+    scope_.UpdateStatus(errors::InvalidArgument("ReaderReadUpTo '", scope_.Prefixed("ReaderReadUpTo"),
+                                                "' takes file names from a queue of strings, but ", queue.op(), " '",
+                                                queue.name(), "' holds ", queue.num_components(), " component(s)"));
+    return {};
+  }
+  return ReadUpTo(queue.handle(), num_records);
 }
 
 std::vector<std::string> Glob(const std::string& pattern) {

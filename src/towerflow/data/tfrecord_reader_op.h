@@ -19,6 +19,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "towerflow/data/record_reader.h"
 #include "towerflow/data/register.h"
@@ -39,6 +40,14 @@ class ReaderResource : public ResourceBase {
   // such as DataLoss naming the file and offset (the file stays open and the
   // next Read retries the same record, as TF's reader does).
   Status Read(const NextWork& next_work, std::string* key, std::string* value);
+  // Up to `n` records, in order, under one lock (TF's ReaderReadUpTo), moving
+  // on to the next work unit as each ends. A batch stops short before an
+  // error: the records read so far are returned (OK), and the error is
+  // returned by the next Read or ReadUpTo (nothing is lost, nothing is
+  // skipped silently). An error before the first record is returned at once,
+  // as Read returns it. REQUIRES: n >= 1.
+  Status ReadUpTo(const NextWork& next_work, int64_t n, std::vector<std::string>* keys,
+                  std::vector<std::string>* values);
 
   int64_t records_produced() const { return records_produced_.load(); }
   int64_t work_units_completed() const { return work_units_completed_.load(); }
@@ -52,9 +61,13 @@ class ReaderResource : public ResourceBase {
   virtual void OnWorkFinished() = 0;
 
  private:
+  // Read's body. REQUIRES: mu_ held.
+  Status ReadLocked(const NextWork& next_work, std::string* key, std::string* value);
+
   std::mutex mu_;
   bool has_work_ = false;  // guarded by mu_
   std::string work_;       // guarded by mu_
+  Status deferred_;        // guarded by mu_; the error a ReadUpTo stopped before
   std::atomic<int64_t> records_produced_{0};
   std::atomic<int64_t> work_units_completed_{0};
 };

@@ -199,6 +199,90 @@ TEST_F(TFRecordReaderOpTest, MissingFileIsNotFoundThenReadingGoesOn) {
   EXPECT_EQ(next->first, good + ":0");
 }
 
+// Keys and values of one ReaderReadUpTo run of up to `n` records.
+StatusOr<std::pair<std::vector<std::string>, std::vector<std::string>>> ReadUpTo(
+    Session& session, const io::TFRecordReader::ReadOutputs& read) {
+  auto out = session.Run({read.key, read.value});
+  if (!out.ok()) return out.status();
+  return std::make_pair((*out)[0].ToVector<std::string>(), (*out)[1].ToVector<std::string>());
+}
+
+TEST_F(TFRecordReaderOpTest, ReadUpToCrossesFilesAndEndsShortThenOutOfRange) {
+  const std::vector<std::string> files = {WriteFile(0, 3), WriteFile(1, 0), WriteFile(2, 4)};
+  Build(files);
+  io::TFRecordReader::ReadOutputs batch = reader_->ReadUpTo(queue_, 5);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  EXPECT_EQ(batch.key.shape(), PartialShape({-1}));
+  std::vector<std::string> keys, values;
+  for (int call = 0; call < 2; ++call) {
+    auto kv = ReadUpTo(*session_, batch);
+    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+    EXPECT_EQ(kv->first.size(), call == 0 ? 5u : 2u);
+    keys.insert(keys.end(), kv->first.begin(), kv->first.end());
+    values.insert(values.end(), kv->second.begin(), kv->second.end());
+  }
+  const std::vector<std::pair<int, int>> expected = {{0, 0}, {0, 1}, {0, 2}, {2, 0}, {2, 1}, {2, 2}, {2, 3}};
+  ASSERT_EQ(keys.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    auto [file, record] = expected[i];
+    EXPECT_EQ(keys[i], files[static_cast<size_t>(file)] + ":" + std::to_string(record));
+    EXPECT_EQ(values[i], RecordValue(file, record));
+  }
+  auto end = ReadUpTo(*session_, batch);
+  ASSERT_FALSE(end.ok());
+  EXPECT_EQ(end.status().code(), Code::kOutOfRange) << end.status().ToString();
+  EXPECT_NE(end.status().message().find("ReaderReadUpTo"), std::string::npos) << end.status().ToString();
+}
+
+TEST_F(TFRecordReaderOpTest, ReadUpToStopsBeforeACorruptRecordAndReportsItNext) {
+  const std::string path = WriteFile(0, 4);
+  uint64_t offset = 0;
+  CorruptRecordData(path, 2, &offset);
+  Build({path});
+  io::TFRecordReader::ReadOutputs batch = reader_->ReadUpTo(queue_, 10);
+  ASSERT_TRUE(root_.ok());
+  auto first = ReadUpTo(*session_, batch);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->second, (std::vector<std::string>{RecordValue(0, 0), RecordValue(0, 1)}));
+  auto bad = ReadUpTo(*session_, batch);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kDataLoss);
+  EXPECT_NE(bad.status().message().find("corrupted record at " + std::to_string(offset)), std::string::npos)
+      << bad.status().ToString();
+  // The reader stays on the bad record, as ReaderRead does.
+  EXPECT_EQ(ReadUpTo(*session_, batch).status().code(), Code::kDataLoss);
+}
+
+TEST_F(TFRecordReaderOpTest, ReadUpToReportsAMissingFileAfterTheRecordsBeforeIt) {
+  const std::string missing = (dir_ / "missing.tfrecord").string();
+  const std::vector<std::string> files = {WriteFile(0, 1), missing, WriteFile(2, 2)};
+  Build(files);
+  io::TFRecordReader::ReadOutputs batch = reader_->ReadUpTo(queue_, 10);
+  ASSERT_TRUE(root_.ok());
+  auto first = ReadUpTo(*session_, batch);
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ(first->first, (std::vector<std::string>{files[0] + ":0"}));
+  auto bad = ReadUpTo(*session_, batch);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kNotFound);
+  EXPECT_NE(bad.status().message().find(missing), std::string::npos) << bad.status().ToString();
+  auto rest = ReadUpTo(*session_, batch);
+  ASSERT_TRUE(rest.ok()) << rest.status().ToString();
+  EXPECT_EQ(rest->first, (std::vector<std::string>{files[2] + ":0", files[2] + ":1"}));
+}
+
+TEST_F(TFRecordReaderOpTest, ReadUpToRejectsACountBelowOne) {
+  Graph g;
+  Scope root(g);
+  io::Queue q = io::FIFOQueue(root, 4, {kString});
+  io::TFRecordReader r(root.WithOpName("r"));
+  io::TFRecordReader::ReadOutputs none = r.ReadUpTo(q, 0);
+  EXPECT_FALSE(none.key.valid());
+  ASSERT_FALSE(root.ok());
+  EXPECT_NE(root.status().message().find("num_records must be at least 1, got 0"), std::string::npos)
+      << root.status().ToString();
+}
+
 TEST_F(TFRecordReaderOpTest, ConcurrentReadsProduceEachRecordOnce) {
   std::vector<std::string> files;
   for (int f = 0; f < 6; ++f) files.push_back(WriteFile(f, 20));
