@@ -134,6 +134,10 @@ class OpKernel {
   // dequeue, readers): the executor runs them on threads of their own, so a
   // blocked kernel never holds an inter-op thread that other steps need.
   virtual bool MayBlock() const { return false; }
+  // True for kernels that wait for other nodes of the same step (collectives
+  // waiting for their peers); implies MayBlock. The executor never leaves work
+  // of the step queued behind such a kernel, even with no inter-op pool.
+  virtual bool WaitsForPeers() const { return false; }
   const Node& node() const { return node_; }
 
  private:

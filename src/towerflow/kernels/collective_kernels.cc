@@ -245,6 +245,7 @@ class CollectiveAllReduceOp : public OpKernel {
   }
 
   bool MayBlock() const override { return num_devices_ > 1; }
+  bool WaitsForPeers() const override { return num_devices_ > 1; }
 
   void Compute(OpKernelContext* ctx) override {
     const int num = ctx->num_inputs();

@@ -186,6 +186,30 @@ TEST_F(CollectiveTest, BuilderErrorsAreRecordedInTheScope) {
   expect_error({.num_devices = 2, .shared_name = "x"}, {}, "no inputs");
 }
 
+TEST_F(CollectiveTest, RunsWithFewerThreadsThanParticipants) {
+  // One inter-op thread (the caller alone), then two for four participants:
+  // a participant that waits must not hold the work its peers need.
+  constexpr int n = 4;
+  std::vector<Output> out;
+  for (int i = 0; i < n; ++i) {
+    Output x = Const(root_.WithDevice(Cpu(i)), std::vector<float>{1.0f * i, 2.0f}, TensorShape{2});
+    // A chain before each participant, so that peers become ready one by one.
+    Output y = Mul(root_.WithDevice(Cpu(i)), Add(root_.WithDevice(Cpu(i)), x, x), Const(root_, 0.5f));
+    out.push_back(Participant(i, {y}, n, "sum")[0]);
+  }
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  for (int inter : {1, 2}) {
+    SessionOptions o = Cpus(n);
+    o.inter_op_threads = inter;
+    Session session(graph_, o);
+    for (int step = 0; step < 20; ++step) {
+      auto r = session.Run(out);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      for (const Tensor& t : *r) ASSERT_EQ(t.ToVector<float>(), (std::vector<float>{6, 8})) << inter;
+    }
+  }
+}
+
 TEST_F(CollectiveTest, ManyStepsBackToBack) {
   // Races between meetings of consecutive steps (and for TSan).
   constexpr int n = 2;

@@ -213,13 +213,20 @@ class StepState {
           continue;
         }
         // About to wait here: hand the other ready nodes of this thread to the
-        // pool first so that they do not wait behind the queue.
-        while (pool_ != nullptr && !stack.empty()) {
+        // pool first so that they do not wait behind the queue. Without a
+        // pool, a kernel waiting for its peers in this step hands them to the
+        // blocking pool: one of them may be the peer it waits for.
+        const bool peers = item.kernel->WaitsForPeers();
+        while ((pool_ != nullptr || peers) && !stack.empty()) {
           const int other = stack.back();
           stack.pop_back();
-          pool_->Schedule([this, other] { Process({other}, Thread::kInterOp); });
+          if (pool_ != nullptr) {
+            pool_->Schedule([this, other] { Process({other}, Thread::kInterOp); });
+          } else {
+            blocking_pool_->Schedule([this, other] { Process({other}, Thread::kBlocking); });
+          }
         }
-        if (pool_ != nullptr) expensive_in_stack = 0;
+        if (pool_ != nullptr || peers) expensive_in_stack = 0;
       }
       if (!aborted_.load(std::memory_order_acquire)) {
         if (item.is_transfer()) {

@@ -216,7 +216,9 @@ TEST(Replicate, MirroredCollectiveMatchesReduceBroadcastBitForBit) {
     EXPECT_TRUE(root.ok()) << root.status().ToString();
     const Node* p2 = graph.FindNode("all_reduce/device_2");
     *has_collective = p2 != nullptr && p2->op() == "CollectiveAllReduce";
-    if (*has_collective) EXPECT_EQ(p2->requested_device(), "/device:CPU:2");
+    if (*has_collective) {
+      EXPECT_EQ(p2->requested_device(), "/device:CPU:2");
+    }
     Session session(graph, WithCpus(3));
     EXPECT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
     const FeedList feeds = Feeds(step);
