@@ -18,9 +18,9 @@
 //     device (graph/ops/collective_ops.h); the devices meet, each reduces a
 //     slice, all share the result; AllReduceMany fuses a whole list (all of a
 //     tower's gradients) into one meeting per device. Each waiting participant
-//     holds a thread, so it pays where cores outnumber towers; on the 2-core CI
-//     VM with 2 towers it measured 5 to 35% slower per step than
-//     reduce-broadcast (docs/benchmarks.md), hence opt-in.
+//     holds a thread: on the 2-core CI VM with 2 towers it measured 7 to 21%
+//     slower per step than reduce-broadcast (docs/benchmarks.md), hence
+//     opt-in; machines with more cores than towers are not measured yet.
 //   Graph builders record errors in the scope (scope.h) and are not
 //   thread-safe.
 #ifndef TOWERFLOW_TRAIN_ALL_REDUCE_H_
