@@ -1,6 +1,7 @@
 #include "towerflow/train/all_reduce.h"
 
 #include <algorithm>
+#include <functional>
 #include <type_traits>
 
 #include "towerflow/graph/ops/array_ops.h"
@@ -137,6 +138,30 @@ AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm) {
 
 namespace {
 
+// The checks every graph all-reduce makes on one column (one tensor per
+// device): column[0]'s dtype and a compatible static shape everywhere, and a
+// reduction the graph supports. `label(i)` names entry i in the messages.
+Status CheckColumn(const std::vector<Output>& column, Reduction reduction,
+                   const std::function<std::string(size_t)>& label) {
+  const Output& first = column[0];
+  for (size_t i = 1; i < column.size(); ++i) {
+    const Output& t = column[i];
+    if (t.dtype() != first.dtype()) {
+      return errors::InvalidArgument("AllReduce: ", label(i), " (", t.name(), ") is ", DataTypeName(t.dtype()),
+                                     " but ", label(0), " (", first.name(), ") is ", DataTypeName(first.dtype()));
+    }
+    if (!t.shape().IsCompatibleWith(first.shape())) {
+      return errors::InvalidArgument("AllReduce: ", label(i), " (", t.name(), ") has shape ", t.shape().ToString(),
+                                     " but ", label(0), " (", first.name(), ") has shape ",
+                                     first.shape().ToString());
+    }
+  }
+  if (reduction != Reduction::kSum && reduction != Reduction::kMean) {
+    return errors::InvalidArgument("AllReduce in the graph supports sum and mean, not ", ReductionName(reduction));
+  }
+  return Status::OK();
+}
+
 // The collective: one CollectiveAllReduce per device and dtype over the whole
 // list. REQUIRES: inputs checked (same count, dtypes and shapes per k).
 std::vector<std::vector<Output>> CollectiveMany(const Scope& scope, const std::vector<std::vector<Output>>& inputs,
@@ -198,6 +223,7 @@ std::vector<std::vector<Output>> AllReduceMany(const Scope& scope, const std::ve
     }
   }
   if (ResolveAllReduceAlgorithm(options.algorithm) == AllReduceAlgorithm::kReduceBroadcast) {
+    // AllReduce checks each column.
     Scope s = options.name.empty() ? scope : scope.NewSubScope(options.name);
     for (size_t k = 0; k < count; ++k) {
       std::vector<Output> column;
@@ -211,26 +237,12 @@ std::vector<std::vector<Output>> AllReduceMany(const Scope& scope, const std::ve
     }
     return out;
   }
-  // Collective: the same checks AllReduce makes, per k.
   for (size_t k = 0; k < count; ++k) {
-    for (size_t i = 1; i < inputs.size(); ++i) {
-      const Output& a = inputs[i][k];
-      const Output& b = inputs[0][k];
-      if (a.dtype() != b.dtype()) {
-        return fail(errors::InvalidArgument("AllReduce: tensor ", k, " of device ", i, " (", a.name(), ") is ",
-                                            DataTypeName(a.dtype()), " but on device 0 (", b.name(), ") it is ",
-                                            DataTypeName(b.dtype())));
-      }
-      if (!a.shape().IsCompatibleWith(b.shape())) {
-        return fail(errors::InvalidArgument("AllReduce: tensor ", k, " of device ", i, " (", a.name(),
-                                            ") has shape ", a.shape().ToString(), " but on device 0 (", b.name(),
-                                            ") it has shape ", b.shape().ToString()));
-      }
-    }
-  }
-  if (options.reduction != Reduction::kSum && options.reduction != Reduction::kMean) {
-    return fail(errors::InvalidArgument("AllReduce in the graph supports sum and mean, not ",
-                                        ReductionName(options.reduction)));
+    std::vector<Output> column;
+    for (const auto& list : inputs) column.push_back(list[k]);
+    Status s = CheckColumn(column, options.reduction,
+                           [k](size_t i) { return StrCat("tensor ", k, " of device ", i); });
+    if (!s.ok()) return fail(s);
   }
   Scope s = scope.NewSubScope(options.name.empty() ? "collective" : options.name);
   out = CollectiveMany(s, inputs, options.reduction);
@@ -251,20 +263,9 @@ std::vector<Output> AllReduce(const Scope& scope, const std::vector<Output>& inp
       if (scope.ok()) scope.UpdateStatus(errors::InvalidArgument("AllReduce: input ", i, " is null"));
       return out;
     }
-    if (inputs[i].dtype() != inputs[0].dtype()) {
-      return fail(errors::InvalidArgument("AllReduce: input ", i, " (", inputs[i].name(), ") is ",
-                                          DataTypeName(inputs[i].dtype()), " but input 0 (", inputs[0].name(),
-                                          ") is ", DataTypeName(inputs[0].dtype())));
-    }
-    if (!inputs[i].shape().IsCompatibleWith(inputs[0].shape())) {
-      return fail(errors::InvalidArgument("AllReduce: input ", i, " (", inputs[i].name(), ") has shape ",
-                                          inputs[i].shape().ToString(), " but input 0 (", inputs[0].name(),
-                                          ") has shape ", inputs[0].shape().ToString()));
-    }
   }
-  if (options.reduction != Reduction::kSum && options.reduction != Reduction::kMean) {
-    return fail(errors::InvalidArgument("AllReduce in the graph supports sum and mean, not ",
-                                        ReductionName(options.reduction)));
+  if (Status s = CheckColumn(inputs, options.reduction, [](size_t i) { return StrCat("input ", i); }); !s.ok()) {
+    return fail(s);
   }
   if (options.reduce_on < 0 || options.reduce_on >= static_cast<int>(inputs.size())) {
     return fail(errors::InvalidArgument("AllReduce: reduce_on ", options.reduce_on, " is not one of the ",

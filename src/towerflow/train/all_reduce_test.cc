@@ -249,5 +249,85 @@ TEST(GraphAllReduce, ErrorsAreRecordedInTheScope) {
   expect_error({f, f}, out_of_range, "reduce_on 2 is not one of the 2 inputs");
 }
 
+TEST(GraphAllReduce, CollectiveOnEveryDevice) {
+  Graph graph;
+  Scope root(graph);
+  std::vector<Output> in;
+  for (int i = 0; i < 3; ++i) {
+    in.push_back(Placeholder(root.WithDevice("/device:CPU:" + std::to_string(i)), kFloat32, PartialShape({2})));
+  }
+  std::vector<Output> out = AllReduce(root, in, {.algorithm = AllReduceAlgorithm::kCollective});
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(out[static_cast<size_t>(i)].node->name(), "all_reduce/device_" + std::to_string(i));
+    EXPECT_EQ(out[static_cast<size_t>(i)].node->op(), "CollectiveAllReduce");
+    EXPECT_EQ(out[static_cast<size_t>(i)].node->requested_device(), "/device:CPU:" + std::to_string(i));
+  }
+  Session session(graph, WithCpus(3));
+  auto r = session.Run({{in[0], Tensor::Vec<float>({1, 2})},
+                        {in[1], Tensor::Vec<float>({3, 4})},
+                        {in[2], Tensor::Vec<float>({5, 9})}},
+                       out);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  for (const Tensor& t : *r) EXPECT_EQ(t.ToVector<float>(), (std::vector<float>{3, 5}));
+}
+
+TEST(GraphAllReduce, ManyTensorsPerDeviceWithBothAlgorithms) {
+  // Device i holds {a_i [2], b_i [3]}; both algorithms give every device the means.
+  for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kReduceBroadcast, AllReduceAlgorithm::kCollective}) {
+    Graph graph;
+    Scope root(graph);
+    std::vector<std::vector<Output>> in(2);
+    FeedList feeds;
+    for (int i = 0; i < 2; ++i) {
+      Scope d = root.WithDevice("/device:CPU:" + std::to_string(i));
+      in[static_cast<size_t>(i)] = {Placeholder(d, kFloat32, PartialShape({2})),
+                                    Placeholder(d, kFloat32, PartialShape({3}))};
+      const float f = static_cast<float>(2 * i + 1);  // 1, then 3
+      feeds.emplace_back(in[static_cast<size_t>(i)][0], Tensor::Vec<float>({f, 2 * f}));
+      feeds.emplace_back(in[static_cast<size_t>(i)][1], Tensor::Vec<float>({-f, 0, 10 * f}));
+    }
+    std::vector<std::vector<Output>> out = AllReduceMany(root, in, {.algorithm = algorithm});
+    ASSERT_TRUE(root.ok()) << root.status().ToString();
+    if (algorithm == AllReduceAlgorithm::kReduceBroadcast) {
+      // Tensor k sums on device k mod 2.
+      const Node* sum1 = graph.FindNode("all_reduce/tensor_1/AddN");
+      ASSERT_NE(sum1, nullptr);
+      EXPECT_EQ(sum1->requested_device(), "/device:CPU:1");
+    } else {
+      // One meeting per device for the whole list.
+      EXPECT_EQ(out[1][0].node, out[1][1].node);
+      EXPECT_EQ(out[1][0].node->name(), "all_reduce/device_1");
+    }
+    Session session(graph, WithCpus(2));
+    auto r = session.Run(feeds, {out[0][0], out[0][1], out[1][0], out[1][1]});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    for (int i = 0; i < 2; ++i) {
+      EXPECT_EQ((*r)[static_cast<size_t>(2 * i)].ToVector<float>(), (std::vector<float>{2, 4}));
+      EXPECT_EQ((*r)[static_cast<size_t>(2 * i + 1)].ToVector<float>(), (std::vector<float>{-2, 0, 20}));
+    }
+  }
+}
+
+TEST(GraphAllReduce, ManyErrorsNameTheTensorAndDevice) {
+  Graph graph;
+  Output f2 = Const(Scope(graph), std::vector<float>{1, 2}, TensorShape{2});
+  Output f3 = Const(Scope(graph), std::vector<float>{1, 2, 3}, TensorShape{3});
+  for (AllReduceAlgorithm algorithm : {AllReduceAlgorithm::kReduceBroadcast, AllReduceAlgorithm::kCollective}) {
+    auto expect_error = [&](const std::vector<std::vector<Output>>& inputs, const std::string& message) {
+      Scope s(graph);
+      AllReduceMany(s, inputs, {.algorithm = algorithm});
+      ASSERT_FALSE(s.ok()) << message;
+      EXPECT_NE(s.status().message().find(message), std::string::npos) << s.status().ToString();
+    };
+    expect_error({}, "no inputs");
+    expect_error({{f2}, {f2, f2}}, "device 1 has 2 tensors but device 0 has 1");
+    expect_error({{f2, f2}, {f2, f3}}, "has shape [3] but");
+  }
+  Scope s(graph);
+  AllReduceMany(s, {{f2, f2}, {f2, f3}}, {.algorithm = AllReduceAlgorithm::kCollective});
+  EXPECT_NE(s.status().message().find("tensor 1 of device 1"), std::string::npos) << s.status().ToString();
+}
+
 }  // namespace
 }  // namespace tw::train
