@@ -14,7 +14,9 @@
 //            records (num_threads T); the loop's step runs ParseExample +
 //            DecodeRaw on the batch (parallel over T intra-op threads)
 //   library  no graph: RecordReader + ExampleParser + DecodeRawFill in one loop
-//            on one thread, what the kernels cost without the framework
+//            on one thread, what the kernels cost without the framework; for
+//            GZIP files also on zlib's decoder (".../gzip-zlib/..."), against
+//            the default ISA-L
 // The session has T inter-op and T intra-op threads. Plus the machine's limits:
 // memcpy and CRC32C (data/crc32c.h) GB/s.
 //
@@ -196,7 +198,7 @@ void BM_Pipeline(benchmark::State& state, Dataset d, Mode mode, int threads) {
 
 // The library loop: the files read over and over; each iteration parses and
 // decodes kBatch records one at a time, as the queue pipeline's kernels do.
-void BM_Library(benchmark::State& state, Dataset d) {
+void BM_Library(benchmark::State& state, Dataset d, tw::InflateLibrary inflate) {
   tw::ParseConfig config;
   const bool fmnist = d.schema == Schema::kFashionMnist;
   config.dense.push_back({fmnist ? "image" : "x", tw::kString, tw::TensorShape{}, std::nullopt});
@@ -214,7 +216,8 @@ void BM_Library(benchmark::State& state, Dataset d) {
   auto next = [&]() -> tw::Status {
     for (;;) {
       if (reader == nullptr) {
-        TW_ASSIGN_OR_RETURN(reader, tw::RecordReader::Open(d.files[file], {.compression = d.compression}));
+        TW_ASSIGN_OR_RETURN(reader, tw::RecordReader::Open(d.files[file], {.compression = d.compression,
+                                                                            .inflate_library = inflate}));
         file = (file + 1) % d.files.size();
       }
       tw::Status s = reader->ReadRecordView(&record);
@@ -295,9 +298,17 @@ int main(int argc, char** argv) {
               ->Unit(benchmark::kMillisecond);
         }
       }
-      benchmark::RegisterBenchmark(("library" + tail + "/threads:1").c_str(), BM_Library, d)
+      benchmark::RegisterBenchmark(("library" + tail + "/threads:1").c_str(), BM_Library, d,
+                                   tw::InflateLibrary::kAuto)
           ->UseRealTime()
           ->Unit(benchmark::kMillisecond);
+      if (c == tw::Compression::kGzip && tw::InflateLibraryAvailable(tw::InflateLibrary::kIsal)) {
+        // The same loop on zlib's decoder, to compare with ISA-L's (the default).
+        benchmark::RegisterBenchmark(("library" + tail + "-zlib/threads:1").c_str(), BM_Library, d,
+                                     tw::InflateLibrary::kZlib)
+            ->UseRealTime()
+            ->Unit(benchmark::kMillisecond);
+      }
     }
   }
   benchmark::RunSpecifiedBenchmarks();

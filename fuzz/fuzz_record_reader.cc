@@ -17,6 +17,10 @@
 //     ReadRecordView) reads the same records and fails with the same code, and no
 //     allocation exceeds max(64 MiB, 2 x 1032 x input): the reader reserves at
 //     most 64 MiB ahead of the bytes inflated, and deflate expands at most 1032x;
+//   - compressed, with ISA-L built in (the default decoder): a stream that zlib
+//     reads to its end gives the same records, code and offset on ISA-L; one
+//     that zlib rejects gives at least zlib's records (ISA-L accepts some
+//     malformed Huffman tables that zlib rejects at the block header);
 //   - without skip_corrupt the records are a prefix of those read with it.
 // Run with -malloc_limit_mb=128 -rss_limit_mb=1024 (scripts/fuzz does).
 #include <sanitizer/allocator_interface.h>
@@ -187,6 +191,22 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       Fail("buffer_size " + std::to_string(small.buffer_size) + " read " + std::to_string(other.records.size()) +
            " records then " + other.status.ToString() + "; the default read " +
            std::to_string(main.records.size()) + " then " + main.status.ToString());
+    }
+    if (InflateLibraryAvailable(InflateLibrary::kIsal)) {
+      // The default decoder is ISA-L; zlib is the reference. A stream zlib reads
+      // to its end reads identically; on one zlib rejects, ISA-L (which accepts
+      // some malformed Huffman tables) hands out at least zlib's records.
+      RecordReaderOptions reference = options;
+      reference.inflate_library = InflateLibrary::kZlib;
+      const Outcome zlib = ReadAll(file, reference, /*copy=*/false);
+      const bool same = zlib.records == main.records && zlib.status.code() == main.status.code() &&
+                        zlib.skipped == main.skipped && zlib.offset == main.offset;
+      const bool zlib_rejected = zlib.status.code() == Code::kDataLoss && IsPrefix(zlib.records, main.records);
+      if (!same && !zlib_rejected) {
+        Fail("zlib read " + std::to_string(zlib.records.size()) + " records then " + zlib.status.ToString() +
+             " at " + std::to_string(zlib.offset) + "; ISA-L " + std::to_string(main.records.size()) + " then " +
+             main.status.ToString() + " at " + std::to_string(main.offset));
+      }
     }
   } else if (!options.skip_corrupt) {
     std::string error;

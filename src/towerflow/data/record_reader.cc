@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <bit>
@@ -15,6 +14,7 @@
 
 #include "towerflow/core/logging.h"
 #include "towerflow/data/crc32c.h"
+#include "towerflow/data/internal/inflater.h"
 
 namespace tw {
 namespace {
@@ -45,25 +45,22 @@ constexpr size_t kMaxUpfrontBytes = 64 << 20;
 // (TF: "record size too large").
 constexpr uint64_t kMaxRecordLength =
     static_cast<uint64_t>(PTRDIFF_MAX) - kRecordHeaderSize - kRecordFooterSize;
-// zlib's avail_in/avail_out are 32 bits.
-constexpr size_t kMaxZlibChunk = size_t{1} << 30;
+// The most compressed input held in memory at once (the decoders count in 32 bits).
+constexpr size_t kMaxInputChunk = size_t{1} << 30;
 
 }  // namespace
 
-struct RecordReader::Zlib {
-  z_stream z{};
-  bool initialized = false;
+struct RecordReader::Decoder {
+  std::unique_ptr<internal::Inflater> inflater;
+  internal::InflateCursor cursor;
   std::unique_ptr<uint8_t[]> in;  // compressed input read from the file
   size_t in_cap = 0;
   size_t memory_pos = 0;  // compressed input taken from memory_ so far
-  uint64_t fed = 0;       // compressed bytes handed to zlib so far
+  uint64_t fed = 0;       // compressed bytes handed to the decoder so far
   bool stream_ended = false;
-  // z.data_type after the last inflate call that made progress. A call without
-  // progress is no guide: inflate leaves its block-boundary state on entry.
-  int data_type = 0;
   // The input ended inside a deflate stream, not at a flush point.
   bool truncated = false;
-  // A corrupt stream (sticky): zlib's message and where it happened.
+  // A corrupt stream (sticky): the decoder's message and where it happened.
   std::string error;
   uint64_t error_in = 0;
   uint64_t error_out = 0;
@@ -85,25 +82,20 @@ RecordReader::RecordReader(std::string name, int fd, bool size_known, std::span<
     return;
   }
   memory_ = bytes;
-  zlib_ = std::make_unique<Zlib>();
+  decoder_ = std::make_unique<Decoder>();
   if (fd_ >= 0) {
-    zlib_->in_cap = std::min(options_.buffer_size, kMaxZlibChunk);
-    zlib_->in.reset(new uint8_t[zlib_->in_cap]);
+    decoder_->in_cap = std::min(options_.buffer_size, kMaxInputChunk);
+    decoder_->in.reset(new uint8_t[decoder_->in_cap]);
   }
-  // As TF's ZlibCompressionOptions: 15 window bits, + 16 for the gzip wrapper.
-  const int window_bits = options_.compression == Compression::kGzip ? 15 + 16 : 15;
-  const int rc = inflateInit2(&zlib_->z, window_bits);
-  if (rc == Z_OK) {
-    zlib_->initialized = true;
-  } else if (rc == Z_MEM_ERROR) {
-    init_status_ = errors::ResourceExhausted(name_, ": inflateInit2: out of memory");
+  auto inflater = internal::Inflater::Create(options_.compression, options_.inflate_library);
+  if (inflater.ok()) {
+    decoder_->inflater = std::move(inflater).value();
   } else {
-    init_status_ = errors::Internal(name_, ": inflateInit2 failed (", rc, ")");
+    init_status_ = Status(inflater.status().code(), StrCat(name_, ": ", inflater.status().message()));
   }
 }
 
 RecordReader::~RecordReader() {
-  if (zlib_ && zlib_->initialized) inflateEnd(&zlib_->z);
   if (fd_ >= 0) ::close(fd_);
 }
 
@@ -155,79 +147,80 @@ Status RecordReader::ReadFile(uint8_t* dst, size_t n, size_t* got) {
 }
 
 Status RecordReader::Inflate(uint8_t* dst, size_t n, size_t* got) {
-  Zlib& zl = *zlib_;
-  z_stream& z = zl.z;
+  Decoder& d = *decoder_;
+  internal::Inflater& inflater = *d.inflater;
+  internal::InflateCursor& c = d.cursor;
   *got = 0;
-  if (!zl.error.empty()) return Status::OK();
-  zl.truncated = false;
-  const size_t want = std::min(n, kMaxZlibChunk);
-  z.next_out = dst;
-  z.avail_out = static_cast<uInt>(want);
+  if (!d.error.empty()) return Status::OK();
+  d.truncated = false;
+  c.next_out = dst;
+  c.avail_out = n;
   bool input_over = false;  // no more input for now
-  while (z.avail_out > 0) {
-    if (z.avail_in == 0 && !input_over) {
+  while (c.avail_out > 0) {
+    if (c.avail_in == 0 && !input_over) {
       size_t fresh = 0;
       if (fd_ >= 0) {
-        TW_RETURN_IF_ERROR(ReadFile(zl.in.get(), zl.in_cap, &fresh));
-        z.next_in = zl.in.get();
-      } else if (zl.memory_pos < memory_.size()) {
-        fresh = std::min(memory_.size() - zl.memory_pos, kMaxZlibChunk);
-        z.next_in = const_cast<Bytef*>(memory_.data() + zl.memory_pos);
-        zl.memory_pos += fresh;
+        TW_RETURN_IF_ERROR(ReadFile(d.in.get(), d.in_cap, &fresh));
+        c.next_in = d.in.get();
+      } else if (d.memory_pos < memory_.size()) {
+        fresh = std::min(memory_.size() - d.memory_pos, kMaxInputChunk);
+        c.next_in = memory_.data() + d.memory_pos;
+        d.memory_pos += fresh;
       }
       if (fresh == 0) {
         input_over = true;
       } else {
-        z.avail_in = static_cast<uInt>(fresh);
-        zl.fed += fresh;
+        c.avail_in = fresh;
+        d.fed += fresh;
       }
     }
-    if (zl.stream_ended) {
-      if (z.avail_in == 0) break;  // the input is over after a whole stream: a clean end
+    if (d.stream_ended) {
+      if (c.avail_in == 0) break;  // the input is over after a whole stream: a clean end
       // More input after a complete stream: the next member, as in `cat a.gz b.gz`.
-      inflateReset(&z);
-      zl.stream_ended = false;
+      inflater.Reset();
+      d.stream_ended = false;
     }
-    // Even with the input over inflate may produce more: bits it has already
+    // Even with the input over the decoder may produce more: bits it has already
     // taken in, or the rest of a match, that an earlier call left undecoded when
     // the output was full. So it runs until it makes no progress before the end
     // is decided; stopping at the end of the input instead lost the records in
     // those bytes when the reader's window was small (found by fuzz_record_reader).
-    const uInt in_before = z.avail_in;
-    const uInt out_before = z.avail_out;
-    const int rc = inflate(&z, Z_NO_FLUSH);
-    if (z.avail_in != in_before || z.avail_out != out_before) zl.data_type = z.data_type;
-    if (rc == Z_STREAM_END) {
-      zl.stream_ended = true;
+    const size_t in_before = c.avail_in;
+    const size_t out_before = c.avail_out;
+    const internal::Inflater::Result result = inflater.Inflate(c);
+    if (result == internal::Inflater::Result::kStreamEnd) {
+      d.stream_ended = true;
       continue;
     }
-    if (rc == Z_OK || (rc == Z_BUF_ERROR && z.avail_in == 0)) {
-      if (input_over && z.avail_out == out_before) {
-        // The input is over for now and inflate is drained. That is a clean end
-        // before any input, or at a flush point (zlib waits for the next block
-        // header, byte-aligned, and has not seen the last block): the state
-        // RecordWriter::Flush leaves, so a file still being written reads as its
-        // records so far, as in TF. Anything else is a cut-off stream.
-        const int type = zl.data_type;
-        const bool clean = z.total_in == 0 || ((type & 128) != 0 && (type & 64) == 0 && (type & 7) == 0);
-        zl.truncated = !clean;
+    if (result == internal::Inflater::Result::kOk) {
+      if (c.avail_in == in_before && c.avail_out == out_before && (input_over || c.avail_in > 0)) {
+        // No progress. With the input over, the decoder is drained: that is a
+        // clean end before any input, or at a flush point (the decoder waits for
+        // the next block header, byte-aligned, and has not seen the last block):
+        // the state RecordWriter::Flush leaves, so a file still being written
+        // reads as its records so far, as in TF. Anything else is a cut-off
+        // stream. (No progress with input left cannot happen with output room;
+        // it is treated the same way rather than looping.)
+        d.truncated = !inflater.AtFlushPoint();
         break;
       }
       continue;
     }
-    if (rc == Z_MEM_ERROR) return errors::ResourceExhausted(name_, ": inflate: out of memory");
-    zl.error = z.msg != nullptr ? z.msg : zError(rc);
-    zl.error_in = zl.fed - z.avail_in;
-    zl.error_out = produced_ + (want - z.avail_out);
+    if (result == internal::Inflater::Result::kNoMemory) {
+      return errors::ResourceExhausted(name_, ": inflate: out of memory");
+    }
+    d.error = inflater.message();
+    d.error_in = d.fed - c.avail_in - std::min<uint64_t>(inflater.HeldInput(), d.fed - c.avail_in);
+    d.error_out = produced_ + (n - c.avail_out);
     break;
   }
-  *got = want - z.avail_out;
+  *got = n - c.avail_out;
   return Status::OK();
 }
 
 Status RecordReader::Produce(uint8_t* dst, size_t n, size_t* got) {
   *got = 0;
-  if (zlib_) {
+  if (decoder_) {
     TW_RETURN_IF_ERROR(Inflate(dst, n, got));
   } else if (fd_ >= 0) {
     TW_RETURN_IF_ERROR(ReadFile(dst, n, got));
@@ -293,8 +286,8 @@ uint64_t RecordReader::KnownRemaining(bool refresh) {
 }
 
 Status RecordReader::StreamError() const {
-  if (!zlib_) return Status::OK();
-  const Zlib& zl = *zlib_;
+  if (!decoder_) return Status::OK();
+  const Decoder& zl = *decoder_;
   const std::string_view kind = CompressionName(options_.compression);
   if (!zl.error.empty()) {
     return errors::DataLoss(name_, ": corrupted ", kind, " stream at compressed byte ", zl.error_in,

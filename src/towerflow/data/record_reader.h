@@ -3,8 +3,8 @@
 // both CRCs of every record.
 //
 // A reader reads a file through one growable window of uncompressed bytes,
-// filled in large blocks (and through a bounded zlib input buffer when
-// compressed); a record is handed out from the window without per-record
+// filled in large blocks (and through a bounded input buffer and a streaming
+// decoder, ISA-L's or zlib's, when compressed); a record is handed out from the window without per-record
 // allocation. Over bytes in memory (tests, fuzzing) an uncompressed reader reads
 // the caller's bytes in place. Nothing is global: readers are independent. A
 // reader is thread-compatible: one thread at a time.
@@ -15,7 +15,7 @@
 //   DataLoss "<file>: corrupted record at N"  length or data CRC mismatch
 //   DataLoss "<file>: record size too large at N"  above max_record_bytes
 //   DataLoss "<file>: corrupted GZIP stream at compressed byte C (uncompressed
-//            byte U) while reading the record at N: <zlib's message>"
+//            byte U) while reading the record at N: <the decoder's message>"
 //   DataLoss "<file>: truncated GZIP stream: ..."  (likewise ZLIB)
 // N is the byte offset of the record's start in the uncompressed stream. A
 // compressed stream that ends at a flush point (RecordWriter::Flush) and a record
@@ -38,9 +38,19 @@
 
 namespace tw {
 
+// The library that decodes ZLIB and GZIP streams. Both accept the same streams
+// and give the same records and error codes; only their messages differ. kAuto
+// is ISA-L (igzip, about twice zlib's speed) when towerflow was built with it
+// (CMake TOWERFLOW_ISAL), zlib otherwise. Asking for ISA-L in a build without
+// it fails the reader with Unimplemented.
+enum class InflateLibrary { kAuto, kZlib, kIsal };
+bool InflateLibraryAvailable(InflateLibrary library);
+// "zlib" or "isa-l"; kAuto names the library it picks.
+std::string_view InflateLibraryName(InflateLibrary library);
+
 struct RecordReaderOptions {
   Compression compression = Compression::kNone;
-  // Bytes asked of each read(2), and the size of the zlib input buffer. Any
+  // Bytes asked of each read(2), and the size of the compressed input buffer. Any
   // value >= 1 works; the window grows to hold the largest record seen.
   size_t buffer_size = 256 << 10;
   // Opt-in: a record whose length or data CRC is wrong is skipped instead of
@@ -53,6 +63,8 @@ struct RecordReaderOptions {
   // 0 means no limit beyond what the file holds. Meant for compressed streams
   // (where the file size bounds nothing) and fuzzing.
   uint64_t max_record_bytes = 0;
+  // The decoder of compressed streams (above).
+  InflateLibrary inflate_library = InflateLibrary::kAuto;
 };
 
 class RecordReader {
@@ -98,7 +110,7 @@ class RecordReader {
     kLengthCrc,  // the length CRC does not check
     kDataCrc,    // the data CRC does not check
   };
-  struct Zlib;
+  struct Decoder;
 
   RecordReader(std::string name, int fd, bool size_known, std::span<const uint8_t> bytes,
                const RecordReaderOptions& options);
@@ -144,7 +156,7 @@ class RecordReader {
   uint64_t file_size_ = 0;           // st_size at the last fstat
   uint64_t file_read_ = 0;           // bytes read from fd_ so far
   std::span<const uint8_t> memory_;  // a compressed memory reader's input
-  std::unique_ptr<Zlib> zlib_;
+  std::unique_ptr<Decoder> decoder_;  // compressed streams only
   uint64_t produced_ = 0;  // uncompressed bytes produced so far
   int64_t records_read_ = 0;
   int64_t skipped_records_ = 0;

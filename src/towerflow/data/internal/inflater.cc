@@ -1,0 +1,286 @@
+#include "towerflow/data/internal/inflater.h"
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <new>
+
+#if defined(TOWERFLOW_HAVE_ISAL)
+#include <isa-l/igzip_lib.h>
+#endif
+
+namespace tw {
+
+bool InflateLibraryAvailable(InflateLibrary library) {
+  switch (library) {
+    case InflateLibrary::kAuto:
+    case InflateLibrary::kZlib:
+      return true;
+    case InflateLibrary::kIsal:
+#if defined(TOWERFLOW_HAVE_ISAL)
+      return true;
+#else
+      return false;
+#endif
+  }
+  return false;
+}
+
+std::string_view InflateLibraryName(InflateLibrary library) {
+  switch (library) {
+    case InflateLibrary::kAuto:
+      return InflateLibraryAvailable(InflateLibrary::kIsal) ? "isa-l" : "zlib";
+    case InflateLibrary::kZlib:
+      return "zlib";
+    case InflateLibrary::kIsal:
+      return "isa-l";
+  }
+  return "?";
+}
+
+namespace internal {
+namespace {
+
+// Both libraries count in 32 bits.
+constexpr size_t kMaxStep = size_t{1} << 30;
+
+class ZlibInflater final : public Inflater {
+ public:
+  ~ZlibInflater() override {
+    if (initialized_) inflateEnd(&z_);
+  }
+
+  Status Init(Compression compression) {
+    // As TF's ZlibCompressionOptions: 15 window bits, + 16 for the gzip wrapper.
+    const int window_bits = compression == Compression::kGzip ? 15 + 16 : 15;
+    const int rc = inflateInit2(&z_, window_bits);
+    if (rc == Z_MEM_ERROR) return errors::ResourceExhausted("inflateInit2: out of memory");
+    if (rc != Z_OK) return errors::Internal("inflateInit2 failed (", rc, ")");
+    initialized_ = true;
+    return Status::OK();
+  }
+
+  Result Inflate(InflateCursor& c) override {
+    const uInt in = static_cast<uInt>(std::min(c.avail_in, kMaxStep));
+    const uInt out = static_cast<uInt>(std::min(c.avail_out, kMaxStep));
+    z_.next_in = const_cast<Bytef*>(c.next_in);
+    z_.avail_in = in;
+    z_.next_out = c.next_out;
+    z_.avail_out = out;
+    const int rc = inflate(&z_, Z_NO_FLUSH);
+    const size_t took = in - z_.avail_in;
+    const size_t made = out - z_.avail_out;
+    c.next_in += took;
+    c.avail_in -= took;
+    c.next_out += made;
+    c.avail_out -= made;
+    // z.data_type after a call without progress is no guide: inflate leaves its
+    // block-boundary state on entry.
+    if (took != 0 || made != 0) data_type_ = z_.data_type;
+    if (rc == Z_STREAM_END) return Result::kStreamEnd;
+    if (rc == Z_OK || rc == Z_BUF_ERROR) return Result::kOk;
+    if (rc == Z_MEM_ERROR) return Result::kNoMemory;
+    message_ = z_.msg != nullptr ? z_.msg : zError(rc);
+    return Result::kError;
+  }
+
+  void Reset() override {
+    inflateReset(&z_);
+    data_type_ = 0;
+  }
+
+  bool AtFlushPoint() const override {
+    // data_type: 128 at a block boundary, 64 in the last block, low bits unused.
+    const int type = data_type_;
+    return z_.total_in == 0 || ((type & 128) != 0 && (type & 64) == 0 && (type & 7) == 0);
+  }
+
+  size_t HeldInput() const override { return 0; }  // zlib keeps nothing back
+  std::string message() const override { return message_; }
+
+ private:
+  z_stream z_{};
+  bool initialized_ = false;
+  int data_type_ = 0;
+  std::string message_;
+};
+
+#if defined(TOWERFLOW_HAVE_ISAL)
+// ISA-L decodes as zlib does, with three differences this class makes up for:
+//   - After a ZLIB member's checksum the decoder may hold up to 4 bytes it read
+//     ahead, which belong to the next member. They are handed back: the cursor
+//     is rewound when they came in this call, and kept in pending_ (fed first to
+//     the next member) otherwise.
+//   - On a corrupt block ISA-L returns at once and leaves output it had already
+//     decoded in its own buffer; zlib hands out everything before the bad
+//     symbol. That output is handed out first, then the error.
+//   - Two header checks zlib makes and ISA-L does not: reserved GZIP flag bits
+//     ("unknown header flags set") and a ZLIB window above 32 KiB ("invalid
+//     window size").
+class IsalInflater final : public Inflater {
+ public:
+  explicit IsalInflater(Compression compression) : gzip_(compression == Compression::kGzip) { Start(); }
+
+  Result Inflate(InflateCursor& c) override {
+    if (error_ != 0) return Drain(c);
+    if (pending_.empty()) return Step(c, &pending_);
+    const std::string feed = std::move(pending_);
+    pending_.clear();
+    InflateCursor p{reinterpret_cast<const uint8_t*>(feed.data()), feed.size(), c.next_out, c.avail_out};
+    std::string leftover;
+    const Result result = Step(p, &leftover);
+    c.next_out = p.next_out;
+    c.avail_out = p.avail_out;
+    pending_ = leftover + feed.substr(feed.size() - p.avail_in);
+    return result;
+  }
+
+  void Reset() override { Start(); }  // pending_ stays: it is the next member's
+
+  bool AtFlushPoint() const override {
+    // wrapper_flag: the gzip or zlib header has been read. Between blocks the
+    // state is NEW_HDR, or HDR once the decoder has looked for the next header
+    // and found no input; read_in_length and tmp_in_size count the bits and
+    // bytes taken in but not decoded (a partial header among them).
+    const bool between_blocks = s_.block_state == ISAL_BLOCK_NEW_HDR || s_.block_state == ISAL_BLOCK_HDR;
+    return pending_.empty() && (taken_ == 0 || (s_.wrapper_flag != 0 && between_blocks && s_.bfinal == 0 &&
+                                                s_.read_in_length == 0 && s_.tmp_in_size == 0));
+  }
+
+  size_t HeldInput() const override {
+    return static_cast<size_t>(std::max(s_.read_in_length, 0) / CHAR_BIT) + static_cast<size_t>(s_.tmp_in_size) +
+           pending_.size();
+  }
+
+  std::string message() const override { return message_; }
+
+ private:
+  void Start() {
+    isal_inflate_init(&s_);
+    s_.crc_flag = gzip_ ? ISAL_GZIP : ISAL_ZLIB;
+    taken_ = 0;
+  }
+
+  // One isal_inflate call on `c`. At the end of a member, bytes read past it
+  // that did not come from `c` in this call go to *leftover.
+  Result Step(InflateCursor& c, std::string* leftover) {
+    const uint8_t* in_start = c.next_in;
+    const uint32_t in = static_cast<uint32_t>(std::min(c.avail_in, kMaxStep));
+    const uint32_t out = static_cast<uint32_t>(std::min(c.avail_out, kMaxStep));
+    s_.next_in = const_cast<uint8_t*>(c.next_in);
+    s_.avail_in = in;
+    s_.next_out = c.next_out;
+    s_.avail_out = out;
+    const int rc = isal_inflate(&s_);
+    const size_t took = in - s_.avail_in;
+    const size_t made = out - s_.avail_out;
+    const char* header_error = CheckHeader(in_start, took);
+    taken_ += took;
+    c.next_in += took;
+    c.avail_in -= took;
+    if (header_error != nullptr) {  // zlib stops at the header: no output
+      error_ = ISAL_INVALID_WRAPPER;
+      message_ = header_error;
+      s_.tmp_out_processed = s_.tmp_out_valid;
+      return Result::kError;
+    }
+    c.next_out += made;
+    c.avail_out -= made;
+    if (rc < 0 || rc == ISAL_NEED_DICT) {
+      error_ = rc;
+      message_ = Describe(rc);
+      return Drain(c);
+    }
+    if (s_.block_state != ISAL_BLOCK_FINISH) return Result::kOk;
+    const size_t ahead = static_cast<size_t>(std::max(s_.read_in_length, 0) / CHAR_BIT);
+    if (ahead <= took) {
+      c.next_in -= ahead;
+      c.avail_in += ahead;
+    } else {
+      for (size_t i = 0; i < ahead; ++i) leftover->push_back(static_cast<char>(s_.read_in >> (CHAR_BIT * i)));
+    }
+    taken_ -= ahead;
+    s_.read_in = 0;
+    s_.read_in_length = 0;
+    return Result::kStreamEnd;
+  }
+
+  // The header checks zlib makes beyond ISA-L's, on the member's bytes
+  // [taken_, taken_ + n) that lie at `p`.
+  const char* CheckHeader(const uint8_t* p, size_t n) const {
+    const uint64_t at = gzip_ ? 3 : 0;  // FLG of a gzip header, CMF of a zlib one
+    if (taken_ > at || taken_ + n <= at) return nullptr;
+    const uint8_t byte = p[at - taken_];
+    if (gzip_ && (byte & 0xe0) != 0) return "unknown header flags set";
+    if (!gzip_ && (byte & 0x0f) == 8 && (byte >> 4) + 8 > 15) return "invalid window size";
+    return nullptr;
+  }
+
+  // Output decoded before the error, then the error.
+  Result Drain(InflateCursor& c) {
+    const size_t left = static_cast<size_t>(s_.tmp_out_valid - s_.tmp_out_processed);
+    if (left == 0) return Result::kError;
+    const size_t n = std::min(left, c.avail_out);
+    std::memcpy(c.next_out, s_.tmp_out_buffer + s_.tmp_out_processed, n);
+    s_.tmp_out_processed += static_cast<int32_t>(n);
+    c.next_out += n;
+    c.avail_out -= n;
+    return Result::kOk;
+  }
+
+  static std::string Describe(int rc) {
+    switch (rc) {
+      case ISAL_INVALID_BLOCK:
+        return "invalid block type or block header";
+      case ISAL_INVALID_SYMBOL:
+        return "invalid literal/length or distance code";
+      case ISAL_INVALID_LOOKBACK:
+        return "invalid distance too far back";
+      case ISAL_INVALID_WRAPPER:
+        return "incorrect header check";
+      case ISAL_UNSUPPORTED_METHOD:
+        return "unknown compression method";
+      case ISAL_INCORRECT_CHECKSUM:
+        return "incorrect header or data check";
+      case ISAL_NEED_DICT:
+        return "the stream needs a preset dictionary";
+      default:
+        return "isal_inflate error " + std::to_string(rc);
+    }
+  }
+
+  const bool gzip_;
+  inflate_state s_{};
+  uint64_t taken_ = 0;   // compressed bytes of this member taken so far
+  std::string pending_;  // the next member's first bytes, read ahead
+  int error_ = 0;        // sticky once set
+  std::string message_;
+};
+#endif
+
+}  // namespace
+
+StatusOr<std::unique_ptr<Inflater>> Inflater::Create(Compression compression, InflateLibrary library) {
+  if (compression == Compression::kNone) return errors::InvalidArgument("Inflater: no compression to undo");
+  if (library == InflateLibrary::kAuto) {
+    library = InflateLibraryAvailable(InflateLibrary::kIsal) ? InflateLibrary::kIsal : InflateLibrary::kZlib;
+  }
+  if (library == InflateLibrary::kZlib) {
+    auto zlib = std::unique_ptr<ZlibInflater>(new (std::nothrow) ZlibInflater);
+    if (zlib == nullptr) return errors::ResourceExhausted("cannot allocate a zlib decoder");
+    TW_RETURN_IF_ERROR(zlib->Init(compression));
+    return std::unique_ptr<Inflater>(std::move(zlib));
+  }
+#if defined(TOWERFLOW_HAVE_ISAL)
+  auto isal = std::unique_ptr<IsalInflater>(new (std::nothrow) IsalInflater(compression));
+  if (isal == nullptr) return errors::ResourceExhausted("cannot allocate an ISA-L decoder");
+  return std::unique_ptr<Inflater>(std::move(isal));
+#else
+  return errors::Unimplemented("this towerflow was built without ISA-L (libisal-dev); use zlib");
+#endif
+}
+
+}  // namespace internal
+}  // namespace tw
