@@ -10,6 +10,8 @@
 //            ParseSingleExample -> DecodeRaw -> Reshape -> ShuffleBatch
 //            (min_after_dequeue 1000, capacity 1000 + 4 * 100, num_threads T);
 //            the loop dequeues batches of 100
+//   readupto towerflow train's: a TFRecordReader per thread -> ReadUpTo 100 ->
+//            ParseExample -> DecodeRaw -> ShuffleBatchJoin (enqueue_many)
 //   batched  StringInputProducer -> TFRecordReader -> Batch of 100 serialized
 //            records (num_threads T); the loop's step runs ParseExample +
 //            DecodeRaw on the batch (parallel over T intra-op threads)
@@ -120,14 +122,18 @@ class Pipeline {
                                           .num_threads = threads});
     } else if (mode == Mode::kReadUpTo) {
       // towerflow train's: read_up_to + parse_example + decode_raw per batch,
-      // enqueue_many into the seed's shuffle queue.
-      auto read = reader.ReadUpTo(files, kBatch);
-      fetches_ = tw::train::ShuffleBatch(root, ParseMany(root, read.value, d.schema),
-                                         {.batch_size = kBatch,
-                                          .capacity = kMinAfterDequeue + 4 * kBatch,
-                                          .min_after_dequeue = kMinAfterDequeue,
-                                          .num_threads = threads,
-                                          .enqueue_many = true});
+      // enqueue_many into the seed's shuffle queue; a reader per thread
+      // (shuffle_batch_join).
+      std::vector<std::vector<tw::Output>> per_thread;
+      for (int t = 0; t < threads; ++t) {
+        tw::io::TFRecordReader own(root, {.compression = d.compression});
+        per_thread.push_back(ParseMany(root, own.ReadUpTo(files, kBatch).value, d.schema));
+      }
+      fetches_ = tw::train::ShuffleBatchJoin(root, per_thread,
+                                             {.batch_size = kBatch,
+                                              .capacity = kMinAfterDequeue + 4 * kBatch,
+                                              .min_after_dequeue = kMinAfterDequeue,
+                                              .enqueue_many = true});
     } else {
       // Records batched by a FIFO queue, then parsed per batch.
       auto read = reader.Read(files);

@@ -113,6 +113,25 @@ TEST_F(TrainCliTest, TwoTowersTrainCheckpointAndReportJson) {
   EXPECT_EQ(Run({"eval", "--checkpoint", (dir_ / "run").string(), "--data", data_, "--model", "mlp"}).exit_code, 2);
 }
 
+// --input-threads 2: two readers, each on its own file (shuffle_batch_join),
+// feed the towers; training runs and learns as with one.
+TEST_F(TrainCliTest, TwoInputThreadsEachWithItsOwnReader) {
+  MakeData();
+  std::vector<std::string> args = TrainArgs("two_readers", 200);
+  args.insert(args.end(), {"--input-threads", "2", "--eval-data", data_, "--log-device-placement"});
+  Result r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json j = r.last();
+  ASSERT_FALSE(j.is_discarded()) << r.out;
+  EXPECT_EQ(j["steps"], 200);
+  EXPECT_EQ(j["examples"], 200 * 64);
+  EXPECT_GT(j["test_accuracy"].get<double>(), 0.9) << r.out;
+  // The placement log lists both readers' ReadUpTo ops and one join queue.
+  const std::string log = r.err + r.out;
+  EXPECT_NE(log.find("input/ReaderReadUpTo_1: (ReaderReadUpTo)"), std::string::npos) << log.substr(0, 3000);
+  EXPECT_NE(log.find("input/shuffle_batch_join/random_shuffle_queue: (RandomShuffleQueue)"), std::string::npos);
+}
+
 TEST_F(TrainCliTest, ResumeContinuesTheGlobalStepAndTheLossCurve) {
   MakeData();
   std::vector<std::string> args = TrainArgs("whole", 400);

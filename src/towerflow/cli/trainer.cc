@@ -52,21 +52,25 @@ Status BuildGraph(const TrainConfig& c, TrainGraph* g) {
   // The seed's get_input(), on the CPU: every tower dequeues from one queue.
   Scope input = root.WithDevice("/device:CPU:0").NewSubScope("input");
   io::Queue filenames = train::StringInputProducer(input, c.files, {.shuffle = true});
-  io::TFRecordReader reader(input, {.compression = c.compression, .skip_corrupt = c.skip_corrupt});
   // TF's fast form of the seed's pipeline: read_up_to + parse_example +
   // decode_raw on whole batches, enqueue_many into the shuffle queue. One step
   // of an input thread handles a batch of records, not one record: the input
-  // costs half as much CPU, which towers on the same cores get back.
-  auto [keys, values] = reader.ReadUpTo(filenames, c.batch_size);
-  tw::Batch examples = DecodeBatch(input, values, c.model);
+  // costs half as much CPU, which towers on the same cores get back. Each input
+  // thread has its own reader (shuffle_batch_join), so that threads read and
+  // decompress different files at once instead of taking turns at one reader.
+  std::vector<tw::Batch> per_thread;
+  for (int t = 0; t < c.input_threads; ++t) {
+    io::TFRecordReader reader(input, {.compression = c.compression, .skip_corrupt = c.skip_corrupt});
+    auto [keys, values] = reader.ReadUpTo(filenames, c.batch_size);
+    per_thread.push_back(DecodeBatch(input, values, c.model));
+  }
   const int64_t towers = static_cast<int64_t>(c.devices.size());
-  g->batches.emplace(input, examples,
-                     train::ShuffleBatchOptions{
-                         .batch_size = c.batch_size,
-                         .capacity = c.min_after_dequeue + (c.input_threads + 2) * c.batch_size * towers,
-                         .min_after_dequeue = c.min_after_dequeue,
-                         .num_threads = c.input_threads,
-                         .enqueue_many = true});
+  g->batches = train::ShuffleBatchSource::Join(
+      input, per_thread,
+      {.batch_size = c.batch_size,
+       .capacity = c.min_after_dequeue + (c.input_threads + 2) * c.batch_size * towers,
+       .min_after_dequeue = c.min_after_dequeue,
+       .enqueue_many = true});
   g->optimizer = MakeOptimizer(c);
   std::vector<Output> correct;
   g->step = train::Replicate(

@@ -1,6 +1,7 @@
 #include "towerflow/data/batching.h"
 
 #include <limits>
+#include <optional>
 
 #include "towerflow/data/queue_runner.h"
 #include "towerflow/data/register.h"
@@ -14,61 +15,105 @@ std::string ShapesString(const std::vector<Output>& tensors) {
   return out + "]";
 }
 
+std::string DtypesString(const std::vector<Output>& tensors) {
+  std::string out = "[";
+  for (size_t i = 0; i < tensors.size(); ++i) out += StrCat(i ? ", " : "", DataTypeName(tensors[i].dtype()));
+  return out + "]";
+}
+
+// An element's shape from its tensor's static shape (dimension 0 dropped for
+// enqueue_many); nullopt unless fully defined.
+std::optional<TensorShape> ElementShape(const PartialShape& s, bool enqueue_many) {
+  if (!enqueue_many) return s.IsFullyDefined() ? std::optional(s.ToTensorShape()) : std::nullopt;
+  if (!s.known_rank() || s.rank() < 1) return std::nullopt;
+  PartialShape element(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end()));
+  return element.IsFullyDefined() ? std::optional(element.ToTensorShape()) : std::nullopt;
+}
+
 }  // namespace
 
+BatchSource::Args BatchSource::MakeArgs(const BatchOptions& options, bool join) {
+  BatchSource::Args a;
+  a.scope_name = join ? "batch_join" : "batch";
+  a.queue.capacity = options.capacity;
+  a.queue.shapes = options.shapes;
+  a.queue.shared_name = options.shared_name;
+  a.batch_size = options.batch_size;
+  a.num_threads = options.num_threads;
+  a.enqueue_many = options.enqueue_many;
+  a.allow_smaller_final_batch = options.allow_smaller_final_batch;
+  return a;
+}
+
+BatchSource::Args BatchSource::MakeArgs(const ShuffleBatchOptions& options, bool join) {
+  BatchSource::Args a;
+  a.scope_name = join ? "shuffle_batch_join" : "shuffle_batch";
+  a.queue.shuffle = true;
+  a.queue.capacity = options.capacity;
+  a.queue.min_after_dequeue = options.min_after_dequeue;
+  a.queue.seed = options.seed;
+  a.queue.shapes = options.shapes;
+  a.queue.shared_name = options.shared_name;
+  a.batch_size = options.batch_size;
+  a.num_threads = options.num_threads;
+  a.enqueue_many = options.enqueue_many;
+  a.allow_smaller_final_batch = options.allow_smaller_final_batch;
+  return a;
+}
+
 BatchSource::BatchSource(const Scope& scope, const std::vector<Output>& tensors, const BatchOptions& options)
-    : BatchSource(scope, tensors, [&] {
-        Args a;
-        a.scope_name = "batch";
-        a.queue.capacity = options.capacity;
-        a.queue.shapes = options.shapes;
-        a.queue.shared_name = options.shared_name;
-        a.batch_size = options.batch_size;
-        a.num_threads = options.num_threads;
-        a.enqueue_many = options.enqueue_many;
-        a.allow_smaller_final_batch = options.allow_smaller_final_batch;
-        return a;
-      }()) {}
+    : BatchSource(scope, {tensors}, MakeArgs(options, false)) {}
+
+BatchSource BatchSource::Join(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                              const BatchOptions& options) {
+  return BatchSource(scope, tensor_lists, MakeArgs(options, true));
+}
 
 ShuffleBatchSource::ShuffleBatchSource(const Scope& scope, const std::vector<Output>& tensors,
                                        const ShuffleBatchOptions& options)
-    : BatchSource(scope, tensors, [&] {
-        Args a;
-        a.scope_name = "shuffle_batch";
-        a.queue.shuffle = true;
-        a.queue.capacity = options.capacity;
-        a.queue.min_after_dequeue = options.min_after_dequeue;
-        a.queue.seed = options.seed;
-        a.queue.shapes = options.shapes;
-        a.queue.shared_name = options.shared_name;
-        a.batch_size = options.batch_size;
-        a.num_threads = options.num_threads;
-        a.enqueue_many = options.enqueue_many;
-        a.allow_smaller_final_batch = options.allow_smaller_final_batch;
-        return a;
-      }()) {}
+    : BatchSource(scope, {tensors}, MakeArgs(options, false)) {}
 
-BatchSource::BatchSource(const Scope& scope, const std::vector<Output>& tensors, Args args)
-    : num_tensors_(tensors.size()) {
-  EnsureDataRegistered();
-  Build(scope, tensors, std::move(args));
+ShuffleBatchSource ShuffleBatchSource::Join(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                                            const ShuffleBatchOptions& options) {
+  return ShuffleBatchSource(scope, tensor_lists, MakeArgs(options, true));
 }
 
-void BatchSource::Build(const Scope& scope, const std::vector<Output>& tensors, Args args) {
+BatchSource::BatchSource(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists, Args args)
+    : num_tensors_(tensor_lists.empty() ? 0 : tensor_lists[0].size()) {
+  EnsureDataRegistered();
+  Build(scope, tensor_lists, std::move(args));
+}
+
+void BatchSource::Build(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists, Args args) {
   const std::string fn = args.scope_name;
+  const bool join = fn.ends_with("_join");
+  if (tensor_lists.empty()) {
+    return scope.UpdateStatus(errors::InvalidArgument("Expected at least one input in ", fn, "()."));
+  }
+  const std::vector<Output>& tensors = tensor_lists[0];
   if (tensors.empty()) {
     return scope.UpdateStatus(errors::InvalidArgument("Expected at least one tensor in ", fn, "()."));
   }
-  for (const Output& t : tensors) {
-    if (t.valid()) continue;
-    // The builder of that tensor recorded why.
-    if (scope.ok()) scope.UpdateStatus(errors::InvalidArgument(fn, ": an input tensor is null"));
-    return;
+  for (const std::vector<Output>& list : tensor_lists) {
+    for (const Output& t : list) {
+      if (t.valid()) continue;
+      // The builder of that tensor recorded why.
+      if (scope.ok()) scope.UpdateStatus(errors::InvalidArgument(fn, ": an input tensor is null"));
+      return;
+    }
+  }
+  for (size_t i = 1; i < tensor_lists.size(); ++i) {
+    bool same = tensor_lists[i].size() == tensors.size();
+    for (size_t j = 0; same && j < tensors.size(); ++j) same = tensor_lists[i][j].dtype() == tensors[j].dtype();
+    if (!same) {
+      return scope.UpdateStatus(errors::InvalidArgument("Expected types to be consistent: ", DtypesString(tensors),
+                                                        " vs. ", DtypesString(tensor_lists[i]), "."));
+    }
   }
   if (args.batch_size < 1 || args.batch_size > std::numeric_limits<int32_t>::max()) {
     return scope.UpdateStatus(errors::InvalidArgument(fn, ": batch_size must be in [1, 2^31), got ", args.batch_size));
   }
-  if (args.num_threads < 1) {
+  if (!join && args.num_threads < 1) {
     return scope.UpdateStatus(errors::InvalidArgument(fn, ": num_threads must be >= 1, got ", args.num_threads));
   }
   if (args.queue.shuffle && args.queue.capacity <= args.queue.min_after_dequeue) {
@@ -77,21 +122,26 @@ void BatchSource::Build(const Scope& scope, const std::vector<Output>& tensors, 
                                                       args.queue.min_after_dequeue, "."));
   }
   if (args.queue.shapes.empty()) {
-    for (const Output& t : tensors) {
-      const PartialShape& s = t.shape();
-      if (args.enqueue_many && s.known_rank() && s.rank() >= 1) {
-        PartialShape element(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end()));
-        if (element.IsFullyDefined()) {
-          args.queue.shapes.push_back(element.ToTensorShape());
-          continue;
+    // Each element's shape: the first list's that is fully defined; lists that
+    // define it differently are an error (TF merges the static shapes).
+    for (size_t j = 0; j < tensors.size(); ++j) {
+      std::optional<TensorShape> shape;
+      for (const std::vector<Output>& list : tensor_lists) {
+        std::optional<TensorShape> element = ElementShape(list[j].shape(), args.enqueue_many);
+        if (!element) continue;
+        if (shape && *shape != *element) {
+          return scope.UpdateStatus(errors::InvalidArgument(fn, ": Expected shapes to be consistent: ",
+                                                            shape->ToString(), " vs. ", element->ToString(),
+                                                            " for tensor ", j));
         }
-      } else if (!args.enqueue_many && s.IsFullyDefined()) {
-        args.queue.shapes.push_back(s.ToTensorShape());
-        continue;
+        shape = element;
       }
-      return scope.UpdateStatus(errors::InvalidArgument(fn, ": All shapes must be fully specified: ",
-                                                        ShapesString(tensors),
-                                                        args.enqueue_many ? " (after dimension 0)" : ""));
+      if (!shape) {
+        return scope.UpdateStatus(errors::InvalidArgument(fn, ": All shapes must be fully specified: ",
+                                                          ShapesString(tensors),
+                                                          args.enqueue_many ? " (after dimension 0)" : ""));
+      }
+      args.queue.shapes.push_back(*shape);
     }
   } else if (args.queue.shapes.size() != tensors.size()) {
     return scope.UpdateStatus(errors::InvalidArgument(fn, ": ", args.queue.shapes.size(), " shapes for ",
@@ -106,9 +156,14 @@ void BatchSource::Build(const Scope& scope, const std::vector<Output>& tensors, 
                                 : StrCat(s.name_scope(), "/fraction_of_", cap, "_full");
   io::Queue queue = io::internal::BuildQueue(s, args.queue);
   if (!queue.valid()) return;
-  Node* enqueue = args.enqueue_many ? queue.EnqueueMany(s, tensors) : queue.Enqueue(s, tensors);
-  // num_threads threads run the same enqueue op, as TF's batch does.
-  QueueRunner runner(s, queue, std::vector<Node*>(static_cast<size_t>(args.num_threads), enqueue));
+  std::vector<Node*> enqueues;
+  for (const std::vector<Output>& list : tensor_lists) {
+    enqueues.push_back(args.enqueue_many ? queue.EnqueueMany(s, list) : queue.Enqueue(s, list));
+  }
+  // A join: one thread per list. Otherwise num_threads threads run the same
+  // enqueue op, as TF's batch does.
+  if (!join) enqueues.assign(static_cast<size_t>(args.num_threads), enqueues[0]);
+  QueueRunner runner(s, queue, std::move(enqueues));
   if (!runner.valid()) return;
   AddQueueRunner(s.graph(), runner);
   scope_ = s;
@@ -134,6 +189,18 @@ tw::Batch Batch(const Scope& scope, const std::vector<Output>& tensors, const Ba
 tw::Batch ShuffleBatch(const Scope& scope, const std::vector<Output>& tensors, const ShuffleBatchOptions& options) {
   ShuffleBatchSource source(scope, tensors, options);
   return source.valid() ? source.Next(source.scope()) : tw::Batch(tensors.size());
+}
+
+tw::Batch BatchJoin(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                    const BatchOptions& options) {
+  BatchSource source = BatchSource::Join(scope, tensor_lists, options);
+  return source.valid() ? source.Next(source.scope()) : tw::Batch(tensor_lists.empty() ? 0 : tensor_lists[0].size());
+}
+
+tw::Batch ShuffleBatchJoin(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                           const ShuffleBatchOptions& options) {
+  ShuffleBatchSource source = ShuffleBatchSource::Join(scope, tensor_lists, options);
+  return source.valid() ? source.Next(source.scope()) : tw::Batch(tensor_lists.empty() ? 0 : tensor_lists[0].size());
 }
 
 }  // namespace tw::train

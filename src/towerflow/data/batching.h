@@ -2,6 +2,11 @@
 // QueueRunner of num_threads copies of one enqueue op, and dequeues of batch_size
 // elements from it.
 //
+// The join forms (TF's batch_join / shuffle_batch_join) take several lists of
+// tensors, one enqueue op and one runner thread per list, num_threads aside: with
+// a reader per list, several files are read and decoded at once, where num_threads
+// copies of one enqueue share one reader (and its decompression) under its lock.
+//
 // BatchSource / ShuffleBatchSource build the queue and its runner once and hand
 // out a fresh dequeue on every Next(scope) call: the right way to feed several
 // towers is one Next per tower, so that each tower trains on its own batch (the
@@ -65,6 +70,11 @@ class BatchSource {
  public:
   BatchSource() = default;
   BatchSource(const Scope& scope, const std::vector<Output>& tensors, const BatchOptions& options);
+  // batch_join, in name scope "batch_join". The lists must agree in length and
+  // dtypes (InvalidArgument "Expected types to be consistent: ..." otherwise) and
+  // in the shapes they define; options.num_threads is not used.
+  static BatchSource Join(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                          const BatchOptions& options);
 
   bool valid() const { return queue_.valid(); }
   // A new dequeue of batch_size elements, built in `scope` (a tower's scope).
@@ -87,10 +97,14 @@ class BatchSource {
     bool enqueue_many = false;
     bool allow_smaller_final_batch = false;
   };
-  BatchSource(const Scope& scope, const std::vector<Output>& tensors, Args args);
+  static Args MakeArgs(const BatchOptions& options, bool join);
+  static Args MakeArgs(const ShuffleBatchOptions& options, bool join);
+  // A join (scope name "..._join"): one enqueue per list. Otherwise one list,
+  // num_threads copies of its enqueue.
+  BatchSource(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists, Args args);
 
  private:
-  void Build(const Scope& scope, const std::vector<Output>& tensors, Args args);
+  void Build(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists, Args args);
 
   std::optional<Scope> scope_;
   io::Queue queue_;
@@ -105,12 +119,24 @@ class ShuffleBatchSource : public BatchSource {
   // InvalidArgument "capacity <c> must be bigger than min_after_dequeue <m>."
   // when capacity <= min_after_dequeue.
   ShuffleBatchSource(const Scope& scope, const std::vector<Output>& tensors, const ShuffleBatchOptions& options);
+  // shuffle_batch_join, in name scope "shuffle_batch_join" (as BatchSource::Join).
+  static ShuffleBatchSource Join(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                                 const ShuffleBatchOptions& options);
+
+ private:
+  ShuffleBatchSource(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists, Args args)
+      : BatchSource(scope, tensor_lists, std::move(args)) {}
 };
 
 // tf.train.batch / tf.train.shuffle_batch: the source and one dequeue, all in the
 // same name scope.
 tw::Batch Batch(const Scope& scope, const std::vector<Output>& tensors, const BatchOptions& options);
 tw::Batch ShuffleBatch(const Scope& scope, const std::vector<Output>& tensors, const ShuffleBatchOptions& options);
+// tf.train.batch_join / tf.train.shuffle_batch_join.
+tw::Batch BatchJoin(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                    const BatchOptions& options);
+tw::Batch ShuffleBatchJoin(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists,
+                           const ShuffleBatchOptions& options);
 
 }  // namespace tw::train
 

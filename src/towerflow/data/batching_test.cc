@@ -14,6 +14,7 @@
 #include "towerflow/data/queue_stats.h"
 #include "towerflow/data/register.h"
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 
 namespace tw::train {
 namespace {
@@ -163,6 +164,96 @@ TEST_F(BatchingTest, EachTowerDequeuesItsOwnBatch) {
   EXPECT_EQ(union_of.size(), 20u);  // two different batches, not one shared
   coord.RequestStop();
   EXPECT_TRUE(coord.Join(threads, std::chrono::seconds(1)).ok());
+}
+
+// shuffle_batch_join: one enqueue op and one runner thread per list, so each
+// list's source (a reader, here a producer) feeds the queue on its own; every
+// element of every list arrives once, whole.
+TEST_F(BatchingTest, ShuffleBatchJoinRunsOneEnqueuePerList) {
+  std::vector<std::vector<Output>> lists;
+  for (int64_t k = 0; k < 3; ++k) {
+    std::vector<int64_t> records(200);
+    std::iota(records.begin(), records.end(), 1000 * k);
+    io::Queue source = InputProducer(root_.NewSubScope("source"), Const(root_, Tensor::Vec<int64_t>(records)),
+                                     {.num_epochs = 1, .shuffle = false, .capacity = 32});
+    Output record = source.Dequeue(root_)[0];
+    lists.push_back({record, Cast(root_, record, kInt32)});
+  }
+  ShuffleBatchSource source = ShuffleBatchSource::Join(
+      root_, lists,
+      {.batch_size = 50, .capacity = 300, .min_after_dequeue = 100, .num_threads = 7,
+       .allow_smaller_final_batch = true});
+  tw::Batch b = source.Next(root_);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  EXPECT_EQ(source.queue().name(), "shuffle_batch_join/random_shuffle_queue");
+  const std::vector<QueueRunner> runners = QueueRunners(graph_);
+  ASSERT_EQ(runners.size(), 4u);  // three producers and the join
+  const std::vector<Node*>& enqueues = runners.back().enqueue_ops();
+  ASSERT_EQ(enqueues.size(), 3u);  // one per list, num_threads aside
+  EXPECT_EQ(std::set<Node*>(enqueues.begin(), enqueues.end()).size(), 3u);
+  std::map<int64_t, int> seen;
+  Status end;
+  Status joined = RunToEnd({b[0], b[1]}, [&](Session&, const std::vector<Tensor>& t) {
+    const auto values = t[0].ToVector<int64_t>();
+    const auto labels = t[1].ToVector<int32_t>();
+    ASSERT_EQ(values.size(), labels.size());
+    for (size_t i = 0; i < values.size(); ++i) {
+      ASSERT_EQ(values[i], labels[i]);
+      ++seen[values[i]];
+    }
+  }, &end);
+  EXPECT_TRUE(joined.ok()) << joined.ToString();
+  EXPECT_EQ(end.code(), Code::kOutOfRange);
+  ASSERT_EQ(seen.size(), 600u);
+  for (const auto& [value, count] : seen) ASSERT_EQ(count, 1) << "record " << value;
+}
+
+// batch_join with enqueue_many: lists of batches (here from two finite
+// producers), every element once; element shapes from whichever list defines
+// them.
+TEST_F(BatchingTest, BatchJoinWithEnqueueMany) {
+  io::Queue low = RangeInputProducer(root_.NewSubScope("low"), 30, {.num_epochs = 1, .shuffle = false});
+  io::Queue high = RangeInputProducer(root_.NewSubScope("high"), 30, {.num_epochs = 1, .shuffle = false});
+  Output from_high = Add(root_, high.DequeueUpTo(root_, 7)[0], Const(root_, 100));
+  BatchSource source = BatchSource::Join(root_, {{low.DequeueUpTo(root_, 4)[0]}, {from_high}},
+                                         {.batch_size = 5, .enqueue_many = true, .allow_smaller_final_batch = true});
+  tw::Batch batch = source.Next(root_);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  EXPECT_EQ(source.queue().name(), "batch_join/fifo_queue");
+  EXPECT_EQ(source.queue().shapes(), (std::vector<TensorShape>{TensorShape{}}));
+  std::multiset<int32_t> got;
+  Status end;
+  Status joined = RunToEnd({batch[0]}, [&](Session&, const std::vector<Tensor>& t) {
+    for (int32_t v : t[0].ToVector<int32_t>()) got.insert(v);
+  }, &end);
+  EXPECT_TRUE(joined.ok()) << joined.ToString();
+  EXPECT_EQ(end.code(), Code::kOutOfRange);
+  std::multiset<int32_t> want;
+  for (int32_t v = 0; v < 30; ++v) want.insert({v, v + 100});
+  EXPECT_EQ(got, want);
+  // A list that leaves the shape open takes it from another.
+  auto rows = Tensor::FromVector<float>({0, 0, 1, 1}, TensorShape{2, 2});
+  Output unknown = Placeholder(root_, kFloat32, PartialShape({-1, -1}));
+  BatchSource open = BatchSource::Join(root_, {{unknown}, {Const(root_, rows)}}, {.batch_size = 2, .enqueue_many = true});
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  EXPECT_EQ(open.queue().shapes(), (std::vector<TensorShape>{TensorShape{2}}));
+}
+
+TEST_F(BatchingTest, JoinArgumentsAreValidatedAsTfDoes) {
+  Output f = Const(root_, 1.0f);
+  Output i = Const(root_, 1);
+  BatchJoin(root_, {}, {.batch_size = 4});
+  ASSERT_FALSE(root_.ok());
+  EXPECT_EQ(root_.errors().back().message(), "Expected at least one input in batch_join().");
+  ShuffleBatchJoin(root_, {{f, i}, {f, f}}, {.batch_size = 4, .capacity = 10, .min_after_dequeue = 1});
+  EXPECT_EQ(root_.errors().back().message(), "Expected types to be consistent: [float, int32] vs. [float, float].");
+  BatchJoin(root_, {{f}, {f, f}}, {.batch_size = 4});
+  EXPECT_EQ(root_.errors().back().message(), "Expected types to be consistent: [float] vs. [float, float].");
+  BatchJoin(root_, {{f}, {Const(root_, Tensor::Vec<float>({1, 2}))}}, {.batch_size = 4});
+  EXPECT_EQ(root_.errors().back().message(),
+            "batch_join: Expected shapes to be consistent: [] vs. [2] for tensor 0");
+  ShuffleBatchJoin(root_, {{f}, {f}}, {.batch_size = 4, .capacity = 10, .min_after_dequeue = 10});
+  EXPECT_EQ(root_.errors().back().message(), "capacity 10 must be bigger than min_after_dequeue 10.");
 }
 
 TEST_F(BatchingTest, ArgumentsAreValidatedAsTfDoes) {
