@@ -14,12 +14,17 @@
 //   limit/cnn_step_gemms/conv_only:1   the same, convolution GEMMs only.
 //   towerflow/conv_layers              towerflow's Conv2D, Conv2DBackpropFilter
 //       and Conv2DBackpropInput kernels of both layers through a Session (one
-//       inter-op and one intra-op thread): im2col + GEMM + col2im. Against
-//       conv_only:1, how far the convolution kernels are from their GEMMs.
+//       inter-op and one intra-op thread), as they run by default: on oneDNN
+//       where it is built in.
+//   towerflow/conv_layers_im2col       the same kernels on their im2col + GEMM
+//       + col2im path (TOWERFLOW_CONV=im2col). Against conv_only:1, how far
+//       that path is from its GEMMs; against conv_layers, what oneDNN gains.
 //
 // Counters: gflops (2 x multiply-adds per second), examples_per_sec. FLOPs per
 // example are written out in docs/benchmarks.md ("Side by side").
 #include <benchmark/benchmark.h>
+
+#include <stdlib.h>
 
 #include <algorithm>
 #include <memory>
@@ -109,7 +114,12 @@ BENCHMARK(BM_CnnStepGemms)
 
 // Both convolution layers forward and backward through a Session, fed fixed
 // random inputs and output gradients.
-void BM_ConvLayers(benchmark::State& state) {
+void BM_ConvLayers(benchmark::State& state, bool im2col) {
+  // Read by the kernels when the session builds them (kernels/internal/dnnl_conv.h).
+  if (im2col) setenv("TOWERFLOW_CONV", "im2col", 1);
+  struct Unset {
+    ~Unset() { unsetenv("TOWERFLOW_CONV"); }
+  } unset;
   tw::Graph graph;
   graph.set_seed(1);
   tw::Scope root(graph);
@@ -162,7 +172,14 @@ void BM_ConvLayers(benchmark::State& state) {
   state.counters["gflops"] = benchmark::Counter(flops * steps / 1e9, benchmark::Counter::kIsRate);
   state.counters["examples_per_sec"] = benchmark::Counter(steps * kBatch, benchmark::Counter::kIsRate);
 }
-BENCHMARK(BM_ConvLayers)->Name("towerflow/conv_layers")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_ConvLayers, default, false)
+    ->Name("towerflow/conv_layers")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK_CAPTURE(BM_ConvLayers, im2col, true)
+    ->Name("towerflow/conv_layers_im2col")
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
 
 }  // namespace
 

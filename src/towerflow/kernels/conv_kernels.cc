@@ -1,25 +1,34 @@
 // CPU kernels of 2-D convolution (NHWC input, HWIO filter): Conv2D,
-// Conv2DBackpropInput, Conv2DBackpropFilter, as im2col (im2col.h) + GEMM
-// (blas.h: OpenBLAS, single-threaded).
+// Conv2DBackpropInput, Conv2DBackpropFilter. float32 runs on oneDNN's JIT
+// convolutions where it is built in (internal/dnnl_conv.h); float64, builds
+// without oneDNN, windows oneDNN cannot express and TOWERFLOW_CONV=im2col run as
+// im2col (im2col.h) + GEMM (blas.h: OpenBLAS, single-threaded). On the tutorial
+// CNN's two layers, forward and backward on one thread, oneDNN runs about twice
+// as fast (bench/conv_bench: conv_layers against conv_layers_im2col).
 //
-// The batch is split over the device's intra-op threads; each shard walks its
-// images in chunks whose patch matrix fits kColBudgetBytes (the whole batch's
-// would be 63 MB for the tutorial CNN's second layer) and makes one GEMM per
-// chunk:
+// Either way the batch is split over the device's intra-op threads, each shard
+// on one thread. On the im2col path each shard walks its images in chunks whose
+// patch matrix fits kColBudgetBytes (the whole batch's would be 63 MB for the
+// tutorial CNN's second layer) and makes one GEMM per chunk:
 //   Conv2D               y[rows, O]  = col[rows, K] * W[K, O]
 //   Conv2DBackpropInput  dcol[rows, K] = dy[rows, O] * W^T, then col2im into dx
-//   Conv2DBackpropFilter dW[K, O]   += col^T * dy, one partial per shard, summed
-//                                      in shard order (deterministic for a given
-//                                      thread count)
-// 1x1 stride-1 convolutions use the input rows directly. The attrs and the
-// argument checks are window_params.h's, shared with the CUDA twins
-// (conv_cuda.cu). MaxPool is in pool_kernels.cc and registered from here.
+//   Conv2DBackpropFilter dW[K, O]   += col^T * dy
+// The filter gradient is one partial per shard, summed in shard order
+// (deterministic for a given thread count). 1x1 stride-1 convolutions use the
+// input rows directly. The attrs and the argument checks are window_params.h's,
+// shared with the CUDA twins (conv_cuda.cu). MaxPool is in pool_kernels.cc and
+// registered from here.
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <memory>
 #include <mutex>
+#include <type_traits>
+#include <vector>
 
 #include "towerflow/kernels/blas.h"
 #include "towerflow/kernels/im2col.h"
+#include "towerflow/kernels/internal/dnnl_conv.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/window_params.h"
 
@@ -103,7 +112,57 @@ class ConvKernelBase : public OpKernel {
     return g;
   }
 
+  // The oneDNN convolution for `g` (float32 only), built on first use and
+  // rebuilt when the geometry changes; null when oneDNN is off or cannot run
+  // it (the caller uses im2col).
+  template <typename T>
+  std::shared_ptr<dnnl_conv::DnnlConv> Dnnl(const ConvGeometry& g, dnnl_conv::Pass pass) {
+    if (!std::is_same_v<T, float> || !dnnl_) return nullptr;
+    std::lock_guard<std::mutex> lock(dnnl_mu_);
+    const bool same = dnnl_geometry_ && dnnl_geometry_->h == g.h && dnnl_geometry_->w == g.w &&
+                      dnnl_geometry_->c == g.c && dnnl_geometry_->kh == g.kh && dnnl_geometry_->kw == g.kw &&
+                      dnnl_geometry_->o == g.o && dnnl_geometry_->sh == g.sh && dnnl_geometry_->sw == g.sw &&
+                      dnnl_geometry_->oh == g.oh && dnnl_geometry_->ow == g.ow &&
+                      dnnl_geometry_->pad_top == g.pad_top && dnnl_geometry_->pad_left == g.pad_left;
+    if (!same) {
+      auto made = dnnl_conv::DnnlConv::Create(g, pass);
+      dnnl_geometry_ = g;
+      dnnl_conv_ = made.ok() ? std::shared_ptr<dnnl_conv::DnnlConv>(std::move(made).value()) : nullptr;
+    }
+    return dnnl_conv_;
+  }
+
+  // Runs fn(begin, end, scratch) over the batch's intra-op shards; `scratch`
+  // hands out temp memory that lives until the shard ends.
+  template <typename Fn>
+  static Status ForShards(OpKernelContext* ctx, const ConvGeometry& g, Fn&& fn) {
+    std::mutex mu;
+    Status status;
+    const int64_t cost = std::max<int64_t>(1, g.rows() * g.k() * g.o / 16);
+    ParallelFor(ctx->intra_op_pool(), g.n, cost, [&](int64_t b, int64_t e) {
+      std::vector<Tensor> temps;
+      auto scratch = [&](size_t bytes) -> uint8_t* {
+        Tensor t;
+        if (!ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(bytes)}, &t).ok()) return nullptr;
+        temps.push_back(t);
+        return t.data<uint8_t>();
+      };
+      Status s = fn(b, e, scratch);
+      if (!s.ok()) {
+        std::lock_guard<std::mutex> lock(mu);
+        if (status.ok()) status = s;
+      }
+    });
+    return status;
+  }
+
   window::ConvAttrs attrs_;
+
+ private:
+  const bool dnnl_ = dnnl_conv::Enabled();
+  std::mutex dnnl_mu_;
+  std::optional<ConvGeometry> dnnl_geometry_;           // guarded by dnnl_mu_
+  std::shared_ptr<dnnl_conv::DnnlConv> dnnl_conv_;     // guarded by dnnl_mu_
 };
 
 template <typename T>
@@ -126,6 +185,14 @@ class Conv2DOp : public ConvKernelBase {
     }
     const T* x = input.data<T>();
     const T* w = filter.data<T>();
+    if constexpr (std::is_same_v<T, float>) {
+      if (auto dnnl = Dnnl<T>(g, dnnl_conv::Pass::kForward)) {
+        TW_OP_REQUIRES_OK(ctx, ForShards(ctx, g, [&](int64_t b, int64_t e, const auto& scratch) {
+          return dnnl->Run(b, e, x, w, nullptr, y, scratch);
+        }));
+        return;
+      }
+    }
     TW_OP_REQUIRES_OK(ctx, ForImageChunks<T>(ctx, g, [&](int64_t, int64_t n0, int64_t n1, T* col) {
       const T* a = Patches(g, x, n0, n1, col);
       blas::Gemm(false, false, (n1 - n0) * g.rows(), g.o, g.k(), a, g.k(), w, g.o, T(0), y + n0 * g.rows() * g.o, g.o);
@@ -155,6 +222,14 @@ class Conv2DBackpropInputOp : public ConvKernelBase {
     if (g.o == 0 || g.rows() == 0) {
       std::fill_n(dx, out->NumElements(), T(0));
       return;
+    }
+    if constexpr (std::is_same_v<T, float>) {
+      if (auto dnnl = Dnnl<T>(g, dnnl_conv::Pass::kBackwardData)) {
+        TW_OP_REQUIRES_OK(ctx, ForShards(ctx, g, [&](int64_t b, int64_t e, const auto& scratch) {
+          return dnnl->Run(b, e, nullptr, w, dy, dx, scratch);
+        }));
+        return;
+      }
     }
     // d col = dy W^T ([rows, O] x [O, K]); col2im adds it back into pixels.
     const int64_t image = g.h * g.w * g.c;
@@ -197,6 +272,22 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
     // partial, keyed by its first image and added in that order afterwards.
     std::mutex mu;
     std::map<int64_t, Tensor> partials;  // guarded by mu
+    if constexpr (std::is_same_v<T, float>) {
+      if (auto dnnl = Dnnl<T>(g, dnnl_conv::Pass::kBackwardFilter)) {
+        TW_OP_REQUIRES_OK(ctx, ForShards(ctx, g, [&](int64_t b, int64_t e, const auto& scratch) -> Status {
+          T* acc = dw;
+          if (b != 0) {
+            Tensor t;
+            TW_RETURN_IF_ERROR(ctx->allocate_temp(DataTypeOf<T>(), *sizes, &t));
+            std::lock_guard<std::mutex> lock(mu);
+            acc = partials.emplace(b, t).first->second.template data<T>();
+          }
+          return dnnl->Run(b, e, x, nullptr, dy, acc, scratch);  // overwrites acc
+        }));
+        AddPartials(partials, dw, filter_elements);
+        return;
+      }
+    }
     TW_OP_REQUIRES_OK(ctx, ForImageChunks<T>(ctx, g, [&](int64_t shard, int64_t n0, int64_t n1, T* col) -> Status {
       T* acc = dw;
       if (shard != 0) {
@@ -215,9 +306,14 @@ class Conv2DBackpropFilterOp : public ConvKernelBase {
                  g.o);
       return Status::OK();
     }));
+    AddPartials(partials, dw, filter_elements);
+  }
+
+ private:
+  static void AddPartials(const std::map<int64_t, Tensor>& partials, T* dw, int64_t n) {
     for (const auto& [first, partial] : partials) {
       const T* p = partial.template data<T>();
-      for (int64_t i = 0; i < filter_elements; ++i) dw[i] += p[i];
+      for (int64_t i = 0; i < n; ++i) dw[i] += p[i];
     }
   }
 };

@@ -1,14 +1,19 @@
 // Conv2D and its backprops (conv_kernels.cc) against direct loops written here
 // from the definition, over odd shapes, strides, both paddings, the 1x1 path and
-// batches big enough to be split into several im2col chunks; MaxPool and its
+// batches big enough to be split into several im2col chunks, on both float32
+// paths (oneDNN where built in, and im2col) and on float64; MaxPool and its
 // gradients (pool_kernels.cc) against hand values, including TF's SAME padding
 // split (the smaller half before) and first-maximum tie breaking.
 #include <gtest/gtest.h>
+
+#include <stdlib.h>
 
 #include <random>
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/kernels/im2col.h"
+#include "towerflow/kernels/internal/dnnl_conv.h"
 #include "towerflow/runtime/session.h"
 
 namespace tw {
@@ -125,6 +130,70 @@ const std::vector<ConvCase>& Cases() {
 TEST(ConvKernelsTest, MatchesDirectLoopsFloat) {
   for (const auto& c : Cases()) CheckConv<float>(c);
 }
+// The same cases with oneDNN switched off: im2col + GEMM for float32 too.
+TEST(ConvKernelsTest, MatchesDirectLoopsFloatOnIm2col) {
+  ASSERT_EQ(0, setenv("TOWERFLOW_CONV", "im2col", 1));
+  EXPECT_FALSE(dnnl_conv::Enabled());
+  for (const auto& c : Cases()) CheckConv<float>(c);
+  ASSERT_EQ(0, unsetenv("TOWERFLOW_CONV"));
+}
+
+// oneDNN itself, below the kernels: every case whose window it can express
+// builds, and each pass over a sub-range of the batch matches the direct loops
+// (so the float32 kernels above did run on it).
+TEST(ConvKernelsTest, OneDnnRunsEveryWindowItCanExpress) {
+  if (!dnnl_conv::Enabled()) GTEST_SKIP() << "built without oneDNN";
+  int built = 0;
+  for (const ConvCase& c : Cases()) {
+    const Ref ref(c);
+    auto g = conv::MakeGeometry("Conv2D", TensorShape{c.n, c.h, c.w, c.c}, TensorShape{c.kh, c.kw, c.c, c.o},
+                                {1, c.sh, c.sw, 1}, c.padding == "SAME");
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    const bool trailing = (ref.oh - 1) * c.sh + c.kh < c.h + ref.pt || (ref.ow - 1) * c.sw + c.kw < c.w + ref.pl;
+    std::mt19937_64 rng(c.n + c.o);
+    Tensor x = Random<float>({c.n, c.h, c.w, c.c}, rng);
+    Tensor w = Random<float>({c.kh, c.kw, c.c, c.o}, rng);
+    Tensor dy = Random<float>({c.n, ref.oh, ref.ow, c.o}, rng);
+    // Images [n0, n): the last shard of a split batch.
+    const int64_t n0 = c.n / 2;
+    std::vector<double> y(static_cast<size_t>(dy.NumElements())), dx(static_cast<size_t>(x.NumElements())),
+        dw(static_cast<size_t>(w.NumElements()));
+    const int64_t x_image = c.h * c.w * c.c, y_image = ref.oh * ref.ow * c.o;
+    ref.ForEachTap(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+      if (xi < n0 * x_image) return;
+      y[yi] += double(x.data<float>()[xi]) * double(w.data<float>()[wi]);
+      dx[xi] += double(dy.data<float>()[yi]) * double(w.data<float>()[wi]);
+      dw[wi] += double(x.data<float>()[xi]) * double(dy.data<float>()[yi]);
+    });
+    std::vector<std::vector<uint8_t>> buffers;
+    auto scratch = [&](size_t bytes) {
+      buffers.emplace_back(bytes);
+      return buffers.back().data();
+    };
+    const std::string what = "case " + std::to_string(c.n) + "x" + std::to_string(c.h) + "x" + std::to_string(c.w) +
+                             "x" + std::to_string(c.c) + " k" + std::to_string(c.kh) + "x" + std::to_string(c.kw) +
+                             " s" + std::to_string(c.sh) + "x" + std::to_string(c.sw) + " " + c.padding;
+    std::vector<float> out_y(y.size()), out_dx(dx.size()), out_dw(dw.size());
+    const dnnl_conv::Pass passes[] = {dnnl_conv::Pass::kForward, dnnl_conv::Pass::kBackwardData,
+                                      dnnl_conv::Pass::kBackwardFilter};
+    float* outs[] = {out_y.data(), out_dx.data(), out_dw.data()};
+    const std::vector<double>* wants[] = {&y, &dx, &dw};
+    for (int k = 0; k < 3; ++k) {
+      auto conv = dnnl_conv::DnnlConv::Create(*g, passes[k]);
+      EXPECT_EQ(conv.ok(), !trailing) << what << ": " << conv.status().ToString();
+      if (!conv.ok()) continue;
+      ++built;
+      Status s = (*conv)->Run(n0, c.n, x.data<float>(), w.data<float>(), dy.data<float>(), outs[k], scratch);
+      ASSERT_TRUE(s.ok()) << what << ": " << s.ToString();
+      const size_t begin = k == 2 ? 0 : static_cast<size_t>(n0 * (k == 0 ? y_image : x_image));
+      double worst = 0;
+      for (size_t i = begin; i < wants[k]->size(); ++i) worst = std::max(worst, std::abs(outs[k][i] - (*wants[k])[i]));
+      EXPECT_LT(worst, k == 2 ? 1e-3 : 1e-4) << what << " pass " << k;
+    }
+  }
+  EXPECT_EQ(built, 3 * 8);  // the four others leave trailing input unread
+}
+
 TEST(ConvKernelsTest, MatchesDirectLoopsDouble) {
   for (const auto& c : Cases()) CheckConv<double>(c);
 }
