@@ -20,7 +20,8 @@
 //   - compressed, with ISA-L built in (the default decoder): a stream that zlib
 //     reads to its end gives the same records, code and offset on ISA-L; one
 //     that zlib rejects gives at least zlib's records (ISA-L accepts some
-//     malformed Huffman tables that zlib rejects at the block header);
+//     malformed Huffman tables that zlib rejects at the block header), or one
+//     fewer and DataLoss too (at a cut ISA-L may hold back the last bytes);
 //   - without skip_corrupt the records are a prefix of those read with it.
 // Run with -malloc_limit_mb=128 -rss_limit_mb=1024 (scripts/fuzz does).
 #include <sanitizer/allocator_interface.h>
@@ -201,7 +202,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       const Outcome zlib = ReadAll(file, reference, /*copy=*/false);
       const bool same = zlib.records == main.records && zlib.status.code() == main.status.code() &&
                         zlib.skipped == main.skipped && zlib.offset == main.offset;
-      const bool zlib_rejected = zlib.status.code() == Code::kDataLoss && IsPrefix(zlib.records, main.records);
+      // A cut stream: ISA-L may hold back the last bytes zlib decodes, and so
+      // stop one record earlier with the same DataLoss.
+      const bool cut_short = zlib.status.code() == Code::kDataLoss && main.status.code() == Code::kDataLoss &&
+                             main.records.size() + 1 == zlib.records.size() && IsPrefix(main.records, zlib.records);
+      const bool zlib_rejected =
+          cut_short || (zlib.status.code() == Code::kDataLoss && IsPrefix(zlib.records, main.records));
       if (!same && !zlib_rejected) {
         Fail("zlib read " + std::to_string(zlib.records.size()) + " records then " + zlib.status.ToString() +
              " at " + std::to_string(zlib.offset) + "; ISA-L " + std::to_string(main.records.size()) + " then " +

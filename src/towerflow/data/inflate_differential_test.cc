@@ -3,7 +3,8 @@
 // streams, at several buffer sizes, a RecordReader on either gives the same
 // records and the same error code, and the same message wherever the message
 // is towerflow's own (every error but "corrupted ... stream", whose tail is the
-// decoder's text). The streams come from RecordWriter (zlib's deflate, as TF
+// decoder's text). One difference is allowed: on a stream cut mid-block ISA-L
+// may hold back the last bytes zlib decodes, and with them the last record. The streams come from RecordWriter (zlib's deflate, as TF
 // writes them) and from raw zlib calls.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -15,6 +16,7 @@
 #include <fstream>
 #include <iterator>
 #include <random>
+#include <regex>
 #include <string>
 #include <vector>
 
@@ -47,17 +49,26 @@ Outcome ReadAll(std::string_view bytes, Compression c, InflateLibrary library, s
   return out;
 }
 
-// Both decoders agree on `bytes`; returns ISA-L's outcome.
+// Both decoders agree on `bytes`; returns ISA-L's outcome. On a stream cut
+// mid-block ISA-L may hold back the last few bytes zlib has decoded (it waits
+// for the bits of a whole symbol table lookup), so the record those bytes end
+// may be missing from its read before the same "truncated" DataLoss.
 Outcome ExpectSameOutcome(std::string_view bytes, Compression c, size_t buffer_size, bool skip_corrupt = false) {
   const Outcome zlib = ReadAll(bytes, c, InflateLibrary::kZlib, buffer_size, skip_corrupt);
   const Outcome isal = ReadAll(bytes, c, InflateLibrary::kIsal, buffer_size, skip_corrupt);
-  EXPECT_EQ(zlib.records, isal.records) << "zlib: " << zlib.status.ToString() << "\nisa-l: " << isal.status.ToString();
+  const bool cut = zlib.status.message().find(" stream: it ends at compressed byte ") != std::string::npos;
+  std::vector<std::string> want = zlib.records;
+  if (cut && isal.records.size() + 1 == want.size()) want.pop_back();
+  EXPECT_EQ(want, isal.records) << "zlib: " << zlib.status.ToString() << "\nisa-l: " << isal.status.ToString();
   EXPECT_EQ(zlib.status.code(), isal.status.code())
       << "zlib: " << zlib.status.ToString() << "\nisa-l: " << isal.status.ToString();
   const bool decoder_text = zlib.status.message().find("corrupted ") != std::string::npos &&
                             zlib.status.message().find(" stream at compressed byte ") != std::string::npos;
   if (!decoder_text) {
-    EXPECT_EQ(zlib.status.message(), isal.status.message());
+    // At a cut the counts of bytes decoded may differ (above), nothing else.
+    static const std::regex kProduced(R"(\(uncompressed byte \d+\) while reading the record at \d+)");
+    EXPECT_EQ(std::regex_replace(zlib.status.message(), kProduced, "(...)"),
+              std::regex_replace(isal.status.message(), kProduced, "(...)"));
   }
   return isal;
 }
@@ -200,7 +211,7 @@ TEST_F(InflateDifferentialTest, ConcatenatedMembers) {
     SCOPED_TRACE(CompressionName(c));
     const std::string a = Write(first, c, {});
     const std::string cat = a + Write(second, c, {2});
-    for (size_t buffer : {size_t{1}, size_t{4096}}) {
+    for (size_t buffer : {size_t{1}, size_t{2}, size_t{3}, size_t{5}, size_t{7}, size_t{64}, size_t{4096}}) {
       const Outcome isal = ExpectSameOutcome(cat, c, buffer);
       EXPECT_TRUE(errors::IsOutOfRange(isal.status)) << isal.status.ToString();
       std::vector<std::string> want = first;
@@ -211,6 +222,27 @@ TEST_F(InflateDifferentialTest, ConcatenatedMembers) {
       const Outcome broken = ExpectSameOutcome(damaged, c, buffer);
       EXPECT_EQ(first, broken.records);
       EXPECT_EQ(Code::kDataLoss, broken.status.code()) << broken.status.ToString();
+    }
+  }
+}
+
+// Two members cut at every byte, at windows small enough that a member's end
+// (and the bytes ISA-L reads past a ZLIB checksum) falls between calls: the
+// same records and the same clean or truncated end as zlib.
+TEST_F(InflateDifferentialTest, ConcatenatedMembersCutAtEveryByte) {
+  std::mt19937 rng(17);
+  const std::vector<std::string> first = SomeRecords(&rng, 3);
+  const std::vector<std::string> second = SomeRecords(&rng, 4);
+  for (Compression c : kCompressions) {
+    SCOPED_TRACE(CompressionName(c));
+    const std::string cat = Write(first, c, {}) + Write(second, c, {1});
+    for (size_t len = 0; len <= cat.size(); ++len) {
+      SCOPED_TRACE("prefix " + std::to_string(len));
+      for (size_t buffer : {size_t{1}, size_t{3}, size_t{5}, size_t{64}}) {
+        SCOPED_TRACE("buffer_size " + std::to_string(buffer));
+        ExpectSameOutcome(std::string_view(cat).substr(0, len), c, buffer);
+        if (HasFailure()) return;
+      }
     }
   }
 }

@@ -175,7 +175,9 @@ Status RecordReader::Inflate(uint8_t* dst, size_t n, size_t* got) {
       }
     }
     if (d.stream_ended) {
-      if (c.avail_in == 0) break;  // the input is over after a whole stream: a clean end
+      // The input is over after a whole stream: a clean end. (The decoder may
+      // still hold bytes it read ahead, which belong to the next member.)
+      if (c.avail_in == 0 && inflater.HeldInput() == 0) break;
       // More input after a complete stream: the next member, as in `cat a.gz b.gz`.
       inflater.Reset();
       d.stream_ended = false;
@@ -187,13 +189,16 @@ Status RecordReader::Inflate(uint8_t* dst, size_t n, size_t* got) {
     // those bytes when the reader's window was small (found by fuzz_record_reader).
     const size_t in_before = c.avail_in;
     const size_t out_before = c.avail_out;
+    const size_t held_before = inflater.HeldInput();
     const internal::Inflater::Result result = inflater.Inflate(c);
     if (result == internal::Inflater::Result::kStreamEnd) {
       d.stream_ended = true;
       continue;
     }
     if (result == internal::Inflater::Result::kOk) {
-      if (c.avail_in == in_before && c.avail_out == out_before && (input_over || c.avail_in > 0)) {
+      const bool progress =
+          c.avail_in != in_before || c.avail_out != out_before || inflater.HeldInput() != held_before;
+      if (!progress && (input_over || c.avail_in > 0)) {
         // No progress. With the input over, the decoder is drained: that is a
         // clean end before any input, or at a flush point (the decoder waits for
         // the next block header, byte-aligned, and has not seen the last block):

@@ -38,8 +38,9 @@
 
 namespace tw {
 
-// The library that decodes ZLIB and GZIP streams. Both accept the same streams
-// and give the same records and error codes; only their messages differ. kAuto
+// The library that decodes ZLIB and GZIP streams. On whole and flushed streams
+// both give the same records and errors; on broken ones both fail with DataLoss,
+// possibly a record apart (data/internal/inflater.h says when). kAuto
 // is ISA-L (igzip, about twice zlib's speed) when towerflow was built with it
 // (CMake TOWERFLOW_ISAL), zlib otherwise. Asking for ISA-L in a build without
 // it fails the reader with Unimplemented.

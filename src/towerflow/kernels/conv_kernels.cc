@@ -1,8 +1,8 @@
 // CPU kernels of 2-D convolution (NHWC input, HWIO filter): Conv2D,
 // Conv2DBackpropInput, Conv2DBackpropFilter. float32 runs on oneDNN's JIT
 // convolutions where it is built in (internal/dnnl_conv.h); float64, builds
-// without oneDNN, windows oneDNN cannot express and TOWERFLOW_CONV=im2col run as
-// im2col (im2col.h) + GEMM (blas.h: OpenBLAS, single-threaded). On the tutorial
+// without oneDNN, shapes oneDNN has no implementation for and TOWERFLOW_CONV=im2col
+// run as im2col (im2col.h) + GEMM (blas.h: OpenBLAS, single-threaded). On the tutorial
 // CNN's two layers, forward and backward on one thread, oneDNN runs about twice
 // as fast (bench/conv_bench: conv_layers against conv_layers_im2col).
 //

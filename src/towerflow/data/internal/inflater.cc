@@ -134,6 +134,10 @@ class IsalInflater final : public Inflater {
     c.next_out = p.next_out;
     c.avail_out = p.avail_out;
     pending_ = leftover + feed.substr(feed.size() - p.avail_in);
+    // The held bytes went in (a header, say) with nothing to show for it yet:
+    // go on with the cursor's own input in the same call, so that the caller
+    // sees progress wherever zlib would.
+    if (result == Result::kOk && pending_.empty() && c.avail_out > 0) return Step(c, &pending_);
     return result;
   }
 
@@ -176,7 +180,8 @@ class IsalInflater final : public Inflater {
     const int rc = isal_inflate(&s_);
     const size_t took = in - s_.avail_in;
     const size_t made = out - s_.avail_out;
-    const char* header_error = CheckHeader(in_start, took);
+    size_t header_at = 0;
+    const char* header_error = CheckHeader(in_start, took, &header_at);
     taken_ += took;
     c.next_in += took;
     c.avail_in -= took;
@@ -184,6 +189,8 @@ class IsalInflater final : public Inflater {
       error_ = ISAL_INVALID_WRAPPER;
       message_ = header_error;
       s_.tmp_out_processed = s_.tmp_out_valid;
+      c.next_in = in_start + header_at;  // the error's position: the header's byte
+      c.avail_in += took - header_at;
       return Result::kError;
     }
     c.next_out += made;
@@ -208,13 +215,23 @@ class IsalInflater final : public Inflater {
   }
 
   // The header checks zlib makes beyond ISA-L's, on the member's bytes
-  // [taken_, taken_ + n) that lie at `p`.
-  const char* CheckHeader(const uint8_t* p, size_t n) const {
-    const uint64_t at = gzip_ ? 3 : 0;  // FLG of a gzip header, CMF of a zlib one
-    if (taken_ > at || taken_ + n <= at) return nullptr;
-    const uint8_t byte = p[at - taken_];
-    if (gzip_ && (byte & 0xe0) != 0) return "unknown header flags set";
-    if (!gzip_ && (byte & 0x0f) == 8 && (byte >> 4) + 8 > 15) return "invalid window size";
+  // [taken_, taken_ + n) that lie at `p`, made when zlib makes them: once the
+  // gzip header's FLG byte (3) or the zlib header's second byte (1) is in.
+  // *at: the offending byte's index in p.
+  const char* CheckHeader(const uint8_t* p, size_t n, size_t* at) {
+    if (!gzip_ && taken_ == 0 && n > 0) cmf_ = p[0];
+    const uint64_t last = gzip_ ? 3 : 1;
+    if (taken_ > last || taken_ + n <= last) return nullptr;
+    const uint8_t byte = p[last - taken_];
+    *at = static_cast<size_t>(last - taken_);
+    if (gzip_) return (byte & 0xe0) != 0 ? "unknown header flags set" : nullptr;
+    // zlib: the header check, the method, then the window; ISA-L reports the
+    // first two itself.
+    const bool checked = (cmf_ * 256 + byte) % 31 == 0 && (cmf_ & 0x0f) == 8;
+    if (checked && (cmf_ >> 4) + 8 > 15) {
+      if (*at > 0) --*at;  // the CMF byte, when it came in this call
+      return "invalid window size";
+    }
     return nullptr;
   }
 
@@ -254,6 +271,7 @@ class IsalInflater final : public Inflater {
   const bool gzip_;
   inflate_state s_{};
   uint64_t taken_ = 0;   // compressed bytes of this member taken so far
+  unsigned cmf_ = 0;     // a zlib member's first header byte
   std::string pending_;  // the next member's first bytes, read ahead
   int error_ = 0;        // sticky once set
   std::string message_;

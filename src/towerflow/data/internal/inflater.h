@@ -6,9 +6,13 @@
 // The record reader owns the input buffering, the multi-member loop and the
 // judgement of where a stream may end; an Inflater only decodes, and answers the
 // three questions that judgement needs: did the stream end, is the decoder at a
-// flush point, and what went wrong. Both backends accept exactly the same streams
-// (data/inflate_differential_test.cc checks cut and corrupted streams against each
-// other) and differ only in the text of their error messages.
+// flush point, and what went wrong. Both backends read whole and flushed streams
+// alike; data/inflate_differential_test.cc and fuzz_record_reader check cut,
+// corrupted and concatenated streams against each other. Beyond the text of
+// their error messages they differ in two ways, on broken streams only: ISA-L
+// accepts some malformed Huffman tables that zlib rejects at the block header
+// (it decodes on until a symbol or a checksum fails), and on a stream cut
+// mid-block it may hold back the last few bytes zlib decodes.
 //
 // An Inflater is thread-compatible: one thread at a time.
 #ifndef TOWERFLOW_DATA_INTERNAL_INFLATER_H_

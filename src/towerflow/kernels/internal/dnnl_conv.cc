@@ -31,6 +31,24 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
+// oneDNN runs a primitive with the OpenMP thread count in force when it was
+// created, in a team started from the calling thread: one thread, for both.
+// The caller's own setting (a user's thread may run a shard) is restored.
+class OneOpenMpThread {
+ public:
+  OneOpenMpThread() : previous_(omp_get_max_threads()) {
+    if (previous_ != 1) omp_set_num_threads(1);
+  }
+  ~OneOpenMpThread() {
+    if (previous_ != 1) omp_set_num_threads(previous_);
+  }
+  OneOpenMpThread(const OneOpenMpThread&) = delete;
+  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
+
+ private:
+  const int previous_;
+};
+
 dnnl::engine& Engine() {
   static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed
   return *engine;
@@ -55,8 +73,10 @@ struct DnnlConv::Impl {
   std::map<int64_t, std::shared_ptr<const Prims>> by_batch;  // guarded by mu
 
   std::shared_ptr<const Prims> Build(int64_t nb) const {
-    const memory::dim pad_bottom = (g.oh - 1) * g.sh + g.kh - g.h - g.pad_top;
-    const memory::dim pad_right = (g.ow - 1) * g.sw + g.kw - g.w - g.pad_left;
+    // A window whose stride leaves trailing input unread has no padding after
+    // it: oneDNN sizes the output with floor division, as TF's VALID does.
+    const memory::dim pad_bottom = std::max<int64_t>(0, (g.oh - 1) * g.sh + g.kh - g.h - g.pad_top);
+    const memory::dim pad_right = std::max<int64_t>(0, (g.ow - 1) * g.sw + g.kw - g.w - g.pad_left);
     const memory::dims strides{g.sh, g.sw}, pad_l{g.pad_top, g.pad_left}, pad_r{pad_bottom, pad_right};
     const memory::desc src({nb, g.c, g.h, g.w}, memory::data_type::f32, Tag::nhwc);
     const memory::desc dst({nb, g.o, g.oh, g.ow}, memory::data_type::f32, Tag::nhwc);
@@ -123,11 +143,6 @@ DnnlConv::DnnlConv(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DnnlConv::~DnnlConv() = default;
 
 StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry& g, Pass pass) {
-  // oneDNN expresses a window as padding on both sides; a VALID window whose
-  // stride leaves trailing input unread would need negative padding.
-  if ((g.oh - 1) * g.sh + g.kh < g.h + g.pad_top || (g.ow - 1) * g.sw + g.kw < g.w + g.pad_left) {
-    return errors::Unimplemented("oneDNN convolution: the window leaves trailing input unread");
-  }
   if (g.c == 0 || g.o == 0 || g.kh == 0 || g.kw == 0 || g.oh == 0 || g.ow == 0) {
     return errors::Unimplemented("oneDNN convolution: an empty dimension");
   }
@@ -135,6 +150,7 @@ StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry& g
   impl->g = g;
   impl->pass = pass;
   try {
+    OneOpenMpThread one;
     impl->Get(std::max<int64_t>(g.n, 1));  // the whole batch: fail here, not in Run
   } catch (const dnnl::error& e) {
     return errors::Unimplemented("oneDNN convolution: ", e.what());
@@ -145,8 +161,7 @@ StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry& g
 Status DnnlConv::Run(int64_t n0, int64_t n1, const float* x, const float* w, const float* dy, float* out,
                      const ScratchAllocator& scratch) {
   if (n1 <= n0) return Status::OK();
-  // This thread's OpenMP team: itself alone (the intra-op pool shards the batch).
-  if (omp_get_max_threads() != 1) omp_set_num_threads(1);
+  OneOpenMpThread one;  // the intra-op pool shards the batch
   const conv::ConvGeometry& g = impl_->g;
   const int64_t in_image = g.h * g.w * g.c;
   const int64_t out_image = g.oh * g.ow * g.o;

@@ -6,8 +6,9 @@
 // A DnnlConv holds the primitives of one convolution geometry for every batch
 // size it is run at (the intra-op shards of a batch have at most two sizes).
 // Each Run executes on the calling thread alone: conv_kernels.cc splits the
-// batch over the device's intra-op threads as on its im2col path, so oneDNN
-// starts no threads of its own. Run is thread-safe; scratch memory comes from
+// batch over the device's intra-op threads as on its im2col path, and oneDNN's
+// primitives are built and run with an OpenMP thread count of one, so it starts
+// no threads of its own. Run is thread-safe; scratch memory comes from
 // the kernel's allocator.
 //
 // Used when oneDNN is built in (CMake TOWERFLOW_DNNL) and enabled: the
@@ -35,9 +36,10 @@ using ScratchAllocator = std::function<uint8_t*(size_t bytes)>;
 
 class DnnlConv {
  public:
-  // The geometry's batch size is ignored: Run takes images [n0, n1).
-  // Unimplemented when oneDNN cannot run it (a window that leaves input rows
-  // unread past the last output, which oneDNN's padding cannot express).
+  // The geometry's batch size is that of the primitive built here (later ones
+  // are built for the sizes Run meets): Run takes images [n0, n1).
+  // Unimplemented when oneDNN cannot run it (an empty dimension, or no
+  // implementation for the shapes).
   static StatusOr<std::unique_ptr<DnnlConv>> Create(const conv::ConvGeometry& g, Pass pass);
   ~DnnlConv();
 
