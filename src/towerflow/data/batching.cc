@@ -32,9 +32,9 @@ std::optional<TensorShape> ElementShape(const PartialShape& s, bool enqueue_many
 
 }  // namespace
 
-BatchSource::Args BatchSource::MakeArgs(const BatchOptions& options, bool join) {
+template <typename Options>
+BatchSource::Args BatchSource::CommonArgs(const Options& options) {
   BatchSource::Args a;
-  a.scope_name = join ? "batch_join" : "batch";
   a.queue.capacity = options.capacity;
   a.queue.shapes = options.shapes;
   a.queue.shared_name = options.shared_name;
@@ -45,19 +45,18 @@ BatchSource::Args BatchSource::MakeArgs(const BatchOptions& options, bool join) 
   return a;
 }
 
+BatchSource::Args BatchSource::MakeArgs(const BatchOptions& options, bool join) {
+  Args a = CommonArgs(options);
+  a.scope_name = join ? "batch_join" : "batch";
+  return a;
+}
+
 BatchSource::Args BatchSource::MakeArgs(const ShuffleBatchOptions& options, bool join) {
-  BatchSource::Args a;
+  Args a = CommonArgs(options);
   a.scope_name = join ? "shuffle_batch_join" : "shuffle_batch";
   a.queue.shuffle = true;
-  a.queue.capacity = options.capacity;
   a.queue.min_after_dequeue = options.min_after_dequeue;
   a.queue.seed = options.seed;
-  a.queue.shapes = options.shapes;
-  a.queue.shared_name = options.shared_name;
-  a.batch_size = options.batch_size;
-  a.num_threads = options.num_threads;
-  a.enqueue_many = options.enqueue_many;
-  a.allow_smaller_final_batch = options.allow_smaller_final_batch;
   return a;
 }
 

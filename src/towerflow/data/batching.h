@@ -99,6 +99,9 @@ class BatchSource {
   };
   static Args MakeArgs(const BatchOptions& options, bool join);
   static Args MakeArgs(const ShuffleBatchOptions& options, bool join);
+  // The fields both options share (batching.cc).
+  template <typename Options>
+  static Args CommonArgs(const Options& options);
   // A join (scope name "..._join"): one enqueue per list. Otherwise one list,
   // num_threads copies of its enqueue.
   BatchSource(const Scope& scope, const std::vector<std::vector<Output>>& tensor_lists, Args args);

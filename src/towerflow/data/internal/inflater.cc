@@ -46,6 +46,30 @@ namespace {
 // Both libraries count in 32 bits.
 constexpr size_t kMaxStep = size_t{1} << 30;
 
+// Points a library's stream (a z_stream or an inflate_state: the same four
+// fields) at the cursor, at most kMaxStep bytes each way, runs `call` and says
+// how many bytes it took and made. Advancing the cursor is the caller's.
+template <typename Stream, typename Call>
+int RunOn(Stream& s, const InflateCursor& c, Call&& call, size_t* took, size_t* made) {
+  const auto in = static_cast<decltype(s.avail_in)>(std::min(c.avail_in, kMaxStep));
+  const auto out = static_cast<decltype(s.avail_out)>(std::min(c.avail_out, kMaxStep));
+  s.next_in = const_cast<decltype(s.next_in)>(c.next_in);
+  s.avail_in = in;
+  s.next_out = c.next_out;
+  s.avail_out = out;
+  const int rc = call();
+  *took = in - s.avail_in;
+  *made = out - s.avail_out;
+  return rc;
+}
+
+void Advance(InflateCursor& c, size_t took, size_t made) {
+  c.next_in += took;
+  c.avail_in -= took;
+  c.next_out += made;
+  c.avail_out -= made;
+}
+
 class ZlibInflater final : public Inflater {
  public:
   ~ZlibInflater() override {
@@ -63,19 +87,9 @@ class ZlibInflater final : public Inflater {
   }
 
   Result Inflate(InflateCursor& c) override {
-    const uInt in = static_cast<uInt>(std::min(c.avail_in, kMaxStep));
-    const uInt out = static_cast<uInt>(std::min(c.avail_out, kMaxStep));
-    z_.next_in = const_cast<Bytef*>(c.next_in);
-    z_.avail_in = in;
-    z_.next_out = c.next_out;
-    z_.avail_out = out;
-    const int rc = inflate(&z_, Z_NO_FLUSH);
-    const size_t took = in - z_.avail_in;
-    const size_t made = out - z_.avail_out;
-    c.next_in += took;
-    c.avail_in -= took;
-    c.next_out += made;
-    c.avail_out -= made;
+    size_t took = 0, made = 0;
+    const int rc = RunOn(z_, c, [&] { return inflate(&z_, Z_NO_FLUSH); }, &took, &made);
+    Advance(c, took, made);
     // z.data_type after a call without progress is no guide: inflate leaves its
     // block-boundary state on entry.
     if (took != 0 || made != 0) data_type_ = z_.data_type;
@@ -171,20 +185,12 @@ class IsalInflater final : public Inflater {
   // that did not come from `c` in this call go to *leftover.
   Result Step(InflateCursor& c, std::string* leftover) {
     const uint8_t* in_start = c.next_in;
-    const uint32_t in = static_cast<uint32_t>(std::min(c.avail_in, kMaxStep));
-    const uint32_t out = static_cast<uint32_t>(std::min(c.avail_out, kMaxStep));
-    s_.next_in = const_cast<uint8_t*>(c.next_in);
-    s_.avail_in = in;
-    s_.next_out = c.next_out;
-    s_.avail_out = out;
-    const int rc = isal_inflate(&s_);
-    const size_t took = in - s_.avail_in;
-    const size_t made = out - s_.avail_out;
+    size_t took = 0, made = 0;
+    const int rc = RunOn(s_, c, [&] { return isal_inflate(&s_); }, &took, &made);
     size_t header_at = 0;
     const char* header_error = CheckHeader(in_start, took, &header_at);
     taken_ += took;
-    c.next_in += took;
-    c.avail_in -= took;
+    Advance(c, took, 0);
     if (header_error != nullptr) {  // zlib stops at the header: no output
       error_ = ISAL_INVALID_WRAPPER;
       message_ = header_error;
@@ -193,8 +199,7 @@ class IsalInflater final : public Inflater {
       c.avail_in += took - header_at;
       return Result::kError;
     }
-    c.next_out += made;
-    c.avail_out -= made;
+    Advance(c, 0, made);
     if (rc < 0 || rc == ISAL_NEED_DICT) {
       error_ = rc;
       message_ = Describe(rc);
