@@ -181,6 +181,51 @@ BENCHMARK_CAPTURE(BM_ConvLayers, im2col, true)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// The CNN's two max pools (2x2, stride 2, SAME) forward and backward through a
+// Session on one thread: memory-bound passes over the convolutions' outputs.
+void BM_PoolLayers(benchmark::State& state) {
+  tw::Graph graph;
+  tw::Scope root(graph);
+  tw::FeedList feeds;
+  std::vector<tw::Output> fetches;
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const tw::PoolOptions pool{{1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"};
+  int64_t bytes = 0;
+  for (const ConvLayer& l : {kConv1, kConv2}) {
+    const tw::TensorShape in{kBatch, l.side, l.side, l.o}, out{kBatch, l.side / 2, l.side / 2, l.o};
+    tw::Tensor x(tw::kFloat32, in), dy(tw::kFloat32, out);
+    for (float& v : x.flat<float>()) v = uniform(rng);
+    for (float& v : dy.flat<float>()) v = uniform(rng);
+    auto xp = tw::Placeholder(root, tw::kFloat32, tw::PartialShape({kBatch, l.side, l.side, l.o}));
+    auto dyp = tw::Placeholder(root, tw::kFloat32, tw::PartialShape({kBatch, l.side / 2, l.side / 2, l.o}));
+    tw::Output y = tw::MaxPool(root, xp, pool);
+    tw::Output dx = tw::NodeBuilder(root, "MaxPoolGrad").Input(xp).Input(y).Input(dyp).Attr("ksize", pool.ksize)
+                        .Attr("strides", pool.strides).Attr("padding", pool.padding).Finalize();
+    fetches.push_back(dx);
+    feeds.emplace_back(xp, x);
+    feeds.emplace_back(dyp, dy);
+    // MaxPool reads x and writes y; MaxPoolGrad reads x, y and dy and writes dx.
+    bytes += 4 * (3 * in.num_elements() + 3 * out.num_elements());
+  }
+  if (!root.ok()) {
+    state.SkipWithError(root.status().ToString().c_str());
+    return;
+  }
+  tw::Session session(graph, tw::SessionOptions{.inter_op_threads = 1, .intra_op_threads = 1});
+  for (auto _ : state) {
+    auto out = session.Run(feeds, fetches);
+    if (!out.ok()) {
+      state.SkipWithError(out.status().ToString().c_str());
+      return;
+    }
+  }
+  state.counters["GB_per_sec"] =
+      benchmark::Counter(static_cast<double>(bytes) * static_cast<double>(state.iterations()) / 1e9,
+                         benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_PoolLayers)->Name("towerflow/pool_layers")->Unit(benchmark::kMillisecond)->UseRealTime();
+
 }  // namespace
 
 BENCHMARK_MAIN();

@@ -132,6 +132,32 @@ TEST_F(TrainCliTest, TwoInputThreadsEachWithItsOwnReader) {
   EXPECT_NE(log.find("input/shuffle_batch_join/random_shuffle_queue: (RandomShuffleQueue)"), std::string::npos);
 }
 
+// --inter-op-threads 1 runs the whole step on the calling thread (TF's
+// inter_op_parallelism_threads = 1): the trace holds one executor thread, where
+// the default pool spreads a step's independent branches over more.
+TEST_F(TrainCliTest, OneInterOpThreadRunsTheStepOnOneThread) {
+  MakeData(1000);
+  auto executor_threads = [&](const std::string& name, const std::vector<std::string>& extra) {
+    std::vector<std::string> args = TrainArgs(name, 30);
+    args[std::find(args.begin(), args.end(), "--devices") - args.begin() + 1] = "cpu:0";
+    // Wide layers: each gradient MatMul long enough for a pool thread to take one.
+    args[std::find(args.begin(), args.end(), "--hidden") - args.begin() + 1] = "1024,1024";
+    args.insert(args.end(), {"--trace", (dir_ / (name + ".json")).string(), "--trace-steps", "20"});
+    args.insert(args.end(), extra.begin(), extra.end());
+    Result r = Run(args);
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    json trace = json::parse(ReadFile(dir_ / (name + ".json")), nullptr, false);
+    std::set<int> tids;
+    if (trace.is_discarded()) return tids;
+    for (const json& e : trace["traceEvents"]) {
+      if (e["ph"] == "X" && e["pid"] == 1) tids.insert(e["tid"].get<int>());
+    }
+    return tids;
+  };
+  EXPECT_EQ(executor_threads("one", {"--inter-op-threads", "1"}), std::set<int>{0});
+  EXPECT_GT(executor_threads("default", {"--inter-op-threads", "3"}).size(), 1u);
+}
+
 TEST_F(TrainCliTest, ResumeContinuesTheGlobalStepAndTheLossCurve) {
   MakeData();
   std::vector<std::string> args = TrainArgs("whole", 400);
@@ -256,6 +282,7 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", "tpu:0"}, "--devices"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", "gpu:99"}, "/device:GPU:99"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--batch-size", "0"}, "batch-size"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--inter-op-threads", "-1"}, "inter-op-threads"},
   };
   for (const Case& c : cases) {
     Result r = Run(c.args);

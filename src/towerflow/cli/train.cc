@@ -46,7 +46,7 @@ struct Flags {
   double lr = -1, l2 = 0;
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
   bool check_numerics = false, allow_tf32 = false;
-  int input_threads = 1, intra_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
+  int input_threads = 1, intra_op_threads = 0, inter_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
   int64_t gpu_memory_mb = 0;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
   double checkpoint_every_secs = 60, log_every_secs = 10;
@@ -258,6 +258,7 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   c->input_threads = f.input_threads;
   c->min_after_dequeue = f.min_after_dequeue;
   c->intra_op_threads = f.intra_op_threads;
+  c->inter_op_threads = f.inter_op_threads;
   c->checkpoint_every_steps = f.checkpoint_every_steps;
   c->checkpoint_every_seconds = f.checkpoint_every_secs;
   c->keep_checkpoints = f.keep_checkpoints;
@@ -313,6 +314,9 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--min-after-dequeue", f.min_after_dequeue, "shuffle buffer: records kept in the queue")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--intra-op-threads", f.intra_op_threads, "threads for MatMul/Conv2D, shared by CPU devices (0: all)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--inter-op-threads", f.inter_op_threads,
+                 "threads running a step's independent ops, the calling thread included (0: one per core)")
       ->check(CLI::Range(0, 1024));
   app.add_option("--checkpoint-every-steps", f.checkpoint_every_steps, "also checkpoint every N steps (0: off)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));

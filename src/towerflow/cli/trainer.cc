@@ -272,7 +272,8 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   TrainResult result;
   result.devices = g.step.devices;
 
-  SessionOptions options{.intra_op_threads = c.intra_op_threads,
+  SessionOptions options{.inter_op_threads = c.inter_op_threads,
+                         .intra_op_threads = c.intra_op_threads,
                          .num_cpu_devices = c.num_cpu_devices,
                          .max_gpus = c.max_gpus,
                          .logical_gpus_per_gpu = c.logical_gpus_per_gpu,

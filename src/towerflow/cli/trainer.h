@@ -64,6 +64,7 @@ struct TrainConfig {
   int input_threads = 1;
   int64_t min_after_dequeue = 5000;
   int intra_op_threads = 0;
+  int inter_op_threads = 0;  // SessionOptions::inter_op_threads
   int64_t checkpoint_every_steps = 0;    // 0: by time only
   double checkpoint_every_seconds = 60;  // 0: by steps only
   int keep_checkpoints = 5;

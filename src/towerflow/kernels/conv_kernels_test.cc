@@ -282,5 +282,59 @@ TEST(PoolKernelsTest, MaxPoolGradRoutesToFirstMaximum) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
 }
 
+// MaxPoolGrad against a scatter to each window's first maximum written here,
+// over windows that tile the input, leave a VALID remainder, skip elements
+// (stride above the window), pad with SAME on odd sizes, and overlap; integer
+// inputs from a small range make ties common, so first-maximum order matters.
+TEST(PoolKernelsTest, MaxPoolGradMatchesScatterToFirstMaximum) {
+  struct PoolCase {
+    int64_t n, h, w, c, kh, kw, sh, sw;
+    std::string padding;
+  };
+  const std::vector<PoolCase> cases = {
+      {2, 28, 28, 32, 2, 2, 2, 2, "SAME"}, {3, 7, 9, 5, 2, 2, 2, 2, "SAME"},  {2, 7, 9, 3, 2, 2, 2, 2, "VALID"},
+      {2, 8, 8, 4, 2, 2, 3, 3, "VALID"},   {1, 9, 7, 6, 3, 2, 3, 4, "SAME"},  {2, 5, 5, 2, 3, 3, 2, 2, "SAME"},
+      {1, 6, 6, 3, 3, 3, 1, 1, "VALID"},   {2, 1, 1, 7, 2, 2, 2, 2, "SAME"},  {1, 4, 6, 1, 1, 1, 1, 1, "VALID"},
+      {1, 5, 3, 2, 5, 3, 5, 3, "VALID"},
+  };
+  std::mt19937_64 rng(7);
+  for (const PoolCase& c : cases) {
+    SCOPED_TRACE(::testing::Message() << "[" << c.n << "," << c.h << "," << c.w << "," << c.c << "] window " << c.kh
+                                      << "x" << c.kw << " stride " << c.sh << "x" << c.sw << " " << c.padding);
+    int64_t oh, ow, pt, pl;
+    OutAndPad(c.h, c.kh, c.sh, c.padding == "SAME", &oh, &pt);
+    OutAndPad(c.w, c.kw, c.sw, c.padding == "SAME", &ow, &pl);
+    std::uniform_int_distribution<int> small(-3, 3);
+    std::vector<float> x(static_cast<size_t>(c.n * c.h * c.w * c.c)), dy(static_cast<size_t>(c.n * oh * ow * c.c));
+    for (float& v : x) v = static_cast<float>(small(rng));
+    for (float& v : dy) v = static_cast<float>(small(rng)) + 0.25f;
+    std::vector<float> want(x.size(), 0.0f);
+    for (int64_t n = 0; n < c.n; ++n)
+      for (int64_t oy = 0; oy < oh; ++oy)
+        for (int64_t ox = 0; ox < ow; ++ox)
+          for (int64_t ch = 0; ch < c.c; ++ch) {
+            int64_t arg = -1;
+            for (int64_t ky = 0; ky < c.kh; ++ky)
+              for (int64_t kx = 0; kx < c.kw; ++kx) {
+                const int64_t iy = oy * c.sh - pt + ky, ix = ox * c.sw - pl + kx;
+                if (iy < 0 || iy >= c.h || ix < 0 || ix >= c.w) continue;
+                const int64_t i = ((n * c.h + iy) * c.w + ix) * c.c + ch;
+                if (arg < 0 || x[static_cast<size_t>(i)] > x[static_cast<size_t>(arg)]) arg = i;
+              }
+            if (arg >= 0) want[static_cast<size_t>(arg)] += dy[static_cast<size_t>(((n * oh + oy) * ow + ox) * c.c + ch)];
+          }
+    Graph g;
+    Scope s(g);
+    PoolOptions opts{{1, c.kh, c.kw, 1}, {1, c.sh, c.sw, 1}, c.padding};
+    Output xs = Const(s, Tensor::FromVector<float>(x, {c.n, c.h, c.w, c.c}));
+    Output ys = MaxPool(s, xs, opts);
+    Output dys = Const(s, Tensor::FromVector<float>(dy, {c.n, oh, ow, c.c}));
+    Output dx = NodeBuilder(s, "MaxPoolGrad").Input(xs).Input(ys).Input(dys).Attr("ksize", opts.ksize)
+                    .Attr("strides", opts.strides).Attr("padding", opts.padding).Finalize();
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(Eval(g, dx).ToVector<float>(), want);
+  }
+}
+
 }  // namespace
 }  // namespace tw
