@@ -1,13 +1,16 @@
 // The sgemm limit of the MLP benchmark: the eight GEMMs of one training step of
 // the MLP 784-256-256-10 at batch 100 (three forward, three weight gradients,
 // two input gradients; the first layer's input gradient is never computed),
-// timed back to back on one thread through the same BLAS towerflow uses. The
-// best possible examples/s of that step on this machine is 100 / that time.
+// timed back to back on one thread through each GEMM library towerflow uses:
+// BM_MlpStepGemms on OpenBLAS, BM_MlpStepGemmsOneDnn on oneDNN's matmul (where
+// it is built in: MatMul's float default). The best possible examples/s of
+// that step on this machine is 100 / the faster library's time.
 #include <benchmark/benchmark.h>
 
 #include <vector>
 
 #include "towerflow/kernels/blas.h"
+#include "towerflow/kernels/internal/dnnl_matmul.h"
 
 namespace {
 
@@ -16,9 +19,13 @@ struct Gemm {
   int64_t m, n, k;
 };
 
-void BM_MlpStepGemms(benchmark::State& state) {
+void MlpStepGemms(benchmark::State& state, bool onednn) {
   if (!tw::blas::Init().ok()) {
     state.SkipWithError("OpenBLAS not available");
+    return;
+  }
+  if (onednn && !tw::dnnl_matmul::Enabled()) {
+    state.SkipWithError("oneDNN is not built in");
     return;
   }
   const int64_t b = 100;
@@ -33,7 +40,9 @@ void BM_MlpStepGemms(benchmark::State& state) {
   for (auto _ : state) {
     for (const Gemm& g : gemms) {
       const int64_t lda = g.ta ? g.m : g.k, ldb = g.tb ? g.k : g.n;
-      tw::blas::Gemm(g.ta, g.tb, g.m, g.n, g.k, a.data(), lda, w.data(), ldb, 0.0f, c.data(), g.n);
+      if (!onednn || !tw::dnnl_matmul::Gemm(g.ta, g.tb, g.m, g.n, g.k, a.data(), lda, w.data(), ldb, c.data(), g.n)) {
+        tw::blas::Gemm(g.ta, g.tb, g.m, g.n, g.k, a.data(), lda, w.data(), ldb, 0.0f, c.data(), g.n);
+      }
     }
     benchmark::ClobberMemory();
   }
@@ -42,7 +51,10 @@ void BM_MlpStepGemms(benchmark::State& state) {
   state.counters["limit_examples_per_sec"] =
       benchmark::Counter(static_cast<double>(state.iterations()) * b, benchmark::Counter::kIsRate);
 }
+void BM_MlpStepGemms(benchmark::State& state) { MlpStepGemms(state, false); }
+void BM_MlpStepGemmsOneDnn(benchmark::State& state) { MlpStepGemms(state, true); }
 BENCHMARK(BM_MlpStepGemms)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(2.0);
+BENCHMARK(BM_MlpStepGemmsOneDnn)->Unit(benchmark::kMicrosecond)->UseRealTime()->MinTime(2.0);
 
 }  // namespace
 

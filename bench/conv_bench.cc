@@ -12,6 +12,10 @@
 //       whose patch matrix fits 4 MB, as kernels/conv_kernels.cc chunks them
 //       (OpenBLAS is fastest there).
 //   limit/cnn_step_gemms/conv_only:1   the same, convolution GEMMs only.
+//   limit/cnn_step_gemms_onednn/conv_only:{0,1}   the same with every GEMM
+//       that overwrites its output on oneDNN's matmul (MatMul's float
+//       default, kernels/internal/dnnl_matmul.h), the accumulating ones on
+//       OpenBLAS: the limit is the faster of the two.
 //   towerflow/conv_layers              towerflow's Conv2D, Conv2DBackpropFilter
 //       and Conv2DBackpropInput kernels of both layers through a Session (one
 //       inter-op and one intra-op thread), as they run by default: on oneDNN
@@ -32,6 +36,7 @@
 #include <vector>
 
 #include "towerflow/kernels/blas.h"
+#include "towerflow/kernels/internal/dnnl_matmul.h"
 #include "towerflow/towerflow.h"
 
 namespace {
@@ -79,9 +84,13 @@ std::vector<Gemm> CnnStepGemms(bool conv_only) {
   return gemms;
 }
 
-void BM_CnnStepGemms(benchmark::State& state) {
+void CnnStepGemms(benchmark::State& state, bool onednn) {
   if (!tw::blas::Init().ok()) {
     state.SkipWithError("OpenBLAS not available");
+    return;
+  }
+  if (onednn && !tw::dnnl_matmul::Enabled()) {
+    state.SkipWithError("oneDNN is not built in");
     return;
   }
   const std::vector<Gemm> gemms = CnnStepGemms(state.range(0) != 0);
@@ -96,7 +105,10 @@ void BM_CnnStepGemms(benchmark::State& state) {
   for (auto _ : state) {
     for (const Gemm& g : gemms) {
       const int64_t lda = g.ta ? g.m : g.k, ldb = g.tb ? g.k : g.n;
-      tw::blas::Gemm(g.ta, g.tb, g.m, g.n, g.k, a.data(), lda, b.data(), ldb, g.beta, c.data(), g.n);
+      if (!onednn || g.beta != 0.0f ||
+          !tw::dnnl_matmul::Gemm(g.ta, g.tb, g.m, g.n, g.k, a.data(), lda, b.data(), ldb, c.data(), g.n)) {
+        tw::blas::Gemm(g.ta, g.tb, g.m, g.n, g.k, a.data(), lda, b.data(), ldb, g.beta, c.data(), g.n);
+      }
     }
     benchmark::ClobberMemory();
   }
@@ -104,8 +116,17 @@ void BM_CnnStepGemms(benchmark::State& state) {
   state.counters["gflops"] = benchmark::Counter(flops * steps / 1e9, benchmark::Counter::kIsRate);
   state.counters["examples_per_sec"] = benchmark::Counter(steps * kBatch, benchmark::Counter::kIsRate);
 }
+void BM_CnnStepGemms(benchmark::State& state) { CnnStepGemms(state, false); }
+void BM_CnnStepGemmsOneDnn(benchmark::State& state) { CnnStepGemms(state, true); }
 BENCHMARK(BM_CnnStepGemms)
     ->Name("limit/cnn_step_gemms")
+    ->ArgName("conv_only")
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+BENCHMARK(BM_CnnStepGemmsOneDnn)
+    ->Name("limit/cnn_step_gemms_onednn")
     ->ArgName("conv_only")
     ->Arg(0)
     ->Arg(1)

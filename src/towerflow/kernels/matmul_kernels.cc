@@ -1,8 +1,9 @@
-// CPU kernel of MatMul (float, double): OpenBLAS sgemm / dgemm (through
-// blas.h, which loads OpenBLAS with the right kernels for this CPU) on row-major
-// operands, each optionally transposed.
+// CPU kernel of MatMul (float, double): oneDNN's matmul for float where it is
+// built in (internal/dnnl_matmul.h: faster at a training step's shapes), else
+// OpenBLAS sgemm / dgemm (through blas.h, which loads OpenBLAS with the right
+// kernels for this CPU), on row-major operands, each optionally transposed.
 //
-// OpenBLAS runs single-threaded and the kernel does its own splitting over the
+// Either library runs single-threaded and the kernel does its own splitting over the
 // device's intra-op threads, so MatMul shares those threads with every other
 // kernel instead of fighting a second pool. The output is cut along its larger
 // dimension in blocks of 16 rows or columns: each shard calls gemm on its slice
@@ -11,9 +12,11 @@
 // repacks A's 100 rows, not W's 784). The argument checks are matmul_args.h's,
 // shared with the CUDA twin (matmul_cuda.cu).
 #include <algorithm>
+#include <type_traits>
 
 #include "towerflow/kernels/blas.h"
 #include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/internal/dnnl_matmul.h"
 #include "towerflow/kernels/matmul_args.h"
 #include "towerflow/kernels/register_all.h"
 
@@ -27,6 +30,7 @@ class MatMulOp : public OpKernel {
     TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_a", &ta_));
     TW_OP_REQUIRES_OK(c, c->GetAttr("transpose_b", &tb_));
     TW_OP_REQUIRES_OK(c, blas::Init());
+    if constexpr (std::is_same_v<T, float>) dnnl_ = dnnl_matmul::Enabled();
   }
 
   void Compute(OpKernelContext* ctx) override {
@@ -59,18 +63,28 @@ class MatMulOp : public OpKernel {
       if (split_rows) {
         // Rows lo..hi of op(A): rows of A, or columns of A when transposed.
         const T* a_slice = ta_ ? ap + lo : ap + lo * lda;
-        blas::Gemm(ta_, tb_, len, n, k, a_slice, lda, bp, ldb, T(0), c + lo * n, n);
+        Gemm(len, n, k, a_slice, lda, bp, ldb, c + lo * n, n);
       } else {
         // Columns lo..hi of op(B): columns of B, or rows of B when transposed.
         const T* b_slice = tb_ ? bp + lo * ldb : bp + lo;
-        blas::Gemm(ta_, tb_, m, len, k, ap, lda, b_slice, ldb, T(0), c + lo, n);
+        Gemm(m, len, k, ap, lda, b_slice, ldb, c + lo, n);
       }
     });
   }
 
  private:
+  // c = op(a) * op(b) on the calling thread.
+  void Gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
+            int64_t ldc) const {
+    if constexpr (std::is_same_v<T, float>) {
+      if (dnnl_ && dnnl_matmul::Gemm(ta_, tb_, m, n, k, a, lda, b, ldb, c, ldc)) return;
+    }
+    blas::Gemm(ta_, tb_, m, n, k, a, lda, b, ldb, T(0), c, ldc);
+  }
+
   bool ta_ = false;
   bool tb_ = false;
+  bool dnnl_ = false;  // float on oneDNN
 };
 
 }  // namespace

@@ -1,13 +1,16 @@
 // MatMul (matmul_kernels.cc): hand-computed products for every transpose
 // combination, shape errors at build and run time, K = 0, and large products
 // split over intra-op threads (by rows and by columns) against a plain triple
-// loop.
+// loop, on oneDNN and on OpenBLAS; oneDNN's GEMM on strided operands.
 #include <gtest/gtest.h>
+
+#include <stdlib.h>
 
 #include <cmath>
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/kernels/internal/dnnl_matmul.h"
 #include "towerflow/runtime/session.h"
 
 namespace tw {
@@ -129,8 +132,9 @@ std::vector<double> Reference(const std::vector<float>& a, const std::vector<flo
 }
 
 // Odd sizes, not multiples of the 16-row blocks; M > N splits rows, M < N
-// splits columns.
-TEST(MatMulTest, ShardedMatchesReference) {
+// splits columns. On oneDNN (float's default where it is built in) and on
+// OpenBLAS (TOWERFLOW_MATMUL=openblas), on one thread and on four.
+void CheckShardedMatchesReference() {
   struct Dims {
     int64_t m, k, n;
   };
@@ -145,14 +149,66 @@ TEST(MatMulTest, ShardedMatchesReference) {
         Scope s(g);
         Output A = Const(s, a, ta ? TensorShape{d.k, d.m} : TensorShape{d.m, d.k});
         Output B = Const(s, b, tb ? TensorShape{d.n, d.k} : TensorShape{d.k, d.n});
-        Tensor z = Eval(g, MatMul(s, A, B, {ta, tb}), 4);
-        ASSERT_EQ(z.shape(), TensorShape({d.m, d.n}));
-        std::vector<double> want = Reference(a, b, d.m, d.k, d.n, ta, tb);
-        double max_err = 0;
-        for (size_t i = 0; i < want.size(); ++i) {
-          max_err = std::max(max_err, std::fabs(want[i] - z.data<float>()[i]));
+        const Output c = MatMul(s, A, B, {ta, tb});
+        const std::vector<double> want = Reference(a, b, d.m, d.k, d.n, ta, tb);
+        for (int threads : {1, 4}) {
+          Tensor z = Eval(g, c, threads);
+          ASSERT_EQ(z.shape(), TensorShape({d.m, d.n}));
+          double max_err = 0;
+          for (size_t i = 0; i < want.size(); ++i) {
+            max_err = std::max(max_err, std::fabs(want[i] - z.data<float>()[i]));
+          }
+          EXPECT_LT(max_err, 1e-3) << threads << " threads";
         }
-        EXPECT_LT(max_err, 1e-3);
+      }
+    }
+  }
+}
+
+TEST(MatMulTest, ShardedMatchesReference) { CheckShardedMatchesReference(); }
+
+TEST(MatMulTest, ShardedMatchesReferenceOnOpenBlas) {
+  ASSERT_EQ(0, setenv("TOWERFLOW_MATMUL", "openblas", 1));
+  EXPECT_FALSE(dnnl_matmul::Enabled());
+  CheckShardedMatchesReference();
+  ASSERT_EQ(0, unsetenv("TOWERFLOW_MATMUL"));
+}
+
+// oneDNN called directly where it is built in: operands inside larger
+// row-major buffers (leading dimensions above the sizes, as MatMul's column
+// shards), every transpose, and more shapes than one thread caches, so the
+// cache starts over and rebuilds.
+TEST(MatMulTest, OneDnnGemmOnStridedOperands) {
+  if (!dnnl_matmul::Enabled()) GTEST_SKIP() << "oneDNN is not built in";
+  const int64_t lda_pad = 3, ldb_pad = 5, ldc_pad = 2;
+  for (int round = 0; round < 2; ++round) {
+    for (int64_t shape = 0; shape < dnnl_matmul::kCachedShapesPerThread / 4 + 3; ++shape) {
+      const int64_t m = 1 + shape % 7, n = 2 + shape % 11, k = 3 + shape;
+      for (bool ta : {false, true}) {
+        for (bool tb : {false, true}) {
+          SCOPED_TRACE(testing::Message() << m << "x" << k << "x" << n << " ta=" << ta << " tb=" << tb);
+          const int64_t lda = (ta ? m : k) + lda_pad, ldb = (tb ? k : n) + ldb_pad, ldc = n + ldc_pad;
+          std::vector<float> a(static_cast<size_t>((ta ? k : m) * lda)), b(static_cast<size_t>((tb ? n : k) * ldb));
+          for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(static_cast<int64_t>(i * 7 % 13) - 6) / 8;
+          for (size_t i = 0; i < b.size(); ++i) b[i] = static_cast<float>(static_cast<int64_t>(i * 5 % 11) - 5) / 4;
+          std::vector<float> c(static_cast<size_t>(m * ldc), -99.0f);
+          ASSERT_TRUE(dnnl_matmul::Gemm(ta, tb, m, n, k, a.data(), lda, b.data(), ldb, c.data(), ldc));
+          for (int64_t i = 0; i < m; ++i) {
+            for (int64_t j = 0; j < ldc; ++j) {
+              const float got = c[static_cast<size_t>(i * ldc + j)];
+              if (j >= n) {  // past the row: untouched
+                EXPECT_EQ(got, -99.0f);
+                continue;
+              }
+              double want = 0;
+              for (int64_t p = 0; p < k; ++p) {
+                want += static_cast<double>(a[static_cast<size_t>(ta ? p * lda + i : i * lda + p)]) *
+                        b[static_cast<size_t>(tb ? j * ldb + p : p * ldb + j)];
+              }
+              EXPECT_NEAR(got, want, 1e-3) << i << "," << j;
+            }
+          }
+        }
       }
     }
   }

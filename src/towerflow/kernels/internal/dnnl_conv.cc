@@ -9,9 +9,9 @@
 #include <unordered_map>
 
 #if defined(TOWERFLOW_HAVE_DNNL)
-#include <omp.h>
-
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "towerflow/kernels/internal/dnnl_common.h"
 #endif
 
 namespace tw::dnnl_conv {
@@ -31,28 +31,8 @@ namespace {
 using dnnl::memory;
 using Tag = memory::format_tag;
 
-// oneDNN runs a primitive with the OpenMP thread count in force when it was
-// created, in a team started from the calling thread: one thread, for both.
-// The caller's own setting (a user's thread may run a shard) is restored.
-class OneOpenMpThread {
- public:
-  OneOpenMpThread() : previous_(omp_get_max_threads()) {
-    if (previous_ != 1) omp_set_num_threads(1);
-  }
-  ~OneOpenMpThread() {
-    if (previous_ != 1) omp_set_num_threads(previous_);
-  }
-  OneOpenMpThread(const OneOpenMpThread&) = delete;
-  OneOpenMpThread& operator=(const OneOpenMpThread&) = delete;
-
- private:
-  const int previous_;
-};
-
-dnnl::engine& Engine() {
-  static dnnl::engine* engine = new dnnl::engine(dnnl::engine::kind::cpu, 0);  // never destroyed
-  return *engine;
-}
+using dnnl_common::Engine;
+using dnnl_common::OneOpenMpThread;
 
 // The primitives of one batch size.
 struct Prims {
