@@ -3,7 +3,7 @@
 //
 // At the shapes of a training step (batch 100 against layers of 256 to 3136
 // units) it runs 5 to 20% faster than OpenBLAS's sgemm here (bench/blas_bench,
-// mlp_step_gemms against mlp_step_gemms_openblas), and it writes C without
+// BM_MlpStepGemmsOneDnn against BM_MlpStepGemms), and it writes C without
 // OpenBLAS's separate zeroing pass for beta = 0.
 //
 // Each call runs on the calling thread alone: MatMul splits the output over the
