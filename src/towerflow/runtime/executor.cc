@@ -61,10 +61,12 @@ class StepState {
         check_numerics_(check_numerics),
         entries_(static_cast<size_t>(plan.num_entries)),
         pending_(plan.items.size()),
+        uses_(plan.entry_uses.size()),
         remaining_(static_cast<int64_t>(plan.items.size())) {
     for (size_t i = 0; i < plan.items.size(); ++i) {
       pending_[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
     }
+    for (size_t e = 0; e < plan.entry_uses.size(); ++e) uses_[e].store(plan.entry_uses[e], std::memory_order_relaxed);
   }
 
   Status Run() {
@@ -234,6 +236,7 @@ class StepState {
         } else {
           RunNode(id, item);
         }
+        ReleaseInputs(item);
       }
       newly_ready.clear();
       for (int succ : item.successors) {
@@ -350,6 +353,19 @@ class StepState {
     entries_[static_cast<size_t>(item.entry_base)].value = std::move(copy);
   }
 
+  // `item` has run: its inputs' last reader drops the step's reference to the
+  // value. Every reader has resolved its input before counting down, so no
+  // one reads a released entry.
+  void ReleaseInputs(const ExecutorPlan::Item& item) {
+    if (uses_.empty()) return;
+    for (const ExecutorPlan::Input& in : item.inputs) {
+      if (in.entry < 0) continue;
+      if (uses_[static_cast<size_t>(in.entry)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        entries_[static_cast<size_t>(in.entry)] = TensorValue();
+      }
+    }
+  }
+
   void Fail(const Node* node, const Status& s) {
     {
       std::lock_guard<std::mutex> lock(status_mu_);
@@ -370,6 +386,7 @@ class StepState {
   bool check_numerics_;
   std::vector<TensorValue> entries_;  // each written once, by its producer, before successors run
   std::vector<std::atomic<int>> pending_;
+  std::vector<std::atomic<int>> uses_;  // readers of each entry yet to finish (plan.entry_uses)
   std::atomic<int64_t> remaining_;
   std::atomic<bool> aborted_{false};
   CancellationManager cancellation_;
@@ -385,6 +402,20 @@ class StepState {
 };
 
 }  // namespace
+
+void CountEntryUses(ExecutorPlan* plan) {
+  plan->entry_uses.assign(static_cast<size_t>(plan->num_entries), 0);
+  for (const ExecutorPlan::Item& item : plan->items) {
+    for (const ExecutorPlan::Input& in : item.inputs) {
+      if (in.entry >= 0) ++plan->entry_uses[static_cast<size_t>(in.entry)];
+    }
+  }
+  // A fetched value is read after the step: it is never released (its count
+  // stays above the number of readers that count down).
+  for (const ExecutorPlan::Input& f : plan->fetches) {
+    if (f.entry >= 0) plan->entry_uses[static_cast<size_t>(f.entry)] += 1;
+  }
+}
 
 Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
                    ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats,

@@ -11,7 +11,8 @@
 // Cheap roots run on the calling thread. Kernels that may block (queues, readers) run on the blocking pool, a
 // thread each, so that they can wait on other steps without starving them. A failing kernel aborts the step:
 // nodes not yet started are skipped, and Run returns the first error prefixed by
-// the failing node's name and op. Each kernel runs with its item's device (its
+// the failing node's name and op. A value is released when its last consumer
+// has run (ExecutorPlan::entry_uses). Each kernel runs with its item's device (its
 // allocator and intra-op pool); a plan spanning devices carries transfer items
 // for its cross-device edges (partition.h). Plans are immutable; Run is
 // thread-safe.
@@ -70,10 +71,21 @@ struct ExecutorPlan {
   };
   std::shared_ptr<Costs> costs;  // one entry per item; null: declared costs only
   int num_entries = 0;
+  // Per entry, how many item inputs read it (CountEntryUses): a step drops its
+  // reference to an entry's value when the last of them has run, so that the
+  // buffer goes back to the allocator (and is reused, warm in cache, by the
+  // kernels after it) instead of living to the end of the step, as TF's
+  // executor does. Fetched entries are kept. Empty: every entry lives to the
+  // end of the step.
+  std::vector<int> entry_uses;
   int num_transfers = 0;  // transfer items among `items`
   std::vector<int> roots;           // items with no pending inputs
   std::vector<Input> fetches;       // where each fetched value comes from
 };
+
+// Fills plan->entry_uses from the items' inputs and the fetches. Call once
+// the plan's items, transfers and fetches are final.
+void CountEntryUses(ExecutorPlan* plan);
 
 struct StepStats {
   // Time spent inside Compute, summed over nodes (ns); step overhead is the

@@ -271,6 +271,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     if (plan->items[i].initial_pending == 0) plan->roots.push_back(static_cast<int>(i));
   }
   plan->costs = std::make_shared<ExecutorPlan::Costs>(plan->items.size());
+  CountEntryUses(plan.get());
   return std::shared_ptr<const ExecutorPlan>(std::move(plan));
 }
 

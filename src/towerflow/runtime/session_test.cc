@@ -35,13 +35,26 @@ class FailOp : public OpKernel {
   }
 };
 
+// y = x, and `bytes`: the bytes the device's allocator holds while it runs.
+class BytesInUseOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    ctx->set_output(0, ctx->input(0));
+    ctx->set_output(1, Tensor::Scalar<int64_t>(static_cast<int64_t>(ctx->device()->allocator()->BytesInUse())));
+  }
+};
+
 void RegisterTestOps() {
   static bool done = [] {
     EnsureKernelsRegistered();
     OpRegistry::Global().Register(OpDefBuilder("TestCounter").Output("count", "int32").Stateful().Build()).Check();
     OpRegistry::Global().Register(OpDefBuilder("TestFail").Input("x", "T").Output("y", "T").TypeAttr("T", {})
                                       .Shape(shape_fns::Unchanged).Build()).Check();
+    OpRegistry::Global().Register(OpDefBuilder("TestBytesInUse").Input("x", "float").Output("y", "float")
+                                      .Output("bytes", "int64").Build()).Check();
     KernelRegistry::Global().RegisterUntyped<CounterOp>("TestCounter", kDeviceCpu);
+    KernelRegistry::Global().RegisterUntyped<BytesInUseOp>("TestBytesInUse", kDeviceCpu);
     KernelRegistry::Global().RegisterUntyped<FailOp>("TestFail", kDeviceCpu);
     return true;
   }();
@@ -78,6 +91,27 @@ TEST_F(SessionTest, RunComputesOnlyWhatFetchesNeed) {
   auto out = session.Run({Output(counter)});
   ASSERT_TRUE(out.ok());
   EXPECT_EQ((*out)[0].scalar<int32_t>(), 2);
+}
+
+// A value is freed once its last reader has run: along a chain of 4 MB
+// tensors the allocator never holds the whole chain, only the few links in
+// flight (TF's executor does the same; holding every value to the end of the
+// step made a step's memory the sum of all its tensors).
+TEST_F(SessionTest, ValuesAreFreedAfterTheirLastReader) {
+  const int64_t n = 1 << 20;  // floats: 4 MB per link
+  Output x = Fill(root_, Const(root_, Tensor::FromVector<int32_t>({static_cast<int32_t>(n)}, TensorShape{1})),
+                  Const(root_, 1.0f));
+  for (int i = 0; i < 12; ++i) x = Neg(root_, Add(root_, x, Const(root_, 1.0f)));
+  Node* probe = NodeBuilder(root_, "TestBytesInUse").Input(x).Finalize();
+  Output y = Neg(root_, Output(probe, 0));
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session sess(graph_, {.inter_op_threads = 1, .intra_op_threads = 1});
+  auto r = sess.Run({y, Output(probe, 1)});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // The chain made 25 links of 4 MB; at the probe, its input is alive, and at
+  // most one more link waits for the allocator's reuse.
+  EXPECT_LE((*r)[1].scalar<int64_t>(), 3 * n * 4) << "bytes in use at the end of the chain";
+  EXPECT_EQ((*r)[0].dim(0), n);
 }
 
 TEST_F(SessionTest, ControlDependenciesRunFirst) {
