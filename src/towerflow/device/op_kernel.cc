@@ -29,6 +29,27 @@ Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor*
   return Status::OK();
 }
 
+Status OpKernelContext::forward_input_or_allocate_output(std::initializer_list<int> candidates, int i,
+                                                         const TensorShape& shape, Tensor** out) {
+  const std::vector<int>* host = params_.host_memory_outputs;
+  const bool host_output = host != nullptr && std::find(host->begin(), host->end(), i) != host->end();
+  Allocator* allocator = host_output ? CpuAllocator() : device()->allocator();
+  for (int c : candidates) {
+    TensorValue& in = (*params_.inputs)[static_cast<size_t>(c)];
+    const std::shared_ptr<TensorBuffer>& buffer = in.value.buffer();
+    if (in.is_ref() || !buffer || buffer.use_count() != 1 || buffer->allocator() != allocator ||
+        in.value.dtype() != node().output_type(i) || in.value.NumElements() != shape.num_elements()) {
+      continue;
+    }
+    auto reshaped = in.value.Reshaped(shape);
+    if (!reshaped.ok()) continue;
+    outputs_[static_cast<size_t>(i)].value = std::move(reshaped).value();
+    *out = &outputs_[static_cast<size_t>(i)].value;
+    return Status::OK();
+  }
+  return allocate_output(i, shape, out);
+}
+
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
   auto t = Tensor::Allocate(device()->allocator(), dtype, shape);
   if (!t.ok()) return t.status().WithContext("a temporary on " + device()->name());

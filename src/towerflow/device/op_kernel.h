@@ -11,6 +11,7 @@
 #ifndef TOWERFLOW_DEVICE_OP_KERNEL_H_
 #define TOWERFLOW_DEVICE_OP_KERNEL_H_
 
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -97,6 +98,16 @@ class OpKernelContext {
   // memory outputs). ResourceExhausted naming node, shape and bytes in use when
   // memory runs out (also recorded with SetStatus).
   Status allocate_output(int i, const TensorShape& shape, Tensor** out);
+  // As allocate_output, but reuses the buffer of one of the `candidates`
+  // inputs when this kernel holds its only reference (the step's last reader
+  // of a value that nothing else shares: not a variable, a constant, a feed
+  // or a fetch), it has output i's dtype and `shape`'s element count, and it
+  // came from the allocator output i would use. The kernel then writes over
+  // that input as it reads it: only for element-wise kernels that read each
+  // input element before writing the same output element. TF's
+  // forward_input_or_allocate_output.
+  Status forward_input_or_allocate_output(std::initializer_list<int> candidates, int i, const TensorShape& shape,
+                                          Tensor** out);
   // Allocates a scratch tensor that is not an output.
   Status allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out);
   void set_output(int i, Tensor t);

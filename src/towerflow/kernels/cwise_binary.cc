@@ -128,10 +128,31 @@ struct GreaterEqualF {
   static bool Apply(T a, T b) { return a >= b; }
 };
 
-// z[i] = f(x[i * sx], y[i * sy]) for i < n, with sx, sy in {0, 1}.
+// z[i] = f(z[i], y[i * sy]): the output took x's buffer (x is never read
+// through another pointer here).
+template <typename T, typename F>
+void InnerLoopOverX(T* __restrict z, const T* __restrict y, int64_t sy, int64_t n) {
+  if (sy != 0) {
+    for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(z[i], y[i]);
+  } else {
+    const T b = y[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(z[i], b);
+  }
+}
+// z[i] = f(x[i * sx], z[i]): the output took y's buffer.
+template <typename T, typename F>
+void InnerLoopOverY(const T* __restrict x, int64_t sx, T* __restrict z, int64_t n) {
+  if (sx != 0) {
+    for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(x[i], z[i]);
+  } else {
+    const T a = x[0];
+    for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(a, z[i]);
+  }
+}
+
+// As InnerLoop, z apart from x and y.
 template <typename T, typename Out, typename F>
-void InnerLoop(const T* __restrict x, int64_t sx, const T* __restrict y, int64_t sy,
-               Out* __restrict z, int64_t n) {
+void Separate(const T* __restrict x, int64_t sx, const T* __restrict y, int64_t sy, Out* __restrict z, int64_t n) {
   if (sx != 0 && sy != 0) {
     for (int64_t i = 0; i < n; ++i) z[i] = F::Apply(x[i], y[i]);
   } else if (sx != 0) {
@@ -143,6 +164,17 @@ void InnerLoop(const T* __restrict x, int64_t sx, const T* __restrict y, int64_t
   } else {
     std::fill_n(z, n, F::Apply(x[0], y[0]));
   }
+}
+
+// z[i] = f(x[i * sx], y[i * sy]) for i < n, with sx, sy in {0, 1}. z may be x
+// or y (forwarded: BinaryOp), each element read before it is written.
+template <typename T, typename Out, typename F>
+void InnerLoop(const T* x, int64_t sx, const T* y, int64_t sy, Out* z, int64_t n) {
+  if constexpr (std::is_same_v<T, Out>) {
+    if (z == x) return InnerLoopOverX<T, F>(z, y, sy, n);
+    if (z == y) return InnerLoopOverY<T, F>(x, sx, z, n);
+  }
+  Separate<T, Out, F>(x, sx, y, sy, z, n);
 }
 
 template <typename T, typename Out, typename F>
@@ -178,8 +210,14 @@ class BinaryOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& y = ctx->input(1);
     Tensor* z = nullptr;
-    auto plan = PlanBinaryOutput(ctx, &z);
+    auto plan = MakeBroadcastPlan(x.shape(), y.shape());
     TW_OP_REQUIRES_OK(ctx, plan.status());
+    if constexpr (std::is_same_v<T, Out>) {
+      // An input of the output's shape may lend its buffer (InnerLoop).
+      TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0, 1}, 0, plan->out_shape, &z));
+    } else {
+      TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, plan->out_shape, &z));
+    }
     if (z->NumElements() == 0) return;
     const T* yv = y.data<T>();
     if constexpr (std::is_same_v<F, DivF> && std::is_integral_v<T>) {

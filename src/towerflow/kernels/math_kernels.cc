@@ -40,18 +40,24 @@ class AddNOp : public OpKernel {
       return;
     }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, first.shape(), &out));
+    // The first input's buffer may become the sum (read before written).
+    TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, first.shape(), &out));
     std::vector<const T*> in(static_cast<size_t>(n));
     for (int i = 0; i < n; ++i) in[static_cast<size_t>(i)] = ctx->input(i).template data<T>();
     T* __restrict z = out->data<T>();
+    const bool in_place = in[0] == z;
     ShardedFor(ctx->intra_op_pool(), first.NumElements(), n, [&](int64_t b, int64_t e) {
       // Blocks of 4096 keep the partial sums in L1 while later inputs are added.
       constexpr int64_t kBlock = 4096;
       for (int64_t lo = b; lo < e; lo += kBlock) {
         const int64_t hi = std::min(e, lo + kBlock);
-        const T* __restrict a = in[0];
         const T* __restrict c = in[1];
-        for (int64_t i = lo; i < hi; ++i) z[i] = static_cast<T>(a[i] + c[i]);
+        if (in_place) {  // z holds the first input
+          for (int64_t i = lo; i < hi; ++i) z[i] = static_cast<T>(z[i] + c[i]);
+        } else {
+          const T* __restrict a = in[0];
+          for (int64_t i = lo; i < hi; ++i) z[i] = static_cast<T>(a[i] + c[i]);
+        }
         for (size_t k = 2; k < in.size(); ++k) {
           const T* __restrict d = in[k];
           for (int64_t i = lo; i < hi; ++i) z[i] = static_cast<T>(z[i] + d[i]);

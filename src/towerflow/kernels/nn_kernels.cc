@@ -33,22 +33,35 @@ class BiasAddOpBase : public OpKernel {
     const Tensor& bias = ctx->input(1);
     TW_OP_REQUIRES_OK(ctx, CheckBiasAdd(value, bias));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, value.shape(), &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, value.shape(), &out));
     const int64_t c = bias.dim(0);
     if (c == 0) return;
     const int64_t rows = value.NumElements() / c;
-    const T* __restrict v = value.data<T>();
-    const T* __restrict b = bias.data<T>();
-    T* __restrict o = out->data<T>();
+    const T* b = bias.data<T>();
+    T* o = out->data<T>();
+    const T* v = value.data<T>();
     ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        if constexpr (kRelu) {
-          for (int64_t j = 0; j < c; ++j) o[r * c + j] = std::max(v[r * c + j] + b[j], T(0));
-        } else {
-          for (int64_t j = 0; j < c; ++j) o[r * c + j] = v[r * c + j] + b[j];
-        }
+      if (v == o) {  // in place: the output took the value's buffer
+        Rows(o, b, o, r0, r1, c);
+      } else {
+        Rows(v, b, o, r0, r1, c);
       }
     });
+  }
+
+ private:
+  // o = v + b (then Relu) over rows [r0, r1). In place when v == o: every
+  // element is read before it is written, by one thread.
+  static void Rows(const T* v, const T* __restrict b, T* o, int64_t r0, int64_t r1, int64_t c) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const T* vr = v + r * c;
+      T* orow = o + r * c;
+      if constexpr (kRelu) {
+        for (int64_t j = 0; j < c; ++j) orow[j] = std::max(vr[j] + b[j], T(0));
+      } else {
+        for (int64_t j = 0; j < c; ++j) orow[j] = vr[j] + b[j];
+      }
+    }
   }
 };
 template <typename T>
@@ -104,11 +117,14 @@ class ReluOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
-    const T* __restrict in = x.data<T>();
-    T* __restrict o = out->data<T>();
+    TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
+    const T* in = x.data<T>();
+    T* o = out->data<T>();  // may be `in` (each element read, then written)
     ParallelFor(ctx->intra_op_pool(), x.NumElements(), kElementwiseCost, [&](int64_t b, int64_t e) {
-      for (int64_t i = b; i < e; ++i) o[i] = in[i] > T(0) ? in[i] : T(0);
+      for (int64_t i = b; i < e; ++i) {
+        const T v = in[i];
+        o[i] = v > T(0) ? v : T(0);
+      }
     });
   }
 };
@@ -122,10 +138,12 @@ class ReluGradOp : public OpKernel {
     const Tensor& f = ctx->input(1);
     TW_OP_REQUIRES_OK(ctx, CheckReluGrad(g, f));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.shape(), &out));
-    const T* __restrict gp = g.data<T>();
+    // The gradient's buffer may become the output (f is the forward's value,
+    // which the step usually still needs).
+    TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, g.shape(), &out));
+    const T* gp = g.data<T>();
     const T* __restrict fp = f.data<T>();
-    T* __restrict o = out->data<T>();
+    T* o = out->data<T>();  // may be gp (each element read, then written)
     ParallelFor(ctx->intra_op_pool(), g.NumElements(), kElementwiseCost, [&](int64_t b, int64_t e) {
       // gp[i] is loaded unconditionally so that the select vectorises (a
       // conditional load compiles to a branch that random signs mispredict).

@@ -275,6 +275,7 @@ class StepState {
     const Node* node = item.node;
     std::vector<TensorValue> inputs(item.inputs.size());
     for (size_t i = 0; i < item.inputs.size(); ++i) {
+      if (TakeIfLastReader(item.inputs[i], &inputs[i])) continue;
       Status s = Resolve(item.inputs[i], node, static_cast<int>(i), &inputs[i]);
       if (!s.ok()) return Fail(node, s);
     }
@@ -351,6 +352,20 @@ class StepState {
                                            " from " + item.transfer_from->name() + " to " + item.device->name()));
     }
     entries_[static_cast<size_t>(item.entry_base)].value = std::move(copy);
+  }
+
+  // When this reader is the last of a plain value's readers (every other one
+  // has run), it takes the value out of the entry instead of sharing it: the
+  // kernel may then hold the buffer's only reference and write its output
+  // there (OpKernelContext::forward_input_or_allocate_output).
+  bool TakeIfLastReader(const ExecutorPlan::Input& in, TensorValue* out) {
+    if (in.entry < 0 || in.is_ref || uses_.empty()) return false;
+    if (uses_[static_cast<size_t>(in.entry)].load(std::memory_order_acquire) != 1) return false;
+    TensorValue& e = entries_[static_cast<size_t>(in.entry)];
+    if (e.is_ref()) return false;
+    out->value = std::move(e.value);
+    e = TensorValue();
+    return true;
   }
 
   // `item` has run: its inputs' last reader drops the step's reference to the

@@ -10,6 +10,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/control_flow_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/graph/shape_inference.h"
 #include "towerflow/kernels/register_all.h"
 
@@ -112,6 +113,39 @@ TEST_F(SessionTest, ValuesAreFreedAfterTheirLastReader) {
   // most one more link waits for the allocator's reuse.
   EXPECT_LE((*r)[1].scalar<int64_t>(), 3 * n * 4) << "bytes in use at the end of the chain";
   EXPECT_EQ((*r)[0].dim(0), n);
+}
+
+// Element-wise kernels whose input is a value no one else reads write their
+// output over it (forward_input_or_allocate_output); the results are those of
+// separate buffers. Each input below is a fresh Neg with one reader.
+TEST_F(SessionTest, KernelsWritingOverTheirInputGiveTheSameValues) {
+  Output a = Const(root_, Tensor::FromVector<float>({-2, -1, 0.5f, 3}, TensorShape{2, 2}));
+  auto fresh = [&] { return Neg(root_, a); };  // {2, 1, -0.5, -3}
+  const std::vector<Output> outs = {
+      Add(root_, fresh(), Const(root_, 10.0f)),
+      Mul(root_, Const(root_, 3.0f), fresh()),  // over input 1
+      AddN(root_, {fresh(), fresh()}),
+      BiasAddRelu(root_, fresh(), Const(root_, Tensor::FromVector<float>({1, 1}, TensorShape{2}))),
+      Relu(root_, fresh()),
+      NodeBuilder(root_, "ReluGrad").Input(fresh()).Input(a).Finalize(),
+  };
+  const std::vector<std::vector<float>> want = {
+      {12, 11, 9.5f, 7}, {6, 3, -1.5f, -9}, {4, 2, -1, -6}, {3, 2, 0.5f, 0}, {2, 1, 0, 0}, {0, 0, -0.5f, -3},
+  };
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  for (int threads : {1, 2}) {
+    Session sess(graph_, {.inter_op_threads = threads, .intra_op_threads = 1});
+    for (int step = 0; step < 3; ++step) {
+      auto r = sess.Run(outs);
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      for (size_t i = 0; i < outs.size(); ++i) EXPECT_EQ((*r)[i].ToVector<float>(), want[i]) << outs[i].name();
+    }
+  }
+  // The constant itself (shared with its kernel) is never written.
+  Session sess(graph_);
+  auto r = sess.Run({a});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{-2, -1, 0.5f, 3}));
 }
 
 TEST_F(SessionTest, ControlDependenciesRunFirst) {
