@@ -112,6 +112,39 @@ TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
   EXPECT_EQ(calls, 5);
 }
 
+// Shards are claimed: with every pool thread busy elsewhere, the caller runs
+// them all and returns, instead of waiting for a shard queued behind that
+// work (which here would wait for this very call: a deadlock). The helpers
+// queued meanwhile find nothing left when they run.
+TEST(ThreadPoolTest, ParallelForDoesNotWaitForABusyPool) {
+  ThreadPool pool("test", 1);
+  std::mutex mu;
+  std::condition_variable cv;
+  bool release = false, covered = false;
+  pool.Schedule([&] {  // occupies the pool's only thread until the loop is done
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return release; });
+  });
+  std::vector<std::atomic<int>> hits(4096);
+  std::thread caller([&] {
+    pool.ParallelFor(4096, 100000, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
+    });
+    std::lock_guard<std::mutex> lock(mu);
+    covered = true;
+    cv.notify_all();
+  });
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    EXPECT_TRUE(cv.wait_for(lock, std::chrono::seconds(30), [&] { return covered; }))
+        << "ParallelFor waited for the busy pool";
+    release = true;
+    cv.notify_all();
+  }
+  caller.join();
+  for (auto& h : hits) EXPECT_EQ(h.load(), 1);
+}
+
 }  // namespace
 TEST(CancellationTest, CallbacksRunOnceAndLateRegistrationFails) {
   CancellationManager cm;

@@ -4,6 +4,7 @@
 #include "towerflow/core/spin_wait.h"
 
 #include <algorithm>
+#include <memory>
 #include <pthread.h>
 
 namespace tw {
@@ -74,26 +75,50 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   // Below ~20k cycles of work a hand-off to another thread costs more than it saves.
   constexpr int64_t kMinCostPerShard = 20000;
   const int64_t total = n * std::max<int64_t>(cost_per_unit, 1);
-  int64_t shards = std::min<int64_t>({n, NumThreads() + 1, std::max<int64_t>(1, total / kMinCostPerShard)});
+  // Up to four shards per thread: a thread that frees up late still finds
+  // some to take, and the caller is not left alone with a whole half.
+  constexpr int64_t kShardsPerThread = 4;
+  const int64_t shards = std::min<int64_t>(
+      {n, kShardsPerThread * (NumThreads() + 1), std::max<int64_t>(1, total / kMinCostPerShard)});
   if (shards <= 1) {
     fn(0, n);
     return;
   }
-  const int64_t block = (n + shards - 1) / shards;
-  std::mutex done_mu;
-  std::condition_variable done_cv;
-  int64_t pending = (n - 1) / block;  // shards other than the caller's
-  for (int64_t begin = block; begin < n; begin += block) {
-    const int64_t end = std::min(n, begin + block);
-    Schedule([&, begin, end] {
-      fn(begin, end);
-      std::lock_guard<std::mutex> lock(done_mu);
-      if (--pending == 0) done_cv.notify_one();
-    });
-  }
-  fn(0, std::min(n, block));
-  std::unique_lock<std::mutex> lock(done_mu);
-  done_cv.wait(lock, [&] { return pending == 0; });
+  // Shards are claimed, not assigned: the caller and every helper that gets
+  // to run take the next unclaimed shard until none is left. The caller never
+  // waits for a shard that no thread has started (a helper queued behind
+  // other work finds nothing left and returns), only for shards in progress.
+  struct Work {
+    int64_t n, block, shards;
+    const std::function<void(int64_t, int64_t)>* fn;
+    std::atomic<int64_t> next{0};
+    std::atomic<int64_t> done{0};
+    std::mutex mu;
+    std::condition_variable cv;
+    // Runs shards until none is left to claim.
+    void Run() {
+      for (int64_t s = next.fetch_add(1, std::memory_order_relaxed); s < shards;
+           s = next.fetch_add(1, std::memory_order_relaxed)) {
+        (*fn)(s * block, std::min(n, (s + 1) * block));
+        if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == shards) {
+          std::lock_guard<std::mutex> lock(mu);
+          cv.notify_all();
+        }
+      }
+    }
+  };
+  auto work = std::make_shared<Work>();
+  work->n = n;
+  work->block = (n + shards - 1) / shards;
+  work->shards = (n + work->block - 1) / work->block;
+  work->fn = &fn;  // called only for claimed shards, all finished before this returns
+  const int64_t helpers = std::min<int64_t>(NumThreads(), work->shards - 1);
+  for (int64_t h = 0; h < helpers; ++h) Schedule([work] { work->Run(); });
+  work->Run();
+  if (work->done.load(std::memory_order_acquire) == work->shards) return;
+  if (SpinUntil([&] { return work->done.load(std::memory_order_acquire) == work->shards; }, kDefaultSpin)) return;
+  std::unique_lock<std::mutex> lock(work->mu);
+  work->cv.wait(lock, [&] { return work->done.load(std::memory_order_acquire) == work->shards; });
 }
 
 ElasticThreadPool::~ElasticThreadPool() {

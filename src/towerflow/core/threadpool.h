@@ -1,9 +1,10 @@
 // ThreadPool: a fixed set of worker threads running scheduled closures, with a
 // ParallelFor for data-parallel loops inside kernels.
 //
-// Schedule and ParallelFor are thread-safe. ParallelFor runs one shard on the
-// calling thread and blocks until every shard has finished; shards must not block
-// on other work of the same pool. The destructor runs what is queued, then joins.
+// Schedule and ParallelFor are thread-safe. ParallelFor's shards are claimed
+// by the calling thread and by the pool threads that are free: the caller runs
+// every shard no one else has started and waits only for those in progress, so
+// a busy pool never delays it. Shards must not block on other work of the pool. The destructor runs what is queued, then joins.
 // An idle worker spins for kDefaultSpin (core/spin_wait.h) before it sleeps, so
 // that work handed over within a step starts at once.
 #ifndef TOWERFLOW_CORE_THREADPOOL_H_

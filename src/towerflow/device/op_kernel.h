@@ -72,12 +72,21 @@ class OpKernelContext {
     // nodes of the step register a callback that wakes them. Null: the step
     // cannot be cancelled (never fails while the kernel waits).
     CancellationManager* cancellation = nullptr;
+    // Where a kernel on a device without an intra-op pool of its own (a
+    // virtual CPU device with one thread) splits its work: threads of the
+    // step's inter-op pool, which join in only when they have nothing else
+    // to run (ThreadPool::ParallelFor). Null: such kernels run on their thread.
+    ThreadPool* idle_helpers = nullptr;
   };
   explicit OpKernelContext(const Params& params);
 
   const Node& node() const { return *params_.node; }
   Device* device() const { return params_.device; }
-  ThreadPool* intra_op_pool() const { return params_.device->intra_op_pool(); }
+  // The device's intra-op pool, else Params::idle_helpers (may be null).
+  ThreadPool* intra_op_pool() const {
+    ThreadPool* own = params_.device->intra_op_pool();
+    return own != nullptr ? own : params_.idle_helpers;
+  }
   ResourceMgr* resource_mgr() const { return params_.resources; }
   int64_t step_id() const { return params_.step_id; }
   CancellationManager* cancellation() const { return params_.cancellation; }

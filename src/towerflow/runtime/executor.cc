@@ -50,7 +50,7 @@ class StepState {
  public:
   StepState(const ExecutorPlan& plan, const std::vector<Tensor>& feeds, ThreadPool* pool,
             ElasticThreadPool* blocking_pool, ResourceMgr* resources, int64_t step_id, bool collect_stats,
-            bool check_numerics)
+            bool check_numerics, bool lend_idle_threads)
       : plan_(plan),
         feeds_(feeds),
         pool_(pool),
@@ -59,6 +59,7 @@ class StepState {
         step_id_(step_id),
         collect_stats_(collect_stats),
         check_numerics_(check_numerics),
+        idle_helpers_(lend_idle_threads ? pool : nullptr),
         entries_(static_cast<size_t>(plan.num_entries)),
         pending_(plan.items.size()),
         uses_(plan.entry_uses.size()),
@@ -286,6 +287,7 @@ class StepState {
     params.inputs = &inputs;
     params.step_id = step_id_;
     params.cancellation = &cancellation_;
+    params.idle_helpers = idle_helpers_;
     if (item.kernel_def != nullptr && !item.kernel_def->host_memory_outputs.empty()) {
       params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
     }
@@ -399,6 +401,7 @@ class StepState {
   int64_t step_id_;
   bool collect_stats_;
   bool check_numerics_;
+  ThreadPool* idle_helpers_;  // OpKernelContext::Params::idle_helpers
   std::vector<TensorValue> entries_;  // each written once, by its producer, before successors run
   std::vector<std::atomic<int>> pending_;
   std::vector<std::atomic<int>> uses_;  // readers of each entry yet to finish (plan.entry_uses)
@@ -434,20 +437,21 @@ void CountEntryUses(ExecutorPlan* plan) {
 
 Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
                    ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats,
-                   bool check_numerics)
+                   bool check_numerics, bool lend_idle_threads)
     : plan_(std::move(plan)),
       pool_(inter_op_pool),
       blocking_pool_(blocking_pool),
       resources_(resources),
       collect_stats_(collect_stats),
-      check_numerics_(check_numerics) {}
+      check_numerics_(check_numerics),
+      lend_idle_threads_(lend_idle_threads) {}
 
 StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id,
                                             StepStats* stats) const {
   std::vector<Tensor> out;
   {
     StepState step(*plan_, feeds, pool_, blocking_pool_, resources_, step_id, collect_stats_ || stats != nullptr,
-                   check_numerics_);
+                   check_numerics_, lend_idle_threads_);
     TW_RETURN_IF_ERROR(step.Run());
     Status s;
     out = step.Fetches(&s);

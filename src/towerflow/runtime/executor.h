@@ -118,9 +118,12 @@ class Executor {
   // `check_numerics`: after each kernel, its float outputs are scanned, and the
   // first NaN or Inf fails the step with InvalidArgument naming the node, the
   // op, the output, its shape and device (tf.add_check_numerics_ops for every op).
+  // `lend_idle_threads`: kernels on devices without an intra-op pool of their
+  // own split their work over idle threads of `inter_op_pool`
+  // (OpKernelContext::Params::idle_helpers).
   Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
            ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats,
-           bool check_numerics = false);
+           bool check_numerics = false, bool lend_idle_threads = false);
 
   // Runs one step. `feeds` must match the plan's feed indices.
   StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, int64_t step_id,
@@ -133,6 +136,7 @@ class Executor {
   ResourceMgr* resources_;
   bool collect_stats_;
   bool check_numerics_;
+  bool lend_idle_threads_;
 };
 
 }  // namespace tw

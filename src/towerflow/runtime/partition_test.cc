@@ -122,6 +122,35 @@ TEST_F(PartitionTest, KernelsRunWithTheirDevicesPoolAndVirtualCpusShareBuffers) 
   EXPECT_EQ(r1.input_data, value.raw_data()) << "CPU:0 -> CPU:1: a transfer that copies nothing";
 }
 
+// Virtual CPU devices left with one thread each have no pool of their own:
+// with the intra-op threads left to the session (0), their kernels split work
+// over the inter-op threads that are idle; with an explicit count they run on
+// their own thread, as asked.
+TEST_F(PartitionTest, OneThreadDevicesBorrowIdleInterOpThreadsOnlyByDefault) {
+  auto c = Const(root_.WithOpName("c").WithDevice("/cpu:0"), std::vector<float>{1, 2}, TensorShape{2});
+  auto p0 = Probe(root_.WithOpName("p0").WithDevice("/cpu:0"), c);
+  auto p1 = Probe(root_.WithOpName("p1").WithDevice("/cpu:1"), c);
+  ASSERT_TRUE(root_.ok());
+  for (int intra : {0, 2}) {
+    SCOPED_TRACE(testing::Message() << "intra_op_threads " << intra);
+    SessionOptions options;
+    options.num_cpu_devices = 2;
+    options.inter_op_threads = 2;
+    options.intra_op_threads = intra;
+    Session session(graph_, options);
+    if (intra == 0 && session.devices()[0]->intra_op_threads() > 1) GTEST_SKIP() << "more than two cores";
+    ASSERT_TRUE(session.Run({p0, p1}).ok());
+    EXPECT_EQ(session.devices()[0]->intra_op_pool(), nullptr);
+    if (intra == 0) {
+      EXPECT_NE(Record("p0").pool, nullptr);
+      EXPECT_EQ(Record("p0").pool, Record("p1").pool) << "the session's inter-op pool";
+    } else {
+      EXPECT_EQ(Record("p0").pool, nullptr);
+      EXPECT_EQ(Record("p1").pool, nullptr);
+    }
+  }
+}
+
 TEST_F(PartitionTest, SingleDevicePlanCopiesNothing) {
   auto x = Placeholder(root_.WithOpName("x"), kFloat32);
   auto p = Probe(root_.WithOpName("p"), x);

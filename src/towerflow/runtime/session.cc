@@ -311,8 +311,12 @@ StatusOr<std::vector<Tensor>> Session::Run(const FeedList& feeds, const std::vec
     std::lock_guard<std::mutex> lock(mu_);
     step_id = next_step_id_++;
   }
+  // With the intra-op threads left to the session (0), a kernel on a device
+  // without a pool of its own (virtual CPU devices sharing the cores) may use
+  // the inter-op threads that are idle: the tail of a towers step (the
+  // averaging and the update after the last tower) then runs on every core.
   Executor executor(plan, inter_op_pool_.get(), blocking_pool_.get(), &resources_, options_.collect_step_stats,
-                    options_.check_numerics);
+                    options_.check_numerics, /*lend_idle_threads=*/options_.intra_op_threads == 0);
   return executor.Run(feed_values, step_id, stats);
 }
 

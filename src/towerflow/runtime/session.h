@@ -38,7 +38,9 @@ struct SessionOptions {
   // node on the calling thread.
   int inter_op_threads = 0;
   // Threads the heavy kernels (MatMul, Conv2D) split work over, shared among
-  // the CPU devices; 0: one per core.
+  // the CPU devices; 0: one per core, and a kernel on a device left with one
+  // thread (virtual CPU devices sharing the cores) also splits its work over
+  // inter-op threads that are idle at the time.
   int intra_op_threads = 0;
   // Virtual CPU devices /device:CPU:0 .. N-1 (TF's device_count {"CPU": N}),
   // each with its own intra-op pool of max(1, intra_op_threads / N) threads.
