@@ -10,20 +10,13 @@
 
 #if defined(TOWERFLOW_HAVE_DNNL)
 #include <oneapi/dnnl/dnnl.hpp>
+#endif
 
 #include "towerflow/kernels/internal/dnnl_common.h"
-#endif
 
 namespace tw::dnnl_conv {
 
-bool Enabled() {
-#if defined(TOWERFLOW_HAVE_DNNL)
-  const char* env = std::getenv("TOWERFLOW_CONV");
-  return env == nullptr || std::strcmp(env, "im2col") != 0;
-#else
-  return false;
-#endif
-}
+bool Enabled() { return dnnl_common::EnabledUnless("TOWERFLOW_CONV", "im2col"); }
 
 #if defined(TOWERFLOW_HAVE_DNNL)
 namespace {

@@ -7,20 +7,13 @@
 #include <array>
 #include <map>
 #include <oneapi/dnnl/dnnl.hpp>
+#endif
 
 #include "towerflow/kernels/internal/dnnl_common.h"
-#endif
 
 namespace tw::dnnl_matmul {
 
-bool Enabled() {
-#if defined(TOWERFLOW_HAVE_DNNL)
-  const char* env = std::getenv("TOWERFLOW_MATMUL");
-  return env == nullptr || std::strcmp(env, "openblas") != 0;
-#else
-  return false;
-#endif
-}
+bool Enabled() { return dnnl_common::EnabledUnless("TOWERFLOW_MATMUL", "openblas"); }
 
 #if defined(TOWERFLOW_HAVE_DNNL)
 namespace {
