@@ -18,11 +18,16 @@
 //       OpenBLAS: the limit is the faster of the two.
 //   towerflow/conv_layers              towerflow's Conv2D, Conv2DBackpropFilter
 //       and Conv2DBackpropInput kernels of both layers through a Session (one
-//       inter-op and one intra-op thread), as they run by default: on oneDNN
-//       where it is built in.
+//       inter-op and one intra-op thread), as they run by default: the first
+//       layer's forward on the direct loops where the CPU has AVX-512F, the
+//       rest on oneDNN where it is built in.
 //   towerflow/conv_layers_im2col       the same kernels on their im2col + GEMM
 //       + col2im path (TOWERFLOW_CONV=im2col). Against conv_only:1, how far
 //       that path is from its GEMMs; against conv_layers, what oneDNN gains.
+//
+//   towerflow/first_layer/{direct,onednn,im2col}[_fused]   the first layer's
+//       forward (Conv2D, BiasAddRelu) on each convolution path, as one fused
+//       kernel or two (runtime/fusion.h).
 //
 // Counters: gflops (2 x multiply-adds per second), examples_per_sec. FLOPs per
 // example are written out in docs/benchmarks.md ("Side by side").
@@ -33,9 +38,11 @@
 #include <algorithm>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "towerflow/kernels/blas.h"
+#include "towerflow/kernels/internal/direct_conv.h"
 #include "towerflow/kernels/internal/dnnl_matmul.h"
 #include "towerflow/towerflow.h"
 
@@ -201,6 +208,64 @@ BENCHMARK_CAPTURE(BM_ConvLayers, im2col, true)
     ->Name("towerflow/conv_layers_im2col")
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
+
+// The first layer's forward as the CNN runs it, Conv2D then BiasAddRelu on
+// [100, 28, 28, 1] * [5, 5, 1, 32], through a Session on one thread. `path`
+// picks the convolution (TOWERFLOW_CONV: "direct", the first-layer loops of
+// kernels/internal/direct_conv.h; "onednn"; "im2col"); `fuse` runs the pair as
+// one kernel (runtime/fusion.h) or as two.
+void BM_FirstLayer(benchmark::State& state, const char* path, bool fuse) {
+  setenv("TOWERFLOW_CONV", path, 1);
+  struct Unset {
+    ~Unset() { unsetenv("TOWERFLOW_CONV"); }
+  } unset;
+  if (std::string(path) == "direct" && !tw::direct_conv::Enabled()) {
+    state.SkipWithError("no AVX-512F on this CPU");
+    return;
+  }
+  tw::Graph graph;
+  tw::Scope root(graph);
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  auto random = [&](tw::TensorShape shape) {
+    tw::Tensor t(tw::kFloat32, shape);
+    for (float& v : t.flat<float>()) v = uniform(rng);
+    return t;
+  };
+  auto x = tw::Placeholder(root, tw::kFloat32, tw::PartialShape({kBatch, 28, 28, 1}));
+  auto w = tw::Const(root, random({5, 5, 1, 32}));
+  auto b = tw::Const(root, random({32}));
+  tw::Output y = tw::BiasAddRelu(root, tw::Conv2D(root, x, w, {.padding = "SAME"}), b);
+  if (!root.ok()) {
+    state.SkipWithError(root.status().ToString().c_str());
+    return;
+  }
+  tw::SessionOptions options{.inter_op_threads = 1, .intra_op_threads = 1};
+  options.fuse_kernels = fuse;
+  tw::Session session(graph, options);
+  const tw::FeedList feeds = {{x, random({kBatch, 28, 28, 1})}};
+  for (auto _ : state) {
+    auto out = session.Run(feeds, {y});
+    if (!out.ok()) {
+      state.SkipWithError(out.status().ToString().c_str());
+      return;
+    }
+  }
+  const double steps = static_cast<double>(state.iterations());
+  state.counters["gflops"] = benchmark::Counter(kConv1.flops() / 2 * steps / 1e9, benchmark::Counter::kIsRate);
+}
+BENCHMARK_CAPTURE(BM_FirstLayer, direct_fused, "direct", true)
+    ->Name("towerflow/first_layer/direct_fused")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FirstLayer, direct, "direct", false)
+    ->Name("towerflow/first_layer/direct")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FirstLayer, onednn_fused, "onednn", true)
+    ->Name("towerflow/first_layer/onednn_fused")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FirstLayer, onednn, "onednn", false)
+    ->Name("towerflow/first_layer/onednn")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FirstLayer, im2col_fused, "im2col", true)
+    ->Name("towerflow/first_layer/im2col_fused")->Unit(benchmark::kMillisecond)->UseRealTime();
+BENCHMARK_CAPTURE(BM_FirstLayer, im2col, "im2col", false)
+    ->Name("towerflow/first_layer/im2col")->Unit(benchmark::kMillisecond)->UseRealTime();
 
 // The CNN's two max pools (2x2, stride 2, SAME) forward and backward through a
 // Session on one thread: memory-bound passes over the convolutions' outputs.

@@ -113,4 +113,35 @@ std::vector<const KernelDef*> KernelRegistry::KernelsFor(const std::string& op) 
   return out;
 }
 
+void KernelRegistry::RegisterFusion(FusionDef def) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  fusions_.push_back(std::make_unique<FusionDef>(std::move(def)));
+}
+
+const FusionDef* KernelRegistry::FindFusion(const Node& producer, const Node& consumer, int consumer_input,
+                                            const std::string& device_type) const {
+  const AttrValue* v = producer.attrs().Find("T");
+  const DataType* t = v == nullptr ? nullptr : std::get_if<DataType>(v);
+  if (t == nullptr) return nullptr;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& f : fusions_) {
+    if (f->producer_op == producer.op() && f->consumer_op == consumer.op() && f->consumer_input == consumer_input &&
+        f->device_type == device_type && std::find(f->types.begin(), f->types.end(), *t) != f->types.end()) {
+      return f.get();
+    }
+  }
+  return nullptr;
+}
+
+StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateFusedKernel(const FusionDef& def, const Node& producer,
+                                                                       const Node& consumer, Device* device) const {
+  OpKernelConstruction ctx(producer, device);
+  std::unique_ptr<OpKernel> kernel = def.factory(&ctx, consumer);
+  if (!ctx.status().ok()) {
+    return ctx.status().WithContext("creating the kernel of " + producer.DebugName() + " fused into " +
+                                    consumer.DebugName());
+  }
+  return kernel;
+}
+
 }  // namespace tw

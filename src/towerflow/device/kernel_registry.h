@@ -43,6 +43,28 @@ struct KernelDef {
   bool HostMemoryOutput(int o) const;
 };
 
+// A kernel that runs a producer -> consumer chain as one (TF's remapper
+// fusions): e.g. Conv2D -> BiasAddRelu as one oneDNN convolution that adds
+// the bias and applies ReLU while each output tile is in registers, instead of
+// writing the convolution's output and reading it back. The session's plan
+// builder (runtime/fusion.h) uses one when output 0 of `producer_op` is input
+// `consumer_input` of `consumer_op`, no other node of the step reads it, and
+// both run on one device of `device_type`. The fused kernel is built from the
+// producer's node (its attrs; OpKernel::node() is the producer) and told the
+// consumer; its inputs are the producer's inputs followed by the consumer's
+// other inputs in order, and its outputs are the consumer's.
+using FusedKernelFactory = std::function<std::unique_ptr<OpKernel>(OpKernelConstruction* producer, const Node& consumer)>;
+struct FusionDef {
+  std::string producer_op;
+  std::string consumer_op;
+  int consumer_input = 0;
+  std::string device_type;
+  // Values of the producer's "T" it runs (the consumer's "T" is the same, as
+  // it reads the producer's output).
+  std::vector<DataType> types;
+  FusedKernelFactory factory;
+};
+
 class KernelRegistry {
  public:
   // The process-wide registry. Empty until kernels/register_all.h's
@@ -87,9 +109,20 @@ class KernelRegistry {
   std::map<std::string, std::vector<DataType>> KernelTypes(const std::string& op) const;
   std::vector<const KernelDef*> KernelsFor(const std::string& op) const;
 
+  void RegisterFusion(FusionDef def);
+  // The fusion of `producer` into input `consumer_input` of `consumer` on
+  // `device_type`, or nullptr. Looks at ops, device type and dtype only; the
+  // plan builder checks the edges.
+  const FusionDef* FindFusion(const Node& producer, const Node& consumer, int consumer_input,
+                              const std::string& device_type) const;
+  // Builds the fused kernel; the construction error names the producer.
+  StatusOr<std::unique_ptr<OpKernel>> CreateFusedKernel(const FusionDef& def, const Node& producer,
+                                                         const Node& consumer, Device* device) const;
+
  private:
   mutable std::shared_mutex mu_;
   std::multimap<std::string, KernelDef> kernels_;  // guarded by mu_
+  std::vector<std::unique_ptr<FusionDef>> fusions_;  // guarded by mu_
 };
 
 

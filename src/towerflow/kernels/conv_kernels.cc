@@ -1,5 +1,9 @@
 // CPU kernels of 2-D convolution (NHWC input, HWIO filter): Conv2D,
-// Conv2DBackpropInput, Conv2DBackpropFilter. float32 runs on oneDNN's JIT
+// Conv2DBackpropInput, Conv2DBackpropFilter, and Conv2D fused with the BiasAdd
+// or BiasAddRelu that alone reads it (runtime/fusion.h). A float32 first layer
+// (1 to 4 input channels, stride 1, outputs a multiple of 16) runs forward on
+// direct AVX-512 loops where the CPU has them (internal/direct_conv.h); other
+// float32 convolutions run on oneDNN's JIT
 // convolutions where it is built in (internal/dnnl_conv.h); float64, builds
 // without oneDNN, shapes oneDNN has no implementation for and TOWERFLOW_CONV=im2col
 // run as im2col (im2col.h) + GEMM (blas.h: OpenBLAS, single-threaded). On the tutorial
@@ -28,6 +32,7 @@
 
 #include "towerflow/kernels/blas.h"
 #include "towerflow/kernels/im2col.h"
+#include "towerflow/kernels/internal/direct_conv.h"
 #include "towerflow/kernels/internal/dnnl_conv.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/window_params.h"
@@ -125,7 +130,7 @@ class ConvKernelBase : public OpKernel {
                       dnnl_geometry_->oh == g.oh && dnnl_geometry_->ow == g.ow &&
                       dnnl_geometry_->pad_top == g.pad_top && dnnl_geometry_->pad_left == g.pad_left;
     if (!same) {
-      auto made = dnnl_conv::DnnlConv::Create(g, pass);
+      auto made = dnnl_conv::DnnlConv::Create(g, pass, epilogue_);
       dnnl_geometry_ = g;
       dnnl_conv_ = made.ok() ? std::shared_ptr<dnnl_conv::DnnlConv>(std::move(made).value()) : nullptr;
     }
@@ -157,6 +162,9 @@ class ConvKernelBase : public OpKernel {
   }
 
   window::ConvAttrs attrs_;
+  const bool direct_ = direct_conv::Enabled();
+  // A fused Conv2D's bias and ReLU (FusedConv2DOp); none otherwise.
+  dnnl_conv::Epilogue epilogue_;
 
  private:
   const bool dnnl_ = dnnl_conv::Enabled();
@@ -165,6 +173,22 @@ class ConvKernelBase : public OpKernel {
   std::shared_ptr<dnnl_conv::DnnlConv> dnnl_conv_;     // guarded by dnnl_mu_
 };
 
+// y[rows, o] += bias (per column), then ReLU when `relu`: a fused Conv2D's
+// epilogue on the im2col path, applied to each chunk while it is in cache.
+template <typename T>
+void AddBiasRows(T* __restrict y, int64_t rows, int64_t o, const T* __restrict bias, bool relu) {
+  for (int64_t r = 0; r < rows; ++r) {
+    T* row = y + r * o;
+    if (relu) {
+      for (int64_t j = 0; j < o; ++j) row[j] = std::max(row[j] + bias[j], T(0));
+    } else {
+      for (int64_t j = 0; j < o; ++j) row[j] += bias[j];
+    }
+  }
+}
+
+// Conv2D; with an epilogue (FusedConv2DOp), input 2 is a bias added to every
+// output, then ReLU when asked.
 template <typename T>
 class Conv2DOp : public ConvKernelBase {
  public:
@@ -175,20 +199,45 @@ class Conv2DOp : public ConvKernelBase {
     auto geo = Geometry(input.shape(), filter.shape());
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const ConvGeometry& g = *geo;
+    const T* bias = nullptr;
+    if (epilogue_.bias) {
+      const Tensor& b = ctx->input(2);
+      if (b.rank() != 1 || b.dim(0) != g.o) {
+        ctx->SetStatus(errors::InvalidArgument("BiasAdd: bias of shape ", b.shape().ToString(),
+                                               " does not match the last dimension of value of shape ",
+                                               g.output_shape().ToString()));
+        return;
+      }
+      bias = b.data<T>();
+    }
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g.output_shape(), &out));
     T* y = out->data<T>();
     if (out->NumElements() == 0) return;
+    const auto epilogue = [&](int64_t n0, int64_t n1) {
+      if (bias != nullptr) AddBiasRows(y + n0 * g.rows() * g.o, (n1 - n0) * g.rows(), g.o, bias, epilogue_.relu);
+    };
     if (g.k() == 0) {  // an empty sum; GEMM with K = 0 is not reliably defined
       std::fill_n(y, out->NumElements(), T(0));
+      epilogue(0, g.n);
       return;
     }
     const T* x = input.data<T>();
     const T* w = filter.data<T>();
     if constexpr (std::is_same_v<T, float>) {
+      if (direct_ && direct_conv::Supports(g)) {
+        TW_OP_REQUIRES_OK(ctx, ForShards(ctx, g, [&](int64_t b, int64_t e, const auto& scratch) {
+          const size_t bytes = static_cast<size_t>(direct_conv::ScratchFloats(g)) * sizeof(float);
+          uint8_t* pad = scratch(bytes);
+          if (pad == nullptr) return errors::ResourceExhausted("Conv2D: no memory for ", bytes, " bytes of padding");
+          direct_conv::Forward(g, b, e, x, w, bias, epilogue_.relu, y, reinterpret_cast<float*>(pad));
+          return Status::OK();
+        }));
+        return;
+      }
       if (auto dnnl = Dnnl<T>(g, dnnl_conv::Pass::kForward)) {
         TW_OP_REQUIRES_OK(ctx, ForShards(ctx, g, [&](int64_t b, int64_t e, const auto& scratch) {
-          return dnnl->Run(b, e, x, w, nullptr, y, scratch);
+          return dnnl->Run(b, e, x, w, nullptr, y, scratch, bias);
         }));
         return;
       }
@@ -196,10 +245,30 @@ class Conv2DOp : public ConvKernelBase {
     TW_OP_REQUIRES_OK(ctx, ForImageChunks<T>(ctx, g, [&](int64_t, int64_t n0, int64_t n1, T* col) {
       const T* a = Patches(g, x, n0, n1, col);
       blas::Gemm(false, false, (n1 - n0) * g.rows(), g.o, g.k(), a, g.k(), w, g.o, T(0), y + n0 * g.rows() * g.o, g.o);
+      epilogue(n0, n1);
       return Status::OK();
     }));
   }
+
+ protected:
+  // A fused kernel: the bias always (BiasAdd and BiasAddRelu both add one).
+  Conv2DOp(OpKernelConstruction* c, bool relu) : ConvKernelBase(c) { epilogue_ = {true, relu}; }
 };
+
+// Conv2D fused with the BiasAdd or BiasAddRelu that alone reads its output
+// (runtime/fusion.h): inputs (input, filter, bias), the consumer's output. On
+// oneDNN the bias and ReLU are a post-op of the convolution; on im2col they
+// run over each chunk after its GEMM.
+template <typename T>
+class FusedConv2DOp : public Conv2DOp<T> {
+ public:
+  FusedConv2DOp(OpKernelConstruction* c, const Node& consumer) : Conv2DOp<T>(c, consumer.op() == "BiasAddRelu") {}
+};
+
+template <typename T>
+std::unique_ptr<OpKernel> MakeFusedConv2D(OpKernelConstruction* c, const Node& consumer) {
+  return std::make_unique<FusedConv2DOp<T>>(c, consumer);
+}
 
 template <typename T>
 class Conv2DBackpropInputOp : public ConvKernelBase {
@@ -324,6 +393,10 @@ void RegisterConvKernels(KernelRegistry& r) {
   r.RegisterTyped<Conv2DOp, float, double>("Conv2D", kDeviceCpu);
   r.RegisterTyped<Conv2DBackpropInputOp, float, double>("Conv2DBackpropInput", kDeviceCpu);
   r.RegisterTyped<Conv2DBackpropFilterOp, float, double>("Conv2DBackpropFilter", kDeviceCpu);
+  for (const char* consumer : {"BiasAdd", "BiasAddRelu"}) {
+    r.RegisterFusion(FusionDef{"Conv2D", consumer, 0, kDeviceCpu, {kFloat32}, MakeFusedConv2D<float>});
+    r.RegisterFusion(FusionDef{"Conv2D", consumer, 0, kDeviceCpu, {kFloat64}, MakeFusedConv2D<double>});
+  }
   RegisterPoolKernels(r);
 }
 

@@ -1,18 +1,22 @@
 // Conv2D and its backprops (conv_kernels.cc) against direct loops written here
 // from the definition, over odd shapes, strides, both paddings, the 1x1 path and
-// batches big enough to be split into several im2col chunks, on both float32
-// paths (oneDNN where built in, and im2col) and on float64; MaxPool and its
+// batches big enough to be split into several im2col chunks, on every float32
+// path (the direct first-layer loops where the CPU has AVX-512F, oneDNN where
+// built in, and im2col) and on float64; MaxPool and its
 // gradients (pool_kernels.cc) against hand values, including TF's SAME padding
 // split (the smaller half before) and first-maximum tie breaking.
 #include <gtest/gtest.h>
 
 #include <stdlib.h>
 
+#include <cmath>
+#include <limits>
 #include <random>
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/kernels/im2col.h"
+#include "towerflow/kernels/internal/direct_conv.h"
 #include "towerflow/kernels/internal/dnnl_conv.h"
 #include "towerflow/runtime/session.h"
 
@@ -123,6 +127,10 @@ const std::vector<ConvCase>& Cases() {
       {1, 9, 8, 8, 3, 3, 3, 2, 2, "SAME"},   {2, 8, 9, 6, 3, 4, 2, 2, 3, "VALID"},
       {2, 28, 28, 1, 5, 5, 4, 1, 1, "SAME"},  // the tutorial's first layer, narrow
       {30, 14, 14, 32, 5, 5, 3, 1, 1, "SAME"},  // several im2col chunks, a partial last one
+      // First layers the direct loops run (internal/direct_conv.h): rows that
+      // end in a partial block, one- and multi-channel images, 16 to 48 outputs.
+      {3, 13, 11, 1, 5, 5, 32, 1, 1, "SAME"},  {2, 7, 9, 3, 3, 3, 48, 1, 1, "VALID"},
+      {2, 1, 1, 2, 3, 3, 16, 1, 1, "SAME"},    {1, 33, 5, 4, 2, 4, 16, 1, 1, "SAME"},
   };
   return k;
 }
@@ -190,6 +198,56 @@ TEST(ConvKernelsTest, OneDnnRunsEveryWindowItCanExpress) {
     }
   }
   EXPECT_EQ(built, 3 * static_cast<int>(Cases().size()));
+}
+
+// The same cases on oneDNN alone (the direct first-layer loops off).
+TEST(ConvKernelsTest, MatchesDirectLoopsFloatOnOneDnn) {
+  if (!dnnl_conv::Enabled()) GTEST_SKIP() << "built without oneDNN";
+  ASSERT_EQ(0, setenv("TOWERFLOW_CONV", "onednn", 1));
+  EXPECT_FALSE(direct_conv::Enabled());
+  for (const auto& c : Cases()) CheckConv<float>(c);
+  ASSERT_EQ(0, unsetenv("TOWERFLOW_CONV"));
+}
+
+// The direct first-layer loops below the kernel: each geometry they take,
+// over the last images of the batch, with and without the bias and ReLU
+// epilogue, the output poisoned first (every element must be written).
+TEST(ConvKernelsTest, DirectFirstLayerLoopsMatchTheDefinition) {
+  if (!direct_conv::Enabled()) GTEST_SKIP() << "no AVX-512F on this CPU";
+  int ran = 0;
+  for (const ConvCase& c : Cases()) {
+    const Ref ref(c);
+    auto g = conv::MakeGeometry("Conv2D", TensorShape{c.n, c.h, c.w, c.c}, TensorShape{c.kh, c.kw, c.c, c.o},
+                                {1, c.sh, c.sw, 1}, c.padding == "SAME");
+    ASSERT_TRUE(g.ok()) << g.status().ToString();
+    if (!direct_conv::Supports(*g)) continue;
+    std::mt19937_64 rng(c.n * 7 + c.o);
+    Tensor x = Random<float>({c.n, c.h, c.w, c.c}, rng);
+    Tensor w = Random<float>({c.kh, c.kw, c.c, c.o}, rng);
+    Tensor bias = Random<float>({c.o}, rng);
+    const int64_t n0 = c.n / 2, y_image = ref.oh * ref.ow * c.o;
+    std::vector<double> y(static_cast<size_t>(c.n * y_image));
+    ref.ForEachTap(c, [&](int64_t xi, int64_t wi, int64_t yi) {
+      y[yi] += double(x.data<float>()[xi]) * double(w.data<float>()[wi]);
+    });
+    std::vector<float> scratch(static_cast<size_t>(direct_conv::ScratchFloats(*g)));
+    for (int epilogue = 0; epilogue < 3; ++epilogue) {  // none, bias, bias + ReLU
+      std::vector<float> out(y.size(), std::numeric_limits<float>::quiet_NaN());
+      direct_conv::Forward(*g, n0, c.n, x.data<float>(), w.data<float>(), epilogue ? bias.data<float>() : nullptr,
+                           epilogue == 2, out.data(), scratch.data());
+      double worst = 0;
+      for (size_t i = static_cast<size_t>(n0 * y_image); i < y.size(); ++i) {
+        double want = y[i] + (epilogue ? bias.data<float>()[i % static_cast<size_t>(c.o)] : 0.0);
+        if (epilogue == 2) want = std::max(want, 0.0);
+        worst = std::max(worst, std::isnan(out[i]) ? 1e9 : std::abs(out[i] - want));
+      }
+      EXPECT_LT(worst, 1e-4) << "case " << c.n << "x" << c.h << "x" << c.w << "x" << c.c << " k" << c.kh << "x"
+                             << c.kw << " o" << c.o << " " << c.padding << " epilogue " << epilogue;
+      for (size_t i = 0; i < static_cast<size_t>(n0 * y_image); ++i) ASSERT_TRUE(std::isnan(out[i])) << "wrote image < n0";
+    }
+    ++ran;
+  }
+  EXPECT_EQ(ran, 4);
 }
 
 TEST(ConvKernelsTest, MatchesDirectLoopsDouble) {

@@ -110,8 +110,8 @@ class StepState {
   // Resolves a value input: feeds, node outputs, and variable references
   // (read under the variable's lock; uninitialized is FailedPrecondition).
   // `producer` names the value when there is no consumer (transfers).
-  Status Resolve(const ExecutorPlan::Input& in, const Node* consumer, int input_index,
-                 TensorValue* out, const Node* producer = nullptr) const {
+  Status Resolve(const ExecutorPlan::Input& in, const Output* source, TensorValue* out,
+                 const Node* producer = nullptr) const {
     if (in.feed >= 0) {
       out->value = feeds_[static_cast<size_t>(in.feed)];
       return Status::OK();
@@ -131,7 +131,7 @@ class StepState {
       return Status::OK();
     }
     if (!e.ref->IsInitialized()) {
-      const Output& src = consumer ? consumer->input(input_index) : Output();
+      const Output src = source ? *source : Output();
       return errors::FailedPrecondition(
           "Attempting to use uninitialized value ",
           src.valid() ? src.node->name() : producer ? producer->name() : std::string("<fetch>"));
@@ -144,7 +144,7 @@ class StepState {
     std::vector<Tensor> out;
     for (const auto& f : plan_.fetches) {
       TensorValue v;
-      Status s = Resolve(f, nullptr, 0, &v);
+      Status s = Resolve(f, nullptr, &v);
       if (!s.ok()) {
         *status = s;
         return {};
@@ -277,8 +277,8 @@ class StepState {
     std::vector<TensorValue> inputs(item.inputs.size());
     for (size_t i = 0; i < item.inputs.size(); ++i) {
       if (TakeIfLastReader(item.inputs[i], &inputs[i])) continue;
-      Status s = Resolve(item.inputs[i], node, static_cast<int>(i), &inputs[i]);
-      if (!s.ok()) return Fail(node, s);
+      Status s = Resolve(item.inputs[i], &item.InputSource(static_cast<int>(i)), &inputs[i]);
+      if (!s.ok()) return Fail(item, s);
     }
     OpKernelContext::Params params;
     params.node = node;
@@ -304,14 +304,15 @@ class StepState {
       StepStats::NodeTiming timing{node, start.time_since_epoch().count(), end.time_since_epoch().count()};
       timing.thread = TimingThreadId();
       timing.device = item.device;
+      timing.fused_producer = item.fused_producer;
       std::lock_guard<std::mutex> lock(timings_mu_);
       timings_.push_back(timing);
     }
-    if (!ctx.status().ok()) return Fail(node, ctx.status());
+    if (!ctx.status().ok()) return Fail(item, ctx.status());
     for (int o = 0; o < node->num_outputs(); ++o) {
       TensorValue& out = ctx.output(o);
       if (!out.is_ref() && !out.value.IsInitialized()) {
-        return Fail(node, errors::Internal("kernel did not set output ", o));
+        return Fail(item, errors::Internal("kernel did not set output ", o));
       }
       if (check_numerics_ && !out.is_ref() && IsFloat(out.value.dtype())) {
         Status finite;
@@ -324,7 +325,7 @@ class StepState {
           finite = item.device->CopyToHost(out.value, &host);
           if (finite.ok()) finite = CheckNumerics(host, o, item.device);
         }
-        if (!finite.ok()) return Fail(node, finite);
+        if (!finite.ok()) return Fail(item, finite);
       }
       entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);
     }
@@ -335,7 +336,7 @@ class StepState {
   void RunTransfer(const ExecutorPlan::Item& item) {
     auto start = collect_stats_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     TensorValue value;
-    Status s = Resolve(item.inputs[0], nullptr, 0, &value, item.node);
+    Status s = Resolve(item.inputs[0], nullptr, &value, item.node);
     Tensor copy;
     if (s.ok()) s = CopyTensorBetweenDevices(value.value, item.transfer_from, item.device, &copy);
     if (collect_stats_) {
@@ -383,6 +384,13 @@ class StepState {
     }
   }
 
+  // A fused item's failure names both of its nodes.
+  void Fail(const ExecutorPlan::Item& item, const Status& s) {
+    Fail(item.node, item.fused_producer == nullptr
+                        ? s
+                        : s.WithContext("fused with " + item.fused_producer->DebugName()));
+  }
+
   void Fail(const Node* node, const Status& s) {
     {
       std::lock_guard<std::mutex> lock(status_mu_);
@@ -420,6 +428,32 @@ class StepState {
 };
 
 }  // namespace
+
+int ExecutorPlan::Item::NumInputs() const {
+  return node->num_inputs() + (fused_producer == nullptr ? 0 : fused_producer->num_inputs() - 1);
+}
+
+namespace {
+// Which node, and which of its inputs, input `i` of a fused item is.
+std::pair<const Node*, int> FusedInput(const ExecutorPlan::Item& item, int i) {
+  const int from_producer = item.fused_producer->num_inputs();
+  if (i < from_producer) return {item.fused_producer, i};
+  const int k = i - from_producer;
+  return {item.node, k < item.fused_input ? k : k + 1};
+}
+}  // namespace
+
+const Output& ExecutorPlan::Item::InputSource(int i) const {
+  if (fused_producer == nullptr) return node->input(i);
+  auto [n, k] = FusedInput(*this, i);
+  return n->input(k);
+}
+
+bool ExecutorPlan::Item::InputIsRef(int i) const {
+  if (fused_producer == nullptr) return node->input_is_ref(i);
+  auto [n, k] = FusedInput(*this, i);
+  return n->input_is_ref(k);
+}
 
 void CountEntryUses(ExecutorPlan* plan) {
   plan->entry_uses.assign(static_cast<size_t>(plan->num_entries), 0);

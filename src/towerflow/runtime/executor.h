@@ -52,6 +52,16 @@ struct ExecutorPlan {
     Device* transfer_from = nullptr;
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }
+    // A fused item (fusion.h) runs `node` together with `fused_producer`, the
+    // node whose output 0 is node's input `fused_input`: its inputs are the
+    // producer's inputs followed by node's other inputs, its outputs node's.
+    const Node* fused_producer = nullptr;
+    int fused_input = -1;
+    // A node item's inputs: how many, the graph output input `i` reads, and
+    // whether the kernel takes it by reference.
+    int NumInputs() const;
+    const Output& InputSource(int i) const;
+    bool InputIsRef(int i) const;
   };
   std::vector<Item> items;
   // What the plan's steps learn about their kernels (TF's KernelStats): the
@@ -107,6 +117,7 @@ struct StepStats {
     int output = 0;
     const Device* device = nullptr;
     const Device* transfer_from = nullptr;
+    const Node* fused_producer = nullptr;  // a fused item's other node (fusion.h)
   };
   std::vector<NodeTiming> nodes;
 };

@@ -142,6 +142,17 @@ StatusOr<OpKernel*> Session::GetKernel(const Node* node, Device* device) {
   return raw;
 }
 
+StatusOr<OpKernel*> Session::GetFusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device) {
+  // REQUIRES: mu_ held.
+  auto it = fused_kernels_.find(consumer->id());
+  if (it != fused_kernels_.end()) return it->second.get();
+  TW_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
+                      KernelRegistry::Global().CreateFusedKernel(*fusion.def, *fusion.producer, *consumer, device));
+  OpKernel* raw = kernel.get();
+  fused_kernels_[consumer->id()] = std::move(kernel);
+  return raw;
+}
+
 namespace {
 
 // A step that runs some participants of a CollectiveAllReduce group but not
@@ -206,6 +217,22 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     for (const Node* c : n->control_inputs()) visit(c);
   }
 
+  std::map<int, PlannedFusion> fusions;
+  if (options_.fuse_kernels) {
+    std::set<const Node*> fetched(targets.begin(), targets.end());
+    for (const Output& f : fetches) fetched.insert(f.node);
+    fusions = ChooseFusions(
+        graph_, needed, [&](const Output& o) { return feed_index.count(o) > 0; },
+        [&](const Node* n) { return fetched.count(n) > 0; },
+        [&](const Node* n) -> Device* {
+          const NodePlacement& placed = placement_.at(n->id());
+          return placed.status.ok() ? placed.device : nullptr;
+        },
+        KernelRegistry::Global());
+    // A fused producer runs inside its consumer's item.
+    for (const auto& [consumer, fusion] : fusions) needed[static_cast<size_t>(fusion.producer->id())] = 0;
+  }
+
   auto plan = std::make_shared<ExecutorPlan>();
   std::vector<int> item_of(static_cast<size_t>(graph_.num_nodes()), -1);
   for (int id = 0; id < graph_.num_nodes(); ++id) {
@@ -216,8 +243,14 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     ExecutorPlan::Item item;
     item.node = n;
     item.device = placed.device;
-    TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, placed.device));
-    item.kernel_def = KernelRegistry::Global().Find(*n, placed.device->device_type());
+    if (auto fused = fusions.find(id); fused != fusions.end()) {
+      item.fused_producer = fused->second.producer;
+      item.fused_input = fused->second.consumer_input;
+      TW_ASSIGN_OR_RETURN(item.kernel, GetFusedKernel(n, fused->second, placed.device));
+    } else {
+      TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, placed.device));
+      item.kernel_def = KernelRegistry::Global().Find(*n, placed.device->device_type());
+    }
     item.entry_base = plan->num_entries;
     plan->num_entries += n->num_outputs();
     item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
@@ -230,12 +263,17 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
   PlanPartitioner partitioner(plan.get(), device_set_->client_device());
   const int num_node_items = static_cast<int>(plan->items.size());
   for (int self = 0; self < num_node_items; ++self) {
-    const Node* n = plan->items[static_cast<size_t>(self)].node;
-    std::vector<ExecutorPlan::Input> inputs(static_cast<size_t>(n->num_inputs()));
-    for (int i = 0; i < n->num_inputs(); ++i) {
-      const Output& in = n->input(i);
+    // Connect appends transfer items: read the item's node and fusion by value.
+    ExecutorPlan::Item node_item;
+    node_item.node = plan->items[static_cast<size_t>(self)].node;
+    node_item.fused_producer = plan->items[static_cast<size_t>(self)].fused_producer;
+    node_item.fused_input = plan->items[static_cast<size_t>(self)].fused_input;
+    const Node* n = node_item.node;
+    std::vector<ExecutorPlan::Input> inputs(static_cast<size_t>(node_item.NumInputs()));
+    for (int i = 0; i < node_item.NumInputs(); ++i) {
+      const Output& in = node_item.InputSource(i);
       ExecutorPlan::Input& src = inputs[static_cast<size_t>(i)];
-      src.is_ref = n->input_is_ref(i);
+      src.is_ref = node_item.InputIsRef(i);
       auto f = feed_index.find(in);
       if (f != feed_index.end()) {
         // Feeds are host tensors: one going into device memory is copied there.

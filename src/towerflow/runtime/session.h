@@ -29,6 +29,7 @@
 #include "towerflow/device/placer.h"
 #include "towerflow/graph/graph.h"
 #include "towerflow/runtime/executor.h"
+#include "towerflow/runtime/fusion.h"
 
 namespace tw {
 
@@ -76,6 +77,11 @@ struct SessionOptions {
   // run with InvalidArgument naming the node and op that produced it (TF's
   // add_check_numerics_ops). Costs a pass over every output.
   bool check_numerics = false;
+  // Run producer -> consumer chains that have a fused kernel as one kernel
+  // where nothing else reads the producer's output (runtime/fusion.h:
+  // Conv2D -> BiasAdd / BiasAddRelu on the CPU). Results are the same up to
+  // float rounding; false runs every node's own kernel.
+  bool fuse_kernels = true;
 };
 
 using FeedList = std::vector<std::pair<Output, Tensor>>;
@@ -125,6 +131,8 @@ class Session {
                                                           const std::vector<Output>& fetches,
                                                           const std::vector<Node*>& targets);
   StatusOr<OpKernel*> GetKernel(const Node* node, Device* device);
+  // The fused kernel of `fusion` into `consumer` (fusion.h). REQUIRES: mu_ held.
+  StatusOr<OpKernel*> GetFusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device);
   Status CheckFeed(const Output& output, const Tensor& value) const;
   // Places the nodes added since the last call and checks tower inputs.
   // REQUIRES: mu_ held.
@@ -144,6 +152,8 @@ class Session {
   std::set<int> warned_dequeues_;                                         // guarded by mu_
   Status tower_inputs_status_;  // guarded by mu_; strict_tower_inputs findings
   std::map<int, std::unique_ptr<OpKernel>> kernels_;                      // guarded by mu_
+  // Per consumer node id, its fused kernel (one producer per consumer).
+  std::map<int, std::unique_ptr<OpKernel>> fused_kernels_;                // guarded by mu_
   std::map<std::string, std::shared_ptr<const ExecutorPlan>> plans_;      // guarded by mu_
   int64_t next_step_id_ = 0;                                              // guarded by mu_
 };

@@ -7,7 +7,9 @@
 // device is a process (pid; "process_name" metadata: its full name) whose
 // threads (tid) are the executor threads that ran its kernels (StepStats::
 // NodeTiming::thread; "thread_name" "executor thread N"). Kernels are category
-// "kernel" with args {op, device, step}; cross-device copies are category
+// "kernel" with args {op, device, step} (a fused item, runtime/fusion.h, is
+// named by its consumer, with op "Conv2D+BiasAddRelu" and arg "fused" naming
+// the producer); cross-device copies are category
 // "transfer", named "transfer <tensor>" ("transfer sq:0"), on the destination
 // device's process, with args {op: "transfer", tensor, from, to, device, step}.
 // Spans (AddSpan: a step's wall time, a dequeue's wait) go to one more process,

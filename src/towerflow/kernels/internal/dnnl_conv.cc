@@ -35,6 +35,7 @@ struct Prims {
   memory::desc scratchpad;
   std::optional<dnnl::reorder> reorder;  // user -> weights (forward, backward data), weights -> user (filter)
   memory::desc src, dst;                 // NHWC, at this batch size
+  memory::desc bias;                     // forward with a bias epilogue
 };
 
 }  // namespace
@@ -42,6 +43,7 @@ struct Prims {
 struct DnnlConv::Impl {
   conv::ConvGeometry g;
   Pass pass;
+  Epilogue epilogue;
   std::mutex mu;
   std::map<int64_t, std::shared_ptr<const Prims>> by_batch;  // guarded by mu
 
@@ -57,20 +59,48 @@ struct DnnlConv::Impl {
     const memory::desc user_weights({g.o, g.c, g.kh, g.kw}, memory::data_type::f32, Tag::hwio);
     dnnl::primitive_attr attr;
     attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    // The backward passes take the plain forward as their hint; a forward with
+    // an epilogue adds the bias and applies ReLU as a post-op on each output
+    // tile before it is stored.
     const dnnl::convolution_forward::primitive_desc forward(
         dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training, dnnl::algorithm::convolution_direct, src,
                                         any_weights, dst, strides, pad_l, pad_r),
         attr, Engine());
+    const memory::desc bias({g.o}, memory::data_type::f32, Tag::x);
+    dnnl::primitive_attr fused_attr;
+    fused_attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    if (epilogue.relu) {
+      dnnl::post_ops ops;
+      ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_relu, 0.0f, 0.0f);
+      fused_attr.set_post_ops(ops);
+    }
+    const bool fused = pass == Pass::kForward && (epilogue.bias || epilogue.relu);
     auto p = std::make_shared<Prims>();
     p->user_weights = user_weights;
     p->src = src;
     p->dst = dst;
     switch (pass) {
-      case Pass::kForward:
-        p->conv = dnnl::convolution_forward(forward);
-        p->weights = forward.weights_desc();
-        p->scratchpad = forward.scratchpad_desc();
+      case Pass::kForward: {
+        if (!fused) {
+          p->conv = dnnl::convolution_forward(forward);
+          p->weights = forward.weights_desc();
+          p->scratchpad = forward.scratchpad_desc();
+          break;
+        }
+        const dnnl::convolution_forward::primitive_desc pd(
+            epilogue.bias ? dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                                            dnnl::algorithm::convolution_direct, src, any_weights,
+                                                            bias, dst, strides, pad_l, pad_r)
+                          : dnnl::convolution_forward::desc(dnnl::prop_kind::forward_training,
+                                                            dnnl::algorithm::convolution_direct, src, any_weights,
+                                                            dst, strides, pad_l, pad_r),
+            fused_attr, Engine());
+        p->conv = dnnl::convolution_forward(pd);
+        p->weights = pd.weights_desc();
+        p->scratchpad = pd.scratchpad_desc();
+        if (epilogue.bias) p->bias = bias;
         break;
+      }
       case Pass::kBackwardData: {
         const dnnl::convolution_backward_data::primitive_desc pd(
             dnnl::convolution_backward_data::desc(dnnl::algorithm::convolution_direct, src, any_weights, dst,
@@ -115,13 +145,14 @@ struct DnnlConv::Impl {
 DnnlConv::DnnlConv(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DnnlConv::~DnnlConv() = default;
 
-StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry& g, Pass pass) {
+StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry& g, Pass pass, Epilogue epilogue) {
   if (g.c == 0 || g.o == 0 || g.kh == 0 || g.kw == 0 || g.oh == 0 || g.ow == 0) {
     return errors::Unimplemented("oneDNN convolution: an empty dimension");
   }
   auto impl = std::make_unique<Impl>();
   impl->g = g;
   impl->pass = pass;
+  impl->epilogue = pass == Pass::kForward ? epilogue : Epilogue{};
   try {
     OneOpenMpThread one;
     impl->Get(std::max<int64_t>(g.n, 1));  // the whole batch: fail here, not in Run
@@ -132,7 +163,7 @@ StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry& g
 }
 
 Status DnnlConv::Run(int64_t n0, int64_t n1, const float* x, const float* w, const float* dy, float* out,
-                     const ScratchAllocator& scratch) {
+                     const ScratchAllocator& scratch, const float* bias) {
   if (n1 <= n0) return Status::OK();
   OneOpenMpThread one;  // the intra-op pool shards the batch
   const conv::ConvGeometry& g = impl_->g;
@@ -168,6 +199,7 @@ Status DnnlConv::Run(int64_t n0, int64_t n1, const float* x, const float* w, con
         args.emplace(DNNL_ARG_SRC, memory(p->src, engine, const_cast<float*>(x + n0 * in_image)));
         args.emplace(DNNL_ARG_WEIGHTS, weights);
         args.emplace(DNNL_ARG_DST, memory(p->dst, engine, out + n0 * out_image));
+        if (impl_->epilogue.bias) args.emplace(DNNL_ARG_BIAS, memory(p->bias, engine, const_cast<float*>(bias)));
         p->conv.execute(stream, args);
         break;
       }
@@ -205,11 +237,12 @@ struct DnnlConv::Impl {};
 DnnlConv::DnnlConv(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 DnnlConv::~DnnlConv() = default;
 
-StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry&, Pass) {
+StatusOr<std::unique_ptr<DnnlConv>> DnnlConv::Create(const conv::ConvGeometry&, Pass, Epilogue) {
   return errors::Unimplemented("this towerflow was built without oneDNN (libdnnl-dev)");
 }
 
-Status DnnlConv::Run(int64_t, int64_t, const float*, const float*, const float*, float*, const ScratchAllocator&) {
+Status DnnlConv::Run(int64_t, int64_t, const float*, const float*, const float*, float*, const ScratchAllocator&,
+                     const float*) {
   return errors::Unimplemented("this towerflow was built without oneDNN (libdnnl-dev)");
 }
 

@@ -31,6 +31,14 @@ bool Enabled();
 
 enum class Pass { kForward, kBackwardData, kBackwardFilter };
 
+// What a forward convolution does to each output before storing it (a fused
+// Conv2D -> BiasAdd / BiasAddRelu, runtime/fusion.h): add a per-channel bias,
+// then clamp at zero. The other passes take none.
+struct Epilogue {
+  bool bias = false;
+  bool relu = false;
+};
+
 // Scratch bytes for one Run, from the op's temp allocator; null on failure.
 using ScratchAllocator = std::function<uint8_t*(size_t bytes)>;
 
@@ -40,15 +48,17 @@ class DnnlConv {
   // are built for the sizes Run meets): Run takes images [n0, n1).
   // Unimplemented when oneDNN cannot run it (an empty dimension, or no
   // implementation for the shapes).
-  static StatusOr<std::unique_ptr<DnnlConv>> Create(const conv::ConvGeometry& g, Pass pass);
+  static StatusOr<std::unique_ptr<DnnlConv>> Create(const conv::ConvGeometry& g, Pass pass,
+                                                    Epilogue epilogue = {});
   ~DnnlConv();
 
-  // kForward:        y[n0:n1] = conv(x[n0:n1], w)
+  // kForward:        y[n0:n1] = conv(x[n0:n1], w), then the epilogue (`bias`:
+  //                   o values, read when the epilogue adds one)
   // kBackwardData:   dx[n0:n1] = conv_backprop_input(dy[n0:n1], w)
   // kBackwardFilter: dw = conv_backprop_filter(x[n0:n1], dy[n0:n1]) (overwritten)
   // Pointers are to the whole tensors (NHWC, HWIO).
   Status Run(int64_t n0, int64_t n1, const float* x, const float* w, const float* dy, float* y_dx_or_dw,
-             const ScratchAllocator& scratch);
+             const ScratchAllocator& scratch, const float* bias = nullptr);
 
  private:
   struct Impl;

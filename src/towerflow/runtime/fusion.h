@@ -1,0 +1,46 @@
+// Kernel fusion at plan time: TF's remapper, on the chains that cost a step
+// a pass over memory.
+//
+// A step's plan may run a producer -> consumer pair as one fused kernel
+// (KernelRegistry::RegisterFusion: Conv2D -> BiasAdd / BiasAddRelu on the CPU,
+// one oneDNN convolution that adds the bias and applies ReLU to each output
+// tile while it is in registers). The graph is not changed: the consumer's
+// plan item runs the fused kernel, reading the producer's inputs followed by
+// its own other inputs, and the producer gets no item. Fusion applies only
+// where it cannot be observed: the producer's output is read by the consumer
+// alone among the step's nodes (no other reader, no control edge from it, not
+// fetched, not fed), the producer has no control inputs and is not stateful,
+// and both nodes are placed on one device with a fused kernel for its type and
+// the producer's dtype. Traces name a fused item "Conv2D+BiasAddRelu".
+// SessionOptions::fuse_kernels = false turns it off (tests compare both).
+#ifndef TOWERFLOW_RUNTIME_FUSION_H_
+#define TOWERFLOW_RUNTIME_FUSION_H_
+
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "towerflow/device/kernel_registry.h"
+#include "towerflow/graph/graph.h"
+
+namespace tw {
+
+struct PlannedFusion {
+  const Node* producer = nullptr;
+  int consumer_input = 0;  // the consumer's input that reads the producer's output 0
+  const FusionDef* def = nullptr;
+};
+
+// The fusions of one plan, keyed by consumer node id. `needed[id]` marks the
+// step's nodes (after pruning), `fed` says whether an output is fed, `fetched`
+// whether a node has a fetched output or is a target, `device_of` where a
+// needed node runs (null when it could not be placed).
+std::map<int, PlannedFusion> ChooseFusions(const Graph& graph, const std::vector<char>& needed,
+                                           const std::function<bool(const Output&)>& fed,
+                                           const std::function<bool(const Node*)>& fetched,
+                                           const std::function<Device*(const Node*)>& device_of,
+                                           const KernelRegistry& registry);
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_RUNTIME_FUSION_H_

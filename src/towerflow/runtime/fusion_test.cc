@@ -1,0 +1,196 @@
+// Plan-time kernel fusion (fusion.h): Conv2D -> BiasAdd / BiasAddRelu runs as
+// one kernel exactly where nothing else can observe the convolution's output,
+// gives the unfused results on every convolution path (direct first-layer
+// loops, oneDNN, im2col; float32 and float64), and names both nodes when it
+// fails.
+#include "towerflow/runtime/fusion.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/runtime/session.h"
+#include "towerflow/runtime/trace.h"
+
+namespace tw {
+namespace {
+
+template <typename T>
+Tensor Random(const TensorShape& shape, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::uniform_real_distribution<double> u(-1, 1);
+  Tensor t(DataTypeOf<T>(), shape);
+  for (T& v : t.flat<T>()) v = static_cast<T>(u(rng));
+  return t;
+}
+
+// x -> Conv2D(w) -> BiasAdd(Relu)(b), fed x, w and b.
+struct ConvLayer {
+  Graph graph;
+  Output x, w, b, conv, out;
+  ConvLayer(DataType dtype, bool relu) {
+    Scope s(graph);
+    x = Placeholder(s, dtype);
+    w = Placeholder(s, dtype);
+    b = Placeholder(s, dtype);
+    conv = Conv2D(s.WithOpName("conv"), x, w);
+    out = relu ? BiasAddRelu(s.WithOpName("act"), conv, b) : BiasAdd(s.WithOpName("act"), conv, b);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+  }
+};
+
+// Runs `fetches` once; returns the values and whether any item ran fused.
+template <typename T>
+std::pair<std::vector<Tensor>, bool> RunLayer(ConvLayer& layer, const std::vector<Output>& fetches, bool fuse,
+                                              const Tensor& b, FeedList extra_feeds = {}) {
+  SessionOptions options;
+  options.fuse_kernels = fuse;
+  options.collect_step_stats = true;
+  options.intra_op_threads = 2;
+  Session session(layer.graph, options);
+  FeedList feeds = {{layer.x, Random<T>({3, 13, 11, 1}, 1)}, {layer.w, Random<T>({5, 5, 1, 32}, 2)}, {layer.b, b}};
+  for (auto& f : extra_feeds) feeds.push_back(std::move(f));
+  StepStats stats;
+  auto r = session.Run(feeds, fetches, {}, &stats);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  bool fused = false;
+  for (const auto& t : stats.nodes) {
+    if (t.fused_producer == nullptr) continue;
+    fused = true;
+    EXPECT_EQ(t.fused_producer->name(), "conv");
+    EXPECT_EQ(t.node->name(), "act");
+  }
+  return {r.ok() ? *r : std::vector<Tensor>{}, fused};
+}
+
+template <typename T>
+double MaxDiff(const Tensor& a, const Tensor& b) {
+  EXPECT_EQ(a.shape(), b.shape());
+  double worst = 0;
+  for (int64_t i = 0; i < a.NumElements(); ++i) worst = std::max(worst, std::abs(double(a.data<T>()[i]) - double(b.data<T>()[i])));
+  return worst;
+}
+
+template <typename T>
+void ExpectFusedMatchesUnfused(const char* conv_path) {
+  for (bool relu : {false, true}) {
+    SCOPED_TRACE(std::string(conv_path) + (relu ? " BiasAddRelu " : " BiasAdd ") + std::string(DataTypeName(DataTypeOf<T>())));
+    ConvLayer layer(DataTypeOf<T>(), relu);
+    const Tensor b = Random<T>({32}, 3);
+    auto [fused, did_fuse] = RunLayer<T>(layer, {layer.out}, true, b);
+    auto [plain, did_not] = RunLayer<T>(layer, {layer.out}, false, b);
+    EXPECT_TRUE(did_fuse);
+    EXPECT_FALSE(did_not);
+    ASSERT_EQ(fused.size(), 1u);
+    ASSERT_EQ(plain.size(), 1u);
+    EXPECT_LT(MaxDiff<T>(fused[0], plain[0]), sizeof(T) == 4 ? 1e-5 : 1e-12);
+    if (relu) {
+      int64_t zeros = 0;  // the ReLU did clamp something
+      for (T v : fused[0].template flat<T>()) zeros += v == T(0);
+      EXPECT_GT(zeros, fused[0].NumElements() / 10);
+    }
+  }
+}
+
+struct ConvPath {
+  explicit ConvPath(const char* value) {
+    if (value != nullptr) setenv("TOWERFLOW_CONV", value, 1);
+  }
+  ~ConvPath() { unsetenv("TOWERFLOW_CONV"); }
+};
+
+TEST(FusionTest, FusedConvolutionMatchesTheNodesRunApart) {
+  {
+    ConvPath path(nullptr);
+    ExpectFusedMatchesUnfused<float>("default (direct first layer where the CPU has AVX-512F)");
+    ExpectFusedMatchesUnfused<double>("im2col");
+  }
+  {
+    ConvPath path("onednn");
+    ExpectFusedMatchesUnfused<float>("onednn");
+  }
+  {
+    ConvPath path("im2col");
+    ExpectFusedMatchesUnfused<float>("im2col");
+  }
+}
+
+TEST(FusionTest, NothingThatObservesTheProducerIsFused) {
+  const Tensor b = Random<float>({32}, 3);
+  {
+    ConvLayer layer(kFloat32, true);  // the convolution's output is fetched
+    auto [values, fused] = RunLayer<float>(layer, {layer.out, layer.conv}, true, b);
+    EXPECT_FALSE(fused);
+    EXPECT_EQ(values.size(), 2u);
+  }
+  {
+    ConvLayer layer(kFloat32, true);  // another node of the step reads it
+    Scope s(layer.graph);
+    Output other = Identity(s, layer.conv);
+    EXPECT_FALSE(RunLayer<float>(layer, {layer.out, other}, true, b).second);
+    // A reader outside the step does not count.
+    EXPECT_TRUE(RunLayer<float>(layer, {layer.out}, true, b).second);
+  }
+  {
+    ConvLayer layer(kFloat32, true);  // fed: the consumer reads the feed, no convolution runs
+    auto [values, fused] =
+        RunLayer<float>(layer, {layer.out}, true, b, {{layer.conv, Random<float>({3, 13, 11, 32}, 4)}});
+    EXPECT_FALSE(fused);
+    ASSERT_EQ(values.size(), 1u);
+    for (float v : values[0].flat<float>()) ASSERT_GE(v, 0.0f);
+  }
+  {
+    ConvLayer layer(kFloat32, true);  // a control edge from the convolution
+    Scope s(layer.graph);
+    Output waits = Identity(s.WithControlDependencies({layer.conv}), layer.b);
+    EXPECT_FALSE(RunLayer<float>(layer, {layer.out, waits}, true, b).second);
+  }
+}
+
+TEST(FusionTest, AFusedKernelsErrorNamesBothNodes) {
+  ConvLayer layer(kFloat32, true);
+  SessionOptions options;
+  Session session(layer.graph, options);
+  auto r = session.Run({{layer.x, Random<float>({1, 4, 4, 1}, 1)},
+                        {layer.w, Random<float>({3, 3, 1, 16}, 2)},
+                        {layer.b, Random<float>({7}, 3)}},
+                       {layer.out});
+  ASSERT_FALSE(r.ok());
+  const std::string message = r.status().ToString();
+  EXPECT_NE(message.find("'act' (BiasAddRelu)"), std::string::npos) << message;
+  EXPECT_NE(message.find("fused with 'conv' (Conv2D)"), std::string::npos) << message;
+  EXPECT_NE(message.find("bias of shape [7]"), std::string::npos) << message;
+}
+
+// A trace shows the fused item under the consumer's name with both ops.
+TEST(FusionTest, TracesNameBothOps) {
+  ConvLayer layer(kFloat32, true);
+  SessionOptions options;
+  options.collect_step_stats = true;
+  Session session(layer.graph, options);
+  StepStats stats;
+  auto r = session.Run({{layer.x, Random<float>({2, 6, 6, 1}, 1)},
+                        {layer.w, Random<float>({3, 3, 1, 16}, 2)},
+                        {layer.b, Random<float>({16}, 3)}},
+                       {layer.out}, {}, &stats);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  TraceRecorder trace;
+  trace.AddStep(1, stats, session.placement());
+  const std::string path = ::testing::TempDir() + "/fusion_trace.json";
+  ASSERT_TRUE(trace.Write(path).ok());
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("\"Conv2D+BiasAddRelu\""), std::string::npos) << text.str();
+  EXPECT_NE(text.str().find("\"fused\":\"conv\""), std::string::npos) << text.str();
+}
+
+}  // namespace
+}  // namespace tw
