@@ -1,4 +1,5 @@
-// CPU kernels of max pooling (NHWC): MaxPool, MaxPoolGrad, MaxPoolGradGrad.
+// CPU kernels of max pooling (NHWC): MaxPool, MaxPoolGrad, MaxPoolGradGrad,
+// and MaxPoolGrad fused with the ReluGrad that alone reads it (runtime/fusion.h).
 // Registered from RegisterConvKernels (conv_kernels.cc).
 //
 // Windows, padding and the argument checks are window_params.h's (TF's
@@ -10,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <limits>
+#include <memory>
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/register_all.h"
@@ -121,7 +123,10 @@ class MaxPoolOp : public PoolKernelBase {
   }
 };
 
-// d input: grad[o] added at the first maximum of window o.
+// d input: grad[o] added at the first maximum of window o. Fused with the
+// ReluGrad that alone reads it (runtime/fusion.h; MaxPoolGradReluGradOp),
+// input 3 holds ReLU's features and each image's gradient keeps only the
+// elements whose feature is positive, applied while the image is in cache.
 template <typename T>
 class MaxPoolGradOp : public PoolKernelBase {
  public:
@@ -131,6 +136,16 @@ class MaxPoolGradOp : public PoolKernelBase {
     auto geo = window::CheckPoolGradInputs(ctx, attrs_, /*grad_of_grad=*/false);
     TW_OP_REQUIRES_OK(ctx, geo.status());
     const PoolGeometry& g = *geo;
+    const T* features = nullptr;
+    if (relu_grad_) {
+      const Tensor& f = ctx->input(3);
+      if (f.shape() != input.shape()) {
+        ctx->SetStatus(errors::InvalidArgument("ReluGrad: gradients of shape ", input.shape().ToString(),
+                                               " and features of shape ", f.shape().ToString(), " differ"));
+        return;
+      }
+      features = f.data<T>();
+    }
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, input.shape(), &out));
     const T* x = input.data<T>();
@@ -145,13 +160,47 @@ class MaxPoolGradOp : public PoolKernelBase {
         T* dxi = dx + n * in_image;
         const T* dyi = dy + n * out_image;
         std::fill_n(dxi, in_image, T(0));
+        if (features == x) {
+          // ReLU's features are the pooled input (a CNN's ReLU -> MaxPool):
+          // only maxima receive gradient, and a maximum's feature is the
+          // window's best value, so the select happens in the scatter.
+          ForEachArgMax(g, x + n * in_image, best.data(), idx.data(), [&](int64_t pos, const ImageIndex<T>* arg) {
+            for (int64_t ch = 0; ch < g.c; ++ch) dxi[arg[ch]] += best[ch] > T(0) ? dyi[pos * g.c + ch] : T(0);
+          });
+          continue;
+        }
         ForEachArgMax(g, x + n * in_image, best.data(), idx.data(), [&](int64_t pos, const ImageIndex<T>* arg) {
           for (int64_t ch = 0; ch < g.c; ++ch) dxi[arg[ch]] += dyi[pos * g.c + ch];
         });
+        if (features != nullptr) {  // ReluGrad's select, as nn_kernels.cc's
+          const T* __restrict fi = features + n * in_image;
+          for (int64_t i = 0; i < in_image; ++i) dxi[i] = fi[i] > T(0) ? dxi[i] : T(0);
+        }
       }
     });
   }
+
+ protected:
+  MaxPoolGradOp(OpKernelConstruction* c, bool relu_grad) : PoolKernelBase(c), relu_grad_(relu_grad) {}
+
+ private:
+  const bool relu_grad_ = false;
 };
+
+// MaxPoolGrad fused with the ReluGrad that alone reads its output: inputs
+// (orig_input, orig_output, grad, features), ReluGrad's output. In the CNN the
+// features are the pooled ReLU's own output, so the select costs a pass over
+// an image already in cache instead of ReluGrad's pass over the whole batch.
+template <typename T>
+class MaxPoolGradReluGradOp : public MaxPoolGradOp<T> {
+ public:
+  MaxPoolGradReluGradOp(OpKernelConstruction* c, const Node&) : MaxPoolGradOp<T>(c, true) {}
+};
+
+template <typename T>
+std::unique_ptr<OpKernel> MakeMaxPoolGradReluGrad(OpKernelConstruction* c, const Node& consumer) {
+  return std::make_unique<MaxPoolGradReluGradOp<T>>(c, consumer);
+}
 
 // d grad of MaxPoolGrad: each window's output reads the incoming gradient at
 // the window's first maximum (input 2 has orig_input's shape).
@@ -190,6 +239,8 @@ class MaxPoolGradGradOp : public PoolKernelBase {
 void RegisterPoolKernels(KernelRegistry& r) {
   r.RegisterTyped<MaxPoolOp, float, double>("MaxPool", kDeviceCpu);
   r.RegisterTyped<MaxPoolGradOp, float, double>("MaxPoolGrad", kDeviceCpu);
+  r.RegisterFusion(FusionDef{"MaxPoolGrad", "ReluGrad", 0, kDeviceCpu, {kFloat32}, MakeMaxPoolGradReluGrad<float>});
+  r.RegisterFusion(FusionDef{"MaxPoolGrad", "ReluGrad", 0, kDeviceCpu, {kFloat64}, MakeMaxPoolGradReluGrad<double>});
   r.RegisterTyped<MaxPoolGradGradOp, float, double>("MaxPoolGradGrad", kDeviceCpu);
 }
 

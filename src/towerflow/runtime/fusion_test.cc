@@ -1,8 +1,8 @@
-// Plan-time kernel fusion (fusion.h): Conv2D -> BiasAdd / BiasAddRelu runs as
-// one kernel exactly where nothing else can observe the convolution's output,
-// gives the unfused results on every convolution path (direct first-layer
-// loops, oneDNN, im2col; float32 and float64), and names both nodes when it
-// fails.
+// Plan-time kernel fusion (fusion.h): Conv2D -> BiasAdd / BiasAddRelu and
+// MaxPoolGrad -> ReluGrad run as one kernel exactly where nothing else can
+// observe the producer's output, give the unfused results (on every
+// convolution path: direct first-layer loops, oneDNN, im2col; float32 and
+// float64), and name both nodes when they fail.
 #include "towerflow/runtime/fusion.h"
 
 #include <gtest/gtest.h>
@@ -167,6 +167,68 @@ TEST(FusionTest, AFusedKernelsErrorNamesBothNodes) {
   EXPECT_NE(message.find("'act' (BiasAddRelu)"), std::string::npos) << message;
   EXPECT_NE(message.find("fused with 'conv' (Conv2D)"), std::string::npos) << message;
   EXPECT_NE(message.find("bias of shape [7]"), std::string::npos) << message;
+}
+
+// The pooled ReLU's backward, MaxPoolGrad -> ReluGrad, as one kernel: equal to
+// the two run apart (exactly: the same sums, then the same select), with
+// non-overlapping and overlapping windows, both paddings, float32 and float64,
+// features that are the pooled values (as in a CNN) or independent of them.
+template <typename T>
+void ExpectPoolReluGradFusedMatches(const PoolOptions& pool, bool features_are_pooled) {
+  SCOPED_TRACE(pool.padding + " stride " + std::to_string(pool.strides[1]) + " window " +
+               std::to_string(pool.ksize[1]) + (features_are_pooled ? " pooled features" : " other features"));
+  Graph graph;
+  Scope s(graph);
+  const DataType dtype = DataTypeOf<T>();
+  Output x = Placeholder(s, dtype), dp = Placeholder(s, dtype), other = Placeholder(s, dtype);
+  Output y = Relu(s, x);
+  Output p = MaxPool(s, y, pool);
+  Output pool_grad = NodeBuilder(s.WithOpName("pool_grad"), "MaxPoolGrad").Input(y).Input(p).Input(dp)
+                         .Attr("ksize", pool.ksize).Attr("strides", pool.strides).Attr("padding", pool.padding)
+                         .Finalize();
+  Output dx = NodeBuilder(s.WithOpName("relu_grad"), "ReluGrad").Input(pool_grad)
+                  .Input(features_are_pooled ? y : other).Finalize();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Tensor xv = Random<T>({3, 9, 7, 5}, 11);
+  for (int64_t i = 0; i < xv.NumElements(); i += 7) xv.flat<T>()[i] = xv.flat<T>()[(i + 5) % xv.NumElements()];  // ties
+  std::vector<Tensor> results;
+  for (bool fuse : {true, false}) {
+    SessionOptions options;
+    options.fuse_kernels = fuse;
+    options.collect_step_stats = true;
+    Session session(graph, options);
+    auto shape = session.Run({{x, xv}}, {p});
+    ASSERT_TRUE(shape.ok()) << shape.status().ToString();
+    StepStats stats;
+    auto r = session.Run({{x, xv}, {dp, Random<T>((*shape)[0].shape(), 12)}, {other, Random<T>(xv.shape(), 13)}},
+                         {dx}, {}, &stats);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    bool fused = false;
+    for (const auto& t : stats.nodes) {
+      if (t.fused_producer == nullptr) continue;
+      fused = true;
+      EXPECT_EQ(t.fused_producer->name(), "pool_grad");
+      EXPECT_EQ(t.node->name(), "relu_grad");
+    }
+    EXPECT_EQ(fused, fuse);
+    results.push_back((*r)[0]);
+  }
+  EXPECT_EQ(MaxDiff<T>(results[0], results[1]), 0.0);
+  int64_t nonzero = 0;
+  for (T v : results[0].template flat<T>()) nonzero += v != T(0);
+  EXPECT_GT(nonzero, 0);
+}
+
+TEST(FusionTest, PooledReluGradientMatchesTheNodesRunApart) {
+  const PoolOptions cases[] = {{{1, 2, 2, 1}, {1, 2, 2, 1}, "SAME"},
+                               {{1, 2, 2, 1}, {1, 2, 2, 1}, "VALID"},
+                               {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"}};
+  for (const PoolOptions& pool : cases) {
+    for (bool pooled : {true, false}) {
+      ExpectPoolReluGradFusedMatches<float>(pool, pooled);
+      ExpectPoolReluGradFusedMatches<double>(pool, pooled);
+    }
+  }
 }
 
 // A trace shows the fused item under the consumer's name with both ops.
