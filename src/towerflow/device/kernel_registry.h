@@ -52,7 +52,8 @@ struct KernelDef {
 // both run on one device of `device_type`. The fused kernel is built from the
 // producer's node (its attrs; OpKernel::node() is the producer) and told the
 // consumer; its inputs are the producer's inputs followed by the consumer's
-// other inputs in order, and its outputs are the consumer's.
+// other inputs in order, and its outputs are the consumer's (the context's
+// node() is the consumer, so OpKernelContext::input_name does not apply).
 using FusedKernelFactory = std::function<std::unique_ptr<OpKernel>(OpKernelConstruction* producer, const Node& consumer)>;
 struct FusionDef {
   std::string producer_op;

@@ -281,6 +281,8 @@ class StepState {
       if (!s.ok()) return Fail(item, s);
     }
     OpKernelContext::Params params;
+    // A fused item's context is its consumer's (whose outputs it makes); its
+    // kernel reads the producer's attrs itself, and Fail names both nodes.
     params.node = node;
     params.device = item.device;
     params.resources = resources_;

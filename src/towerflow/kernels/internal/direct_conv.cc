@@ -28,9 +28,7 @@ constexpr int64_t kMaxPixels = 16;
 // The padded image: every window of the output, and of a row's last block,
 // lies inside it, so the loops need no bounds checks.
 int64_t PaddedRows(const conv::ConvGeometry& g) { return g.oh + g.kh - 1; }
-int64_t PaddedCols(const conv::ConvGeometry& g) {
-  return g.ow + kMaxPixels - 1 + g.kw - 1;
-}
+int64_t PaddedCols(const conv::ConvGeometry& g) { return g.ow + kMaxPixels - 1 + g.kw - 1; }
 
 void PadImage(const conv::ConvGeometry& g, const float* img, float* pad) {
   const int64_t rows = PaddedRows(g), cols = PaddedCols(g);
@@ -45,8 +43,8 @@ void PadImage(const conv::ConvGeometry& g, const float* img, float* pad) {
 }
 
 // P output pixels of one row times OB blocks of 16 channels starting at o0:
-// P * OB accumulators (at most 16 of the 32 zmm registers). Stores the first
-// `count` pixels.
+// P * OB accumulators (28 or 16 of the 32 zmm registers, with the weights and
+// one broadcast beside them). Stores the first `count` pixels.
 template <int P, int OB>
 __attribute__((target("avx512f"))) inline void Block(const conv::ConvGeometry& g, const float* pad, int64_t oy,
                                                     int64_t ox, int64_t count, int64_t o0, const float* w,
@@ -78,18 +76,22 @@ __attribute__((target("avx512f"))) inline void Block(const conv::ConvGeometry& g
   for (int p = 0; p < P; ++p) {
     if (p == count) break;
     for (int j = 0; j < OB; ++j) {
-      _mm512_storeu_ps(out + p * g.o + 16 * j, relu ? _mm512_maskz_max_ps(__mmask16(0xFFFF), acc[p][j], zero) : acc[p][j]);
+      const __m512 v = relu ? _mm512_maskz_max_ps(__mmask16(0xFFFF), acc[p][j], zero) : acc[p][j];
+      _mm512_storeu_ps(out + p * g.o + 16 * j, v);
     }
   }
 }
 
-// One output row, channels [o0, o0 + 16 * OB), in blocks of 16 / OB pixels.
+// One output row, channels [o0, o0 + 16 * OB), in blocks of 14 pixels (32
+// channels: the tutorial's 28-wide rows in two blocks) or 16 (16 channels).
 template <int OB>
-__attribute__((target("avx512f"))) void Row(const conv::ConvGeometry& g, const float* pad, int64_t oy, int64_t o0, const float* w, const float* bias,
-         bool relu, float* y) {
+__attribute__((target("avx512f"))) void Row(const conv::ConvGeometry& g, const float* pad, int64_t oy, int64_t o0,
+                                            const float* w, const float* bias, bool relu, float* y) {
   constexpr int P = OB == 2 ? 14 : 16;
   static_assert(P <= kMaxPixels);
-  for (int64_t ox = 0; ox < g.ow; ox += P) Block<P, OB>(g, pad, oy, ox, std::min<int64_t>(P, g.ow - ox), o0, w, bias, relu, y);
+  for (int64_t ox = 0; ox < g.ow; ox += P) {
+    Block<P, OB>(g, pad, oy, ox, std::min<int64_t>(P, g.ow - ox), o0, w, bias, relu, y);
+  }
 }
 
 }  // namespace
