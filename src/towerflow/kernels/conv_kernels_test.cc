@@ -59,6 +59,12 @@ struct Ref {
   }
 };
 
+// The kernels' geometry of a case (what the oneDNN and direct loops take).
+StatusOr<conv::ConvGeometry> GeometryOf(const ConvCase& c) {
+  return conv::MakeGeometry("Conv2D", TensorShape{c.n, c.h, c.w, c.c}, TensorShape{c.kh, c.kw, c.c, c.o},
+                            {1, c.sh, c.sw, 1}, c.padding == "SAME");
+}
+
 template <typename T>
 Tensor Random(const TensorShape& shape, std::mt19937_64& rng) {
   Tensor t(DataTypeOf<T>(), shape);
@@ -154,8 +160,7 @@ TEST(ConvKernelsTest, OneDnnRunsEveryWindowItCanExpress) {
   int built = 0;
   for (const ConvCase& c : Cases()) {
     const Ref ref(c);
-    auto g = conv::MakeGeometry("Conv2D", TensorShape{c.n, c.h, c.w, c.c}, TensorShape{c.kh, c.kw, c.c, c.o},
-                                {1, c.sh, c.sw, 1}, c.padding == "SAME");
+    auto g = GeometryOf(c);
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     std::mt19937_64 rng(c.n + c.o);
     Tensor x = Random<float>({c.n, c.h, c.w, c.c}, rng);
@@ -217,8 +222,7 @@ TEST(ConvKernelsTest, DirectFirstLayerLoopsMatchTheDefinition) {
   int ran = 0;
   for (const ConvCase& c : Cases()) {
     const Ref ref(c);
-    auto g = conv::MakeGeometry("Conv2D", TensorShape{c.n, c.h, c.w, c.c}, TensorShape{c.kh, c.kw, c.c, c.o},
-                                {1, c.sh, c.sw, 1}, c.padding == "SAME");
+    auto g = GeometryOf(c);
     ASSERT_TRUE(g.ok()) << g.status().ToString();
     if (!direct_conv::Supports(*g)) continue;
     std::mt19937_64 rng(c.n * 7 + c.o);

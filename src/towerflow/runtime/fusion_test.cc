@@ -147,6 +147,24 @@ TEST(FusionTest, NothingThatObservesTheProducerIsFused) {
     for (float v : values[0].flat<float>()) ASSERT_GE(v, 0.0f);
   }
   {
+    // On two devices: the pair stays apart (and each device runs its own node).
+    Graph graph;
+    Scope s(graph);
+    Output x = Placeholder(s, kFloat32), w = Placeholder(s, kFloat32), bias = Placeholder(s, kFloat32);
+    Output conv = Conv2D(s.WithDevice("/cpu:0").WithOpName("conv"), x, w);
+    Output act = BiasAddRelu(s.WithDevice("/cpu:1").WithOpName("act"), conv, bias);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    SessionOptions options;
+    options.num_cpu_devices = 2;
+    options.collect_step_stats = true;
+    Session session(graph, options);
+    StepStats stats;
+    auto r = session.Run({{x, Random<float>({3, 13, 11, 1}, 1)}, {w, Random<float>({5, 5, 1, 32}, 2)}, {bias, b}},
+                         {act}, {}, &stats);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    for (const auto& t : stats.nodes) EXPECT_EQ(t.fused_producer, nullptr) << t.node->name();
+  }
+  {
     ConvLayer layer(kFloat32, true);  // a control edge from the convolution
     Scope s(layer.graph);
     Output waits = Identity(s.WithControlDependencies({layer.conv}), layer.b);

@@ -135,5 +135,24 @@ TEST(MathGradTest, NoGradientThroughComparisons) {
   EXPECT_EQ(v[0].ToVector<double>(), (std::vector<double>{0, 1}));
 }
 
+// Identity's gradient is the incoming gradient itself, as TF's _IdGrad: no
+// node is added (a variable's update then reads its gradient's producer).
+TEST(MathGradTest, IdentityPassesTheGradientThrough) {
+  Graph g;
+  Scope s(g);
+  Output x = Placeholder(s, kFloat64, PartialShape({2}));
+  Output y = Identity(s, x);
+  Output loss = Sum(s, Square(s, y), Axes{});
+  auto through_identity = Gradients(s, {loss}, {x});
+  auto at_identity = Gradients(s, {loss}, {y});
+  ASSERT_TRUE(through_identity.ok()) << through_identity.status().ToString();
+  ASSERT_TRUE(at_identity.ok()) << at_identity.status().ToString();
+  EXPECT_NE((*through_identity)[0].node->op(), "Identity");
+  EXPECT_EQ((*through_identity)[0].node->op(), (*at_identity)[0].node->op());
+  auto v = GradValues(s, loss, {x}, {{x, Tensor::Vec<double>({-1, 3})}});
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].ToVector<double>(), (std::vector<double>{-2, 6}));
+}
+
 }  // namespace
 }  // namespace tw
