@@ -34,6 +34,7 @@
 #include "towerflow/kernels/im2col.h"
 #include "towerflow/kernels/internal/direct_conv.h"
 #include "towerflow/kernels/internal/dnnl_conv.h"
+#include "towerflow/kernels/nn_args.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/window_params.h"
 
@@ -202,12 +203,7 @@ class Conv2DOp : public ConvKernelBase {
     const T* bias = nullptr;
     if (epilogue_.bias) {
       const Tensor& b = ctx->input(2);
-      if (b.rank() != 1 || b.dim(0) != g.o) {
-        ctx->SetStatus(errors::InvalidArgument("BiasAdd: bias of shape ", b.shape().ToString(),
-                                               " does not match the last dimension of value of shape ",
-                                               g.output_shape().ToString()));
-        return;
-      }
+      TW_OP_REQUIRES_OK(ctx, CheckBiasAdd(g.output_shape(), b.shape()));
       bias = b.data<T>();
     }
     Tensor* out = nullptr;

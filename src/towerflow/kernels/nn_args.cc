@@ -2,13 +2,14 @@
 
 namespace tw {
 
-Status CheckBiasAdd(const Tensor& value, const Tensor& bias) {
+Status CheckBiasAdd(const Tensor& value, const Tensor& bias) { return CheckBiasAdd(value.shape(), bias.shape()); }
+
+Status CheckBiasAdd(const TensorShape& value, const TensorShape& bias) {
   if (value.rank() >= 1 && bias.rank() == 1 && bias.dim(0) == value.dim(value.rank() - 1)) {
     return Status::OK();
   }
-  return errors::InvalidArgument("BiasAdd: bias of shape ", bias.shape().ToString(),
-                                 " does not match the last dimension of value of shape ",
-                                 value.shape().ToString());
+  return errors::InvalidArgument("BiasAdd: bias of shape ", bias.ToString(),
+                                 " does not match the last dimension of value of shape ", value.ToString());
 }
 
 Status CheckBiasAddGrad(const Tensor& out_backprop) {
@@ -17,9 +18,13 @@ Status CheckBiasAddGrad(const Tensor& out_backprop) {
 }
 
 Status CheckReluGrad(const Tensor& gradients, const Tensor& features) {
-  if (gradients.shape() == features.shape()) return Status::OK();
-  return errors::InvalidArgument("ReluGrad: gradients of shape ", gradients.shape().ToString(),
-                                 " and features of shape ", features.shape().ToString(), " differ");
+  return CheckReluGrad(gradients.shape(), features.shape());
+}
+
+Status CheckReluGrad(const TensorShape& gradients, const TensorShape& features) {
+  if (gradients == features) return Status::OK();
+  return errors::InvalidArgument("ReluGrad: gradients of shape ", gradients.ToString(), " and features of shape ",
+                                 features.ToString(), " differ");
 }
 
 Status CheckSoftmax(const Tensor& logits) {

@@ -12,14 +12,18 @@ namespace tw {
 
 // "BiasAdd: bias of shape ... does not match the last dimension of value of
 // shape ...": `bias` must be a vector as long as the last dimension of `value`
-// (rank >= 1). BiasAdd and BiasAddRelu.
+// (rank >= 1). BiasAdd and BiasAddRelu; the shape form for kernels that
+// check before the value exists (a Conv2D fused with its BiasAdd).
 Status CheckBiasAdd(const Tensor& value, const Tensor& bias);
+Status CheckBiasAdd(const TensorShape& value, const TensorShape& bias);
 
 // "BiasAddGrad: out_backprop must have rank >= 1, got a scalar".
 Status CheckBiasAddGrad(const Tensor& out_backprop);
 
-// "ReluGrad: gradients of shape ... and features of shape ... differ".
+// "ReluGrad: gradients of shape ... and features of shape ... differ"; the
+// shape form for kernels that make the gradients (MaxPoolGrad fused with it).
 Status CheckReluGrad(const Tensor& gradients, const Tensor& features);
+Status CheckReluGrad(const TensorShape& gradients, const TensorShape& features);
 
 // "Softmax: logits must have rank >= 1, got a scalar".
 Status CheckSoftmax(const Tensor& logits);

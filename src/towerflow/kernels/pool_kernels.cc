@@ -14,6 +14,7 @@
 #include <memory>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/nn_args.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/window_params.h"
 
@@ -139,11 +140,7 @@ class MaxPoolGradOp : public PoolKernelBase {
     const T* features = nullptr;
     if (relu_grad_) {
       const Tensor& f = ctx->input(3);
-      if (f.shape() != input.shape()) {
-        ctx->SetStatus(errors::InvalidArgument("ReluGrad: gradients of shape ", input.shape().ToString(),
-                                               " and features of shape ", f.shape().ToString(), " differ"));
-        return;
-      }
+      TW_OP_REQUIRES_OK(ctx, CheckReluGrad(input.shape(), f.shape()));  // the gradients have the input's shape
       features = f.data<T>();
     }
     Tensor* out = nullptr;
