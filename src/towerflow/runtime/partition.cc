@@ -51,9 +51,11 @@ Device* PlanPartitioner::InputMemory(int item, int i) const {
   return it.device->host_memory() || !InputInHostMemory(it, i) ? it.device : host_device_;
 }
 
-int PlanPartitioner::TransferItem(int producer, int output, Device* from, Device* to) {
+int PlanPartitioner::TransferItem(int producer, int output, Device* from, Device* to, int consumer,
+                                  const std::vector<int>& read_after) {
   auto& items = plan_->items;
-  auto key = std::make_tuple(producer, output, static_cast<const Device*>(to));
+  if (read_after.empty()) consumer = -1;
+  auto key = std::make_tuple(producer, output, static_cast<const Device*>(to), consumer);
   auto it = transfers_.find(key);
   if (it != transfers_.end()) return it->second;
   ExecutorPlan::Item t;
@@ -69,12 +71,16 @@ int PlanPartitioner::TransferItem(int producer, int output, Device* from, Device
   const int transfer = static_cast<int>(items.size());
   items.push_back(std::move(t));
   items[static_cast<size_t>(producer)].successors.push_back(transfer);
+  for (int before : read_after) {
+    items[static_cast<size_t>(before)].successors.push_back(transfer);
+    ++items[static_cast<size_t>(transfer)].initial_pending;
+  }
   transfers_.emplace(key, transfer);
   return transfer;
 }
 
 Status PlanPartitioner::Connect(int producer, int output, int consumer, int consumer_input, bool is_ref,
-                                ExecutorPlan::Input* input) {
+                                const std::vector<int>& read_after, ExecutorPlan::Input* input) {
   auto& items = plan_->items;
   input->is_ref = is_ref;
   const ExecutorPlan::Item& src = items[static_cast<size_t>(producer)];
@@ -102,7 +108,10 @@ Status PlanPartitioner::Connect(int producer, int output, int consumer, int cons
     ++items[static_cast<size_t>(consumer)].initial_pending;
     return Status::OK();
   }
-  const int transfer = TransferItem(producer, output, from, to);
+  // A value read of a variable: the copy reads it when the consumer would.
+  const bool reads_ref = src.node->output_is_ref(output);
+  const int transfer =
+      TransferItem(producer, output, from, to, consumer, reads_ref ? read_after : std::vector<int>{});
   input->entry = items[static_cast<size_t>(transfer)].entry_base;
   items[static_cast<size_t>(transfer)].successors.push_back(consumer);
   ++items[static_cast<size_t>(consumer)].initial_pending;

@@ -8,7 +8,12 @@
 // consumer of that output on that device. Control edges need no transfer: the
 // executor's pending counts already span devices. Ref edges never cross devices
 // (the placer colocates their ends); a value read of a variable on another
-// device reads it under its lock, then copies.
+// device (or in another memory) reads it under its lock, then copies. Such a
+// read keeps the meaning it has on one device, where the consumer reads the
+// variable when it runs: the transfer waits for the consumer's control inputs
+// too (an Identity of a variable under a control dependency on its Assign
+// reads the assigned value), so it is shared only by consumers without control
+// inputs.
 //
 // Copies between host-memory devices (CPU, fake GPU) are memcpys; a device
 // without host memory (CUDA) supplies Device::CopyFromHost/CopyToHost.
@@ -27,6 +32,7 @@
 
 #include <map>
 #include <tuple>
+#include <vector>
 
 #include "towerflow/runtime/executor.h"
 
@@ -60,9 +66,11 @@ class PlanPartitioner {
   // transfer item for that output and the consumer's memory. Updates successors
   // and pending counts. Internal error for a ref input across devices or memory
   // types (the placer prevents the first; kernels never take refs in host memory).
-  // `consumer_input` is the input's index on the consumer.
+  // `consumer_input` is the input's index on the consumer. `read_after`: the
+  // items of the consumer's control inputs; a transfer that reads a ref output
+  // (a variable) as a value waits for them as the consumer does.
   Status Connect(int producer, int output, int consumer, int consumer_input, bool is_ref,
-                 ExecutorPlan::Input* input);
+                 const std::vector<int>& read_after, ExecutorPlan::Input* input);
   // Makes input `consumer_input` of item `consumer` read feed `feed` (a host
   // tensor replacing output `output` of `node`): directly when that input is in
   // host memory, else through a transfer to the consumer's device memory (one
@@ -79,13 +87,16 @@ class PlanPartitioner {
   // The device whose memory holds output `o` of `item`, and input `i` of it.
   Device* OutputMemory(int item, int o) const;
   Device* InputMemory(int item, int i) const;
-  // The transfer item copying (producer, output) from `from` into `to`, made once.
-  int TransferItem(int producer, int output, Device* from, Device* to);
+  // The transfer item copying (producer, output) from `from` into `to`, made
+  // once per destination; one for `consumer` alone when `read_after` is not
+  // empty, waiting for those items too.
+  int TransferItem(int producer, int output, Device* from, Device* to, int consumer = -1,
+                   const std::vector<int>& read_after = {});
 
   ExecutorPlan* plan_;
   Device* host_device_;
-  // (producer item, output, destination memory) -> transfer item
-  std::map<std::tuple<int, int, const Device*>, int> transfers_;
+  // (producer item, output, destination memory, consumer or -1 when shared) -> transfer item
+  std::map<std::tuple<int, int, const Device*, int>, int> transfers_;
   // (feed, destination memory) -> transfer item
   std::map<std::pair<int, const Device*>, int> feed_transfers_;
 };

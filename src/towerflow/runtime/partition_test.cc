@@ -7,8 +7,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
+#include <thread>
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
@@ -46,9 +48,25 @@ class ProbeOp : public OpKernel {
   }
 };
 
+// Passes its input through after a pause: orders a race deterministically.
+class SlowOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    ctx->set_output(0, ctx->input(0));
+  }
+};
+
 void RegisterProbe() {
   static bool done = [] {
     EnsureKernelsRegistered();
+    OpRegistry::Global()
+        .Register(OpDefBuilder("TestSlow").Input("x", "T").Output("y", "T").TypeAttr("T", {})
+                      .Shape(shape_fns::Unchanged).Build())
+        .Check();
+    KernelRegistry::Global().RegisterUntyped<SlowOp>("TestSlow", kDeviceCpu);
+    KernelRegistry::Global().RegisterUntyped<SlowOp>("TestSlow", kDeviceGpu);
     OpRegistry::Global()
         .Register(OpDefBuilder("TestProbe").Input("x", "T").Output("y", "T").TypeAttr("T", {})
                       .Shape(shape_fns::Unchanged).Build())
@@ -179,6 +197,36 @@ TEST_F(PartitionTest, VariableOnCpuReadOnGpu) {
   EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{7, 10, 15, 22}));
   EXPECT_EQ(session.placement().device_name(*m.node), "/job:localhost/replica:0/task:0/device:GPU:0");
   EXPECT_EQ(session.placement().device_name(*init.node), "/job:localhost/replica:0/task:0/device:CPU:0");
+}
+
+// A read of a variable from another device under a control dependency on its
+// Assign reads the assigned value, as on one device: the transfer waits for the
+// reader's control inputs, not only for the variable op. The Assign's value
+// comes late (TestSlow), so a transfer that ran after VariableV2 alone would
+// find the variable uninitialized.
+TEST_F(PartitionTest, CrossDeviceReadOfAVariableWaitsForTheReadersControlInputs) {
+  auto v = VariableV2(root_.WithOpName("v").WithDevice("/gpu:0"), TensorShape{2}, kFloat32);
+  auto slow = Output(NodeBuilder(root_.WithOpName("slow").WithDevice("/gpu:0"), "TestSlow")
+                         .Input(Const(root_, std::vector<float>{3, 4}, TensorShape{2}))
+                         .Finalize());
+  auto init = Assign(root_.WithOpName("init"), v, slow);
+  auto read = Probe(root_.WithOpName("read").WithDevice("/cpu:0").WithControlDependencies({init}), v);
+  auto add = AssignAdd(root_.WithOpName("add"), v,
+                       Output(NodeBuilder(root_.WithOpName("slow_one").WithDevice("/gpu:0"), "TestSlow")
+                                  .Input(Const(root_, std::vector<float>{1, 1}, TensorShape{2}))
+                                  .Finalize()));
+  auto after_add = Probe(root_.WithOpName("after_add").WithDevice("/cpu:0").WithControlDependencies({add}), v);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  SessionOptions options;
+  options.num_fake_gpus = 1;
+  Session session(graph_, options);
+  auto first = session.Run({read});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)[0].ToVector<float>(), (std::vector<float>{3, 4}));
+  EXPECT_EQ(Record("read").device, "/job:localhost/replica:0/task:0/device:CPU:0");
+  auto second = session.Run({after_add});
+  ASSERT_TRUE(second.ok()) << second.status().ToString();
+  EXPECT_EQ((*second)[0].ToVector<float>(), (std::vector<float>{4, 5}));
 }
 
 TEST(CopyTensorTest, CpuDevicesShareTheBuffer) {

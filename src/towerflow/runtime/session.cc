@@ -269,6 +269,8 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     node_item.fused_producer = plan->items[static_cast<size_t>(self)].fused_producer;
     node_item.fused_input = plan->items[static_cast<size_t>(self)].fused_input;
     const Node* n = node_item.node;
+    std::vector<int> control_items;
+    for (const Node* c : n->control_inputs()) control_items.push_back(item_of[static_cast<size_t>(c->id())]);
     std::vector<ExecutorPlan::Input> inputs(static_cast<size_t>(node_item.NumInputs()));
     for (int i = 0; i < node_item.NumInputs(); ++i) {
       const Output& in = node_item.InputSource(i);
@@ -284,12 +286,12 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
         }
       } else {
         TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())], in.index, self, i,
-                                               src.is_ref, &src));
+                                               src.is_ref, control_items, &src));
       }
     }
     plan->items[static_cast<size_t>(self)].inputs = std::move(inputs);
-    for (const Node* c : n->control_inputs()) {
-      plan->items[static_cast<size_t>(item_of[static_cast<size_t>(c->id())])].successors.push_back(self);
+    for (int c : control_items) {
+      plan->items[static_cast<size_t>(c)].successors.push_back(self);
       ++plan->items[static_cast<size_t>(self)].initial_pending;
     }
   }
