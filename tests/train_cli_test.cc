@@ -132,6 +132,28 @@ TEST_F(TrainCliTest, TwoInputThreadsEachWithItsOwnReader) {
   EXPECT_NE(log.find("input/shuffle_batch_join/random_shuffle_queue: (RandomShuffleQueue)"), std::string::npos);
 }
 
+// The variables live on the first tower's device unless --variables says
+// otherwise: a GPU tower keeps its weights in its own memory (no copy of every
+// weight and gradient per step); --variables cpu pins them to /device:CPU:0.
+TEST_F(TrainCliTest, VariablesLiveOnTheFirstTowersDeviceByDefault) {
+  MakeData(1000);
+  for (const std::string variables : {"", "auto", "cpu"}) {
+    SCOPED_TRACE("--variables " + variables);
+    std::vector<std::string> args = TrainArgs("variables_" + variables, 3);
+    args[std::find(args.begin(), args.end(), "--devices") - args.begin() + 1] = "cpu:1,cpu:0";
+    args.push_back("--log-device-placement");
+    if (!variables.empty()) args.insert(args.end(), {"--variables", variables});
+    Result r = Run(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+    const std::string log = r.err + r.out;
+    const std::string device = variables == "cpu" ? "CPU:0" : "CPU:1";
+    for (const std::string var : {"hidden1/kernel", "hidden2/bias", "global_step"}) {
+      EXPECT_NE(log.find(var + ": (VariableV2): /job:localhost/replica:0/task:0/device:" + device), std::string::npos)
+          << var << "\n" << log.substr(0, 3000);
+    }
+  }
+}
+
 // --inter-op-threads 1 runs the whole step on the calling thread (TF's
 // inter_op_parallelism_threads = 1): the trace holds one executor thread, where
 // the default pool spreads a step's independent branches over more.

@@ -41,7 +41,7 @@ namespace {
 
 struct Flags {
   std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
-  std::string trace, variables = "cpu";
+  std::string trace, variables = "auto";
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
   double lr = -1, l2 = 0;
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
@@ -238,6 +238,9 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   c->gpu_memory_limit_mb = f.gpu_memory_mb;
   c->allow_tf32 = f.allow_tf32;
   c->mirrored_variables = f.variables == "mirrored";
+  // auto: where the first tower runs (/device:CPU:0 for CPU towers, a GPU
+  // tower's own memory for GPU towers); cpu: TF1's CPU-pinned parameters.
+  c->variable_device = f.variables == "cpu" ? "/device:CPU:0" : c->devices.front();
   auto opened = OpenData("--data", f.data);
   if (!opened.ok()) return opened.status();
   *data = std::move(*opened);
@@ -287,8 +290,9 @@ int RunTrain(int argc, char** argv) {
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_flag("--allow-tf32", f.allow_tf32, "float32 MatMul may use TF32 tensor cores (faster, 10-bit mantissa)");
   app.add_option("--variables", f.variables,
-                 "cpu: one copy on /device:CPU:0 (TF1 style) | mirrored: one copy per tower, all-reduced")
-      ->check(CLI::IsMember({"cpu", "mirrored"}));
+                 "auto: one copy on the first tower's device (default) | cpu: one copy on /device:CPU:0 "
+                 "(TF1 style) | mirrored: one copy per tower, all-reduced")
+      ->check(CLI::IsMember({"auto", "cpu", "mirrored"}));
   app.add_option("--batch-size", f.batch_size, "examples per tower per step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--epochs", f.epochs, "passes over --data (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));

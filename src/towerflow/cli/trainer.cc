@@ -83,7 +83,7 @@ Status BuildGraph(const TrainConfig& c, TrainGraph* g) {
       },
       {.variable_placement = c.mirrored_variables ? train::VariablePlacement::kMirrored
                                                   : train::VariablePlacement::kSingleDevice,
-       .variable_device = "/device:CPU:0",
+       .variable_device = c.variable_device,
        .global_step = true});
   if (!root.ok()) return root.status();
   Scope cpu = root.WithDevice("/device:CPU:0");

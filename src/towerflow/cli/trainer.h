@@ -1,7 +1,8 @@
 // The work of `towerflow train` once its flags are checked (train.cc): builds
 // the seed's graph (filename queue, TFRecord reader, parse, decode, one shuffle
 // queue that every tower dequeues its own batch from, the model replicated as
-// towers with variables on /device:CPU:0 (or mirrored: one copy per tower),
+// towers with variables on the first tower's device (or on /device:CPU:0, or
+// mirrored: one copy per tower),
 // averaged gradients, one update), runs
 // it under a Coordinator with the queue runners, and keeps what it learns:
 // TensorBoard scalars and the graph in the logdir, safetensors checkpoints
@@ -12,10 +13,13 @@
 //
 // GPU towers: the input pipeline stays on /device:CPU:0 (queues, readers,
 // parsing and DecodeRaw have no GPU kernels) and each tower's batch is copied
-// to its GPU. With CPU-pinned variables every step copies the weights to every
-// GPU and the gradients back (TF1's parameter-server style: simple and exact,
-// not the fastest); mirrored variables keep a copy on each GPU and all-reduce
-// the gradients instead. With GPU towers the session uses soft placement, as
+// to its GPU. By default the variables live on the first tower's GPU, so one
+// GPU keeps its weights, gradients and updates in its own memory and a step
+// waits for the device once (its fetches). With CPU-pinned variables
+// (--variables cpu, TF1's parameter-server style: simple and exact, not the
+// fastest) every step copies the weights to every GPU and each gradient back,
+// and each gradient copy waits for the GPU; mirrored variables keep a copy on
+// each GPU and all-reduce the gradients instead. With GPU towers the session uses soft placement, as
 // TF1's multi-GPU examples do: a tower op without a GPU kernel runs on the CPU
 // rather than failing (--log-device-placement shows where each op runs).
 #ifndef TOWERFLOW_CLI_TRAINER_H_
@@ -45,8 +49,9 @@ struct TrainConfig {
   bool allow_tf32 = false;
   // One copy of each variable per tower ("tower_<i>/hidden1/kernel"), the
   // gradients all-reduced (train/replicate.h's kMirrored); false: one copy on
-  // /device:CPU:0 shared by every tower (kSingleDevice).
+  // `variable_device` shared by every tower (kSingleDevice).
   bool mirrored_variables = false;
+  std::string variable_device = "/device:CPU:0";
   int64_t batch_size = 100;          // per tower
   int64_t total_steps = 0;           // global step to reach
   int64_t records = 0;               // per epoch; 0: not counted
