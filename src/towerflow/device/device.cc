@@ -36,4 +36,8 @@ Status Device::CopyToHost(const Tensor& on_device, Tensor* host) {
                                " device without host memory needs its backend's copy)");
 }
 
+Status Device::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) {
+  return errors::Unimplemented("no direct copy from ", name_, " to ", dst->name());
+}
+
 }  // namespace tw

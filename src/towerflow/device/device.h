@@ -54,6 +54,11 @@ class Device {
   // new tensor on this device, and back. The defaults return Unimplemented.
   virtual Status CopyFromHost(const Tensor& host, Tensor* on_device);
   virtual Status CopyToHost(const Tensor& on_device, Tensor* host);
+  // For devices without host memory: copies `on_device` into a new tensor in
+  // `dst`'s memory without going through the host, when the backend can
+  // (between GPUs). The default returns Unimplemented, and the caller copies
+  // through the host.
+  virtual Status CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out);
   // One line for "Device mapping:" (TF prints the physical device, e.g.
   // "device: 0, name: Tesla K40c, pci bus id: 0000:05:00.0"); empty for host CPUs.
   virtual std::string physical_description() const { return ""; }

@@ -27,7 +27,9 @@ Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* d
   }
   if (src_device->host_memory()) return dst_device->CopyFromHost(src, dst);
   if (dst_device->host_memory()) return src_device->CopyToHost(src, dst);
-  // Device to device through the host; [cuda] may add peer-to-peer copies here.
+  // Device to device: directly when the backend can (GPU to GPU), else through the host.
+  Status direct = src_device->CopyToPeer(src, dst_device, dst);
+  if (direct.code() != Code::kUnimplemented) return direct;
   Tensor host;
   TW_RETURN_IF_ERROR(src_device->CopyToHost(src, &host));
   return dst_device->CopyFromHost(host, dst);

@@ -16,7 +16,9 @@
 // inputs.
 //
 // Copies between host-memory devices (CPU, fake GPU) are memcpys; a device
-// without host memory (CUDA) supplies Device::CopyFromHost/CopyToHost.
+// without host memory (CUDA) supplies Device::CopyFromHost/CopyToHost, and
+// Device::CopyToPeer between two such devices (GPU to GPU, queued on the
+// streams without waiting for either GPU; through the host when it has none).
 //
 // Memory types: on a device without host memory, a kernel may keep some
 // inputs and outputs in host memory (KernelDef::host_memory_inputs/outputs:

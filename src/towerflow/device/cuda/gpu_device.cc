@@ -37,6 +37,14 @@ Status WaitForStream(cudaStream_t waiter, cudaStream_t producer) {
   return s.ok() ? destroyed : s;
 }
 
+// As WaitForStream, for streams of two devices: an event must be created and
+// recorded on its stream's device, `producer_ordinal`; a stream of any device
+// may wait for it.
+Status WaitForStreamOf(cudaStream_t waiter, cudaStream_t producer, int producer_ordinal) {
+  TW_CUDA_RETURN_IF_ERROR(cudaSetDevice(producer_ordinal));
+  return WaitForStream(waiter, producer);
+}
+
 }  // namespace
 
 GpuDevice::GpuDevice(const GpuDeviceConfig& config, std::unique_ptr<GpuAllocator> allocator)
@@ -190,6 +198,49 @@ Status GpuDevice::CopyToHost(const Tensor& on_device, Tensor* host) {
     }
   }
   *host = std::move(t).value();
+  return Status::OK();
+}
+
+Status GpuDevice::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) {
+  auto* peer = dynamic_cast<GpuDevice*>(dst);
+  if (peer == nullptr) return errors::Unimplemented("no direct copy from ", name(), " to ", dst->name());
+  if (on_device.dtype() == kString) {
+    return errors::InvalidArgument("cannot copy string", on_device.shape().ToString(), " from ", name(), " to ",
+                                   peer->name(), ": no GPU kernel makes string tensors");
+  }
+  // The destination's memory comes stream-ordered on the peer's compute stream.
+  TW_RETURN_IF_ERROR(peer->Activate());
+  StatusOr<Tensor> t = Tensor::Allocate(peer->allocator(), on_device.dtype(), on_device.shape());
+  if (!t.ok()) return t.status().WithContext("copying from " + name() + " to " + peer->name());
+  const size_t bytes = on_device.TotalBytes();
+  if (bytes > 0) {
+    // On the peer's compute stream, after the work here that produced the source.
+    Status s = WaitForStreamOf(peer->compute_stream_, compute_stream_, config_.ordinal);
+    bool queued = false;
+    if (s.ok()) s = peer->Activate();
+    if (s.ok()) {
+      s = peer->ordinal() == ordinal()
+              ? CudaStatus(cudaMemcpyAsync(t->raw_data(), on_device.raw_data(), bytes, cudaMemcpyDeviceToDevice,
+                                           peer->compute_stream_),
+                           "cudaMemcpyAsync(DeviceToDevice)", __FILE__, __LINE__)
+              : CudaStatus(cudaMemcpyPeerAsync(t->raw_data(), peer->ordinal(), on_device.raw_data(), ordinal(), bytes,
+                                               peer->compute_stream_),
+                           "cudaMemcpyPeerAsync", __FILE__, __LINE__);
+      queued = s.ok();
+    }
+    // Work queued here from now on (the stream-ordered free of the source) runs
+    // after the copy.
+    if (s.ok()) s = WaitForStreamOf(compute_stream_, peer->compute_stream_, peer->ordinal());
+    if (!s.ok()) {
+      // The source may be freed on this device's stream when its tensor goes:
+      // let a copy already queued finish reading it first.
+      if (queued) (void)cudaStreamSynchronize(peer->compute_stream_);
+      (void)cudaGetLastError();
+      return s.WithContext(StrCat("copying ", DataTypeName(on_device.dtype()), on_device.shape().ToString(), " from ",
+                                  name(), " to ", peer->name()));
+    }
+  }
+  *out = std::move(t).value();
   return Status::OK();
 }
 

@@ -94,6 +94,14 @@ class GpuDevice final : public Device {
   // device-to-host stream after the compute stream's work so far, and waits
   // for it: a kernel's asynchronous failure surfaces here as a Status.
   Status CopyToHost(const Tensor& on_device, Tensor* host) override;
+  // Allocates `out` on `dst` (a GpuDevice; Unimplemented for another kind)
+  // and queues the copy on dst's compute stream after the work queued so far
+  // on this device's compute stream (which produced `on_device`); this
+  // device's compute stream waits for the copy before anything queued later
+  // (such as the stream-ordered free of `on_device`). Nothing waits for the
+  // GPU. Logical GPUs of one physical GPU copy within its memory; physical
+  // GPUs copy peer to peer (cudaMemcpyPeerAsync).
+  Status CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) override;
   // Device-to-device copy of `bytes` on the compute stream (Assign, Identity).
   Status CopyOnDevice(const void* src, void* dst, size_t bytes) const;
   // Waits until all work queued so far on this device's streams has finished.

@@ -296,6 +296,42 @@ TEST(GpuDeviceTest, LogicalGpus) {
   EXPECT_THAT(too_big.status().message(), HasSubstr("gpu_memory_limit_mb"));
 }
 
+// GPU to GPU without the host: between logical GPUs of one physical GPU (and
+// physical GPUs, when there are two), ordered after the work that produced the
+// source; the source may be freed and its memory reused at once.
+TEST(GpuDeviceTest, CopiesBetweenGpusWithoutTheHost) {
+  TW_SKIP_WITHOUT_GPU();
+  auto set = DeviceSet::Create({.logical_gpus_per_gpu = 2, .gpu_memory_limit_mb = 256});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  std::vector<GpuDevice*> gpus = GpusOf(**set);
+  std::mt19937_64 rng(11);
+  std::vector<std::pair<int, int>> pairs = {{0, 1}, {1, 0}};
+  if (gpus.size() >= 4) pairs.push_back({0, 2});  // two physical GPUs: peer to peer
+  for (auto [from, to] : pairs) {
+    SCOPED_TRACE(gpus[from]->name() + " -> " + gpus[to]->name());
+    for (int64_t n : {int64_t{0}, int64_t{1}, int64_t{33}, int64_t{1} << 20}) {
+      Tensor x = RandomHostTensor(kFloat32, TensorShape{n}, rng);
+      Tensor on_from, on_to, back;
+      ASSERT_TRUE(gpus[from]->CopyFromHost(x, &on_from).ok());
+      ASSERT_TRUE(gpus[from]->CopyToPeer(on_from, gpus[to], &on_to).ok());
+      if (n > 0) {
+        EXPECT_EQ(on_to.buffer()->allocator(), gpus[to]->allocator());
+      }
+      // The source goes at once; a new tensor may reuse its memory.
+      on_from = Tensor();
+      Tensor reuse;
+      ASSERT_TRUE(gpus[from]->CopyFromHost(RandomHostTensor(kFloat32, TensorShape{n}, rng), &reuse).ok());
+      ASSERT_TRUE(gpus[to]->CopyToHost(on_to, &back).ok());
+      EXPECT_TRUE(SameBits(back, x)) << n;
+    }
+  }
+  Tensor s(kString, TensorShape{1}), out;
+  Status strings = gpus[0]->CopyToPeer(s, gpus[1], &out);
+  EXPECT_EQ(strings.code(), Code::kInvalidArgument);
+  EXPECT_EQ(gpus[0]->CopyToPeer(Tensor(kFloat32, TensorShape{1}), set.value()->client_device(), &out).code(),
+            Code::kUnimplemented);
+}
+
 TEST(GpuDeviceTest, PoisonFillsNewBlocksWithOnes) {
   TW_SKIP_WITHOUT_GPU();
   setenv("TOWERFLOW_GPU_POISON", "1", 1);
