@@ -1,6 +1,5 @@
 // CUDA kernels of the nn ops, float and double. CPU twins: nn_kernels.cc, with
-// the same shape checks (nn_args.h). Dropout stays CPU-only: its masks come
-// from a host generator.
+// the same shape checks (nn_args.h).
 //
 // - BiasAddKernel<T, kRelu>: a grid-stride loop over value's elements adding
 //   bias[i % C]; kRelu fuses the Relu (BiasAddRelu).
@@ -24,6 +23,10 @@
 //   and write one partial sum each, then one block adds the partials. No
 //   atomics, so a run repeats bit for bit; CUB's DeviceReduce would add a
 //   temp-storage query per call for no gain at these sizes.
+// - DropoutKernel<T>: a grid-stride loop over blocks of four elements, each
+//   block's mask from one Philox call of the kernel instance's stream
+//   (internal/dropout_stream.h), as the CPU twin draws it: same seed, same
+//   masks, bit for bit.
 //
 // Divergence from the CPU twin: SparseSoftmaxCrossEntropyWithLogits. The CPU
 // kernel reads the labels on the host and fails with InvalidArgument naming a
@@ -40,6 +43,8 @@
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/internal/dropout_stream.h"
+#include "towerflow/kernels/internal/philox.h"
 #include "towerflow/kernels/nn_args.h"
 
 namespace tw {
@@ -456,6 +461,50 @@ class GpuL2LossOp : public GpuOpKernel {
   }
 };
 
+// ---- Dropout -------------------------------------------------------------------
+
+template <typename T>
+__global__ void DropoutKernel(const T* __restrict__ x, T* __restrict__ out, T* __restrict__ mask, int64_t n,
+                              DropoutDraw draw, T scale) {
+  const int64_t blocks = (n + 3) / 4;
+  for (int64_t b = GridThreadIndex(); b < blocks; b += GridThreadCount()) {
+    const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(b));
+    for (int j = 0; j < 4; ++j) {
+      const int64_t i = 4 * b + j;
+      if (i >= n) break;
+      const T m = w.w[j] >= draw.threshold ? scale : T(0);
+      mask[i] = m;
+      out[i] = x[i] * m;
+    }
+  }
+}
+
+template <typename T>
+Status LaunchDropout(const GpuDevice& gpu, const T* x, T* out, T* mask, int64_t n, const DropoutDraw& draw,
+                     T scale) {
+  return LaunchGridStride(gpu, (n + 3) / 4, DropoutKernel<T>, x, out, mask, n, draw, scale);
+}
+
+template <typename T>
+class GpuDropoutOp : public GpuOpKernel {
+ public:
+  explicit GpuDropoutOp(OpKernelConstruction* c) : GpuOpKernel(c), stream_(c) {}
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    const Tensor& x = ctx->input(0);
+    Tensor *out = nullptr, *mask = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &mask));
+    const int64_t n = x.NumElements();
+    const DropoutDraw draw = stream_.Reserve(n);  // a call on no elements takes no block, as on the CPU
+    if (n == 0) return;
+    const T scale = static_cast<T>(1.0 / (1.0 - stream_.rate()));
+    TW_OP_REQUIRES_OK(ctx, LaunchDropout<T>(gpu, x.data<T>(), out->data<T>(), mask->data<T>(), n, draw, scale));
+  }
+
+ private:
+  DropoutStream stream_;
+};
+
 }  // namespace
 
 void RegisterNnCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
@@ -468,6 +517,7 @@ void RegisterNnCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   r.RegisterTyped<GpuSoftmaxXentOp, float, double>("SoftmaxCrossEntropyWithLogits", kDeviceGpu);
   r.RegisterTyped<GpuSparseSoftmaxXentOp, float, double>("SparseSoftmaxCrossEntropyWithLogits", kDeviceGpu);
   r.RegisterTyped<GpuL2LossOp, float, double>("L2Loss", kDeviceGpu);
+  r.RegisterTyped<GpuDropoutOp, float, double>("Dropout", kDeviceGpu);
 }
 
 }  // namespace tw

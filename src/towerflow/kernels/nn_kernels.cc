@@ -11,9 +11,10 @@
 #include <limits>
 #include <map>
 #include <mutex>
-#include <random>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/internal/dropout_stream.h"
+#include "towerflow/kernels/internal/philox.h"
 #include "towerflow/kernels/nn_args.h"
 #include "towerflow/kernels/register_all.h"
 
@@ -281,59 +282,14 @@ class L2LossOp : public OpKernel {
   }
 };
 
-// xoshiro256++ (Blackman and Vigna), seeded through splitmix64: a fast 64-bit
-// generator of good statistical quality, for Dropout's masks. (std::mt19937_64
-// took 15 ns a word here, the cost of Dropout on the CNN's dense layer.)
-class Xoshiro256 {
- public:
-  Xoshiro256(uint64_t seed, uint64_t seed2) {
-    uint64_t z = seed ^ (seed2 * 0x9E3779B97F4A7C15ull);
-    for (uint64_t& word : s_) word = SplitMix64(&z);
-  }
-  uint64_t operator()() {
-    const uint64_t result = Rotl(s_[0] + s_[3], 23) + s_[0];
-    const uint64_t t = s_[1] << 17;
-    s_[2] ^= s_[0];
-    s_[3] ^= s_[1];
-    s_[1] ^= s_[2];
-    s_[0] ^= s_[3];
-    s_[2] ^= t;
-    s_[3] = Rotl(s_[3], 45);
-    return result;
-  }
-
- private:
-  static uint64_t Rotl(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
-  static uint64_t SplitMix64(uint64_t* z) {
-    uint64_t x = (*z += 0x9E3779B97F4A7C15ull);
-    x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-    x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-    return x ^ (x >> 31);
-  }
-  uint64_t s_[4];
-};
-
 // mask[i] is 0 with probability rate, else 1 / (1 - rate); output = x * mask.
-// One generator per kernel instance (so per session and node), seeded from
-// (seed, seed2) when either is set: a given seed replays the same masks. Each
-// 64-bit word decides two elements, each from 32 bits against rate * 2^32.
+// The words come from the kernel instance's Philox stream (dropout_stream.h),
+// the same as the CUDA twin's: a given seed replays the same masks on either
+// device. Four elements per Philox block; the loop over blocks vectorizes.
 template <typename T>
 class DropoutOp : public OpKernel {
  public:
-  explicit DropoutOp(OpKernelConstruction* c) : OpKernel(c), gen_(0, 0) {
-    int64_t seed = 0, seed2 = 0;
-    TW_OP_REQUIRES_OK(c, c->GetAttr("rate", &rate_));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("seed", &seed));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("seed2", &seed2));
-    TW_OP_REQUIRES(c, rate_ >= 0 && rate_ < 1,
-                   errors::InvalidArgument("Dropout: rate must be in [0, 1), got ", rate_));
-    if (seed == 0 && seed2 == 0) {
-      std::random_device rd;
-      seed = (static_cast<int64_t>(rd()) << 32) | rd();
-      seed2 = (static_cast<int64_t>(rd()) << 32) | rd();
-    }
-    gen_ = Xoshiro256(static_cast<uint64_t>(seed), static_cast<uint64_t>(seed2));
-  }
+  explicit DropoutOp(OpKernelConstruction* c) : OpKernel(c), stream_(c) {}
 
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
@@ -341,19 +297,17 @@ class DropoutOp : public OpKernel {
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &mask));
     TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, x.shape(), &out));
     const int64_t n = x.NumElements();
+    const DropoutDraw draw = stream_.Reserve(n);
+    const T scale = static_cast<T>(1.0 / (1.0 - stream_.rate()));
     T* __restrict m = mask->data<T>();
-    const T scale = static_cast<T>(1.0 / (1.0 - rate_));
-    // Keep when a uniform 32-bit draw is at least rate * 2^32.
-    const uint64_t threshold = static_cast<uint64_t>(rate_ * 4294967296.0);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      int64_t i = 0;
-      for (; i + 1 < n; i += 2) {
-        const uint64_t word = gen_();
-        m[i] = (word & 0xFFFFFFFFull) >= threshold ? scale : T(0);
-        m[i + 1] = (word >> 32) >= threshold ? scale : T(0);
-      }
-      if (i < n) m[i] = (gen_() & 0xFFFFFFFFull) >= threshold ? scale : T(0);
+    const int64_t full = n / 4;
+    for (int64_t b = 0; b < full; ++b) {
+      const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(b));
+      for (int j = 0; j < 4; ++j) m[4 * b + j] = w.w[j] >= draw.threshold ? scale : T(0);
+    }
+    if (full * 4 < n) {
+      const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(full));
+      for (int64_t i = full * 4; i < n; ++i) m[i] = w.w[i - full * 4] >= draw.threshold ? scale : T(0);
     }
     const T* in = x.data<T>();
     T* o = out->data<T>();  // may be `in` (each element read, then written)
@@ -361,9 +315,7 @@ class DropoutOp : public OpKernel {
   }
 
  private:
-  double rate_ = 0;
-  std::mutex mu_;
-  Xoshiro256 gen_;  // guarded by mu_
+  DropoutStream stream_;
 };
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/kernels/internal/philox.h"
 #include "towerflow/runtime/gradient_checker.h"
 #include "towerflow/runtime/session.h"
 
@@ -172,6 +173,45 @@ TEST(NnKernelsTest, DropoutMasksAreScaledAndSeeded) {
   Scope bad2(g);
   Dropout(bad2, x, -0.1f);
   EXPECT_EQ(bad2.status().code(), Code::kInvalidArgument);
+}
+
+// Random123's published known-answer vectors for Philox4x32-10.
+TEST(PhiloxTest, KnownAnswers) {
+  auto words = [](philox::Words w) { return std::vector<uint32_t>(w.w, w.w + 4); };
+  EXPECT_EQ(words(philox::Philox4x32_10(0, 0, 0, 0, 0, 0)),
+            (std::vector<uint32_t>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8}));
+  EXPECT_EQ(words(philox::Philox4x32_10(0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff, 0xffffffff)),
+            (std::vector<uint32_t>{0x408f276d, 0x41c83b0e, 0xa20bc7c6, 0x6d5451fd}));
+  EXPECT_EQ(words(philox::Philox4x32_10(0x243f6a88, 0x85a308d3, 0x13198a2e, 0x03707344, 0xa4093822, 0x299f31d0)),
+            (std::vector<uint32_t>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+  // Block(seed, seed2, b): key = seed, counter = (b, seed2), low words first.
+  EXPECT_EQ(words(philox::Block(0x299f31d0a4093822ull, 0x0370734413198a2eull, 0x85a308d3243f6a88ull)),
+            (std::vector<uint32_t>{0xd16cfe09, 0x94fdcceb, 0x5001e420, 0x24126ea1}));
+}
+
+// The mask is the definition of dropout_stream.h: element i of a call keeps
+// its value when word i % 4 of Philox block first + i / 4 is at least
+// rate * 2^32, and each call starts where the last one's blocks ended. (The
+// CUDA kernel is held to the same masks by nn_cuda_test.)
+TEST(NnKernelsTest, DropoutMasksFollowThePhiloxStream) {
+  Graph g;
+  Scope s(g);
+  Output x = ConstF(s, std::vector<float>(10, 1.0f), {10});
+  DropoutResult d = Dropout(s, x, 0.3f, 42);  // no graph seed: (87654321, 42), as TF's get_seed
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session session(g);
+  const uint64_t threshold = static_cast<uint64_t>(static_cast<double>(0.3f) * 4294967296.0);
+  const float scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(0.3f)));
+  uint64_t first_block = 0;
+  for (int call = 0; call < 3; ++call) {
+    auto mask = session.Run({d.mask});
+    ASSERT_TRUE(mask.ok()) << mask.status().ToString();
+    for (int64_t i = 0; i < 10; ++i) {
+      const philox::Words w = philox::Block(87654321, 42, first_block + static_cast<uint64_t>(i / 4));
+      EXPECT_EQ((*mask)[0].data<float>()[i], w.w[i % 4] >= threshold ? scale : 0.0f) << "call " << call << " i " << i;
+    }
+    first_block += 3;  // ceil(10 / 4)
+  }
 }
 
 TEST(NnKernelsTest, GradientsMatchFiniteDifferences) {
