@@ -86,8 +86,10 @@ Status BuildGraph(const TrainConfig& c, TrainGraph* g) {
        .variable_device = c.variable_device,
        .global_step = true});
   if (!root.ok()) return root.status();
-  Scope cpu = root.WithDevice("/device:CPU:0");
-  g->accuracy = Mean(cpu.WithOpName("accuracy"), Concat(cpu, correct, 0), {0});
+  // Beside the mean loss (on the variable device): a GPU run's step then
+  // waits for the GPU once, when its fetches are copied to the host.
+  Scope metrics = root.WithDevice(c.variable_device);
+  g->accuracy = Mean(metrics.WithOpName("accuracy"), Concat(metrics, correct, 0), {0});
   g->saver.emplace(root);
   return root.status();
 }

@@ -1,5 +1,6 @@
-// CUDA kernels of the element-wise math ops, float and double (the int32
-// variants run on the host: another family registers them). CPU twins:
+// CUDA kernels of the element-wise math ops, float and double, and int64 for
+// the comparisons (the int32 variants run on the host: another family
+// registers them). CPU twins:
 // cwise_binary.cc (Add, Sub, Mul, Div, Maximum, Equal, GreaterEqual),
 // cwise_unary.cc (Neg, Square, Sqrt, Exp, Log, Sigmoid, Tanh) and AddN in
 // math_kernels.cc.
@@ -357,8 +358,9 @@ void RegisterCwiseCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   r.RegisterTyped<MulOp, float, double>("Mul", kDeviceGpu);
   r.RegisterTyped<DivOp, float, double>("Div", kDeviceGpu);
   r.RegisterTyped<MaximumOp, float, double>("Maximum", kDeviceGpu);
-  r.RegisterTyped<EqualOp, float, double>("Equal", kDeviceGpu);
-  r.RegisterTyped<GreaterEqualOp, float, double>("GreaterEqual", kDeviceGpu);
+  // int64 too: ArgMax's indices against int64 labels (accuracy) stay on the GPU.
+  r.RegisterTyped<EqualOp, float, double, int64_t>("Equal", kDeviceGpu);
+  r.RegisterTyped<GreaterEqualOp, float, double, int64_t>("GreaterEqual", kDeviceGpu);
   r.RegisterTyped<NegOp, float, double>("Neg", kDeviceGpu);
   r.RegisterTyped<SquareOp, float, double>("Square", kDeviceGpu);
   r.RegisterTyped<SqrtOp, float, double>("Sqrt", kDeviceGpu);

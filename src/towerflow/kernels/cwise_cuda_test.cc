@@ -56,6 +56,33 @@ void CheckBinary(DataType dtype, const TensorShape& x, const TensorShape& y, std
   parity::ExpectGpuMatchesCpu(c);
 }
 
+// int64 comparisons (ArgMax's indices against labels): small values, so that
+// both outcomes occur, and values past 2^53, which a double could not tell apart.
+TEST(CwiseCudaTest, Int64Comparisons) {
+  TW_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(23);
+  for (const auto& [x, y] : std::vector<std::pair<TensorShape, TensorShape>>{
+           {{1000}, {1000}}, {{7, 33}, {33}}, {{33}, {}}, {{7, 1}, {1, 33}}}) {
+    Case c{"Equal/GreaterEqual int64 " + x.ToString() + " with " + y.ToString(),
+           {parity::RandomTensor(kInt64, x, rng, 0, 3), parity::RandomTensor(kInt64, y, rng, 0, 3)},
+           [](const Scope& s, const std::vector<Output>& in) {
+             return std::vector<Output>{Equal(s, in[0], in[1]), GreaterEqual(s, in[0], in[1])};
+           }};
+    parity::ExpectGpuMatchesCpu(c);
+  }
+  Tensor big(kInt64, TensorShape{33}), big2(kInt64, TensorShape{33});
+  for (int64_t i = 0; i < 33; ++i) {
+    big.data<int64_t>()[i] = (int64_t{1} << 60) + i;
+    big2.data<int64_t>()[i] = (int64_t{1} << 60) + (i % 2);
+  }
+  Case c{"Equal/GreaterEqual int64 past 2^53",
+         {big, big2},
+         [](const Scope& s, const std::vector<Output>& in) {
+           return std::vector<Output>{Equal(s, in[0], in[1]), GreaterEqual(s, in[0], in[1])};
+         }};
+  parity::ExpectGpuMatchesCpu(c);
+}
+
 TEST(CwiseCudaTest, BinarySameShape) {
   TW_SKIP_WITHOUT_GPU();
   std::mt19937_64 rng(1);
@@ -227,8 +254,9 @@ TEST(CwiseCudaTest, AddNMismatchedShapes) {
   }
 }
 
-// Needs no GPU: the family registers float and double kernels, and nothing else,
-// for every op (the int32 forms are another family's host-memory kernels).
+// Needs no GPU: the family registers float and double kernels for every op,
+// and int64 for the comparisons, all in device memory (the int32 forms are
+// another family's host-memory kernels).
 TEST(CwiseCudaTest, RegistersFloatAndDoubleOnly) {
   KernelRegistry cpu, gpu;
   RegisterCwiseCudaKernels(gpu, cpu);
@@ -238,7 +266,10 @@ TEST(CwiseCudaTest, RegistersFloatAndDoubleOnly) {
   for (const std::string& op : ops) {
     auto types = gpu.KernelTypes(op);
     ASSERT_EQ(types.size(), 1u) << op;
-    EXPECT_EQ(types[kDeviceGpu], (std::vector<DataType>{kFloat32, kFloat64})) << op;
+    const bool comparison = op == "Equal" || op == "GreaterEqual";
+    EXPECT_EQ(types[kDeviceGpu], comparison ? (std::vector<DataType>{kFloat32, kFloat64, kInt64})
+                                            : (std::vector<DataType>{kFloat32, kFloat64}))
+        << op;
     for (const KernelDef* k : gpu.KernelsFor(op)) {
       EXPECT_TRUE(k->host_memory_inputs.empty() && k->host_memory_outputs.empty()) << op;
     }
