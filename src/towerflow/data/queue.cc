@@ -75,10 +75,24 @@ Status QueueResource::Validate(const Spec& spec) {
   return Status::OK();
 }
 
+// Rows storage needs a fixed size per component: every shape given, no strings.
+static bool UsesRows(const QueueResource::Spec& spec) {
+  if (spec.shapes.empty()) return false;
+  return std::none_of(spec.dtypes.begin(), spec.dtypes.end(), [](DataType t) { return t == kString; });
+}
+
 QueueResource::QueueResource(Spec spec)
     : spec_(std::move(spec)),
       capacity_(spec_.capacity < 0 ? std::numeric_limits<size_t>::max() : static_cast<size_t>(spec_.capacity)),
-      rng_(SeededEngine(spec_.seed, spec_.seed2)) {}
+      rows_(UsesRows(spec_)),
+      rng_(SeededEngine(spec_.seed, spec_.seed2)) {
+  if (rows_) {
+    for (size_t c = 0; c < spec_.dtypes.size(); ++c) {
+      row_bytes_.push_back(static_cast<size_t>(spec_.shapes[c].num_elements()) * DataTypeSize(spec_.dtypes[c]));
+    }
+    slabs_.resize(spec_.dtypes.size());
+  }
+}
 
 StatusOr<std::shared_ptr<QueueResource>> QueueResource::Find(ResourceMgr* resources, const std::string& name) {
   return resources->LookupOrCreate<QueueResource>(name, [&name]() -> StatusOr<std::shared_ptr<QueueResource>> {
@@ -179,13 +193,39 @@ TensorShape QueueResource::BatchShape(int c, int64_t n) const {
   return shape;
 }
 
-void QueueResource::GatherComponent(const std::vector<Tuple>& elements, int c, Tensor* out) {
-  int64_t offset = 0;
-  for (const Tuple& e : elements) {
-    const Tensor& t = e[static_cast<size_t>(c)];
-    CopyRange(t, 0, out, offset, t.NumElements());
-    offset += t.NumElements();
+uint32_t QueueResource::NewSlotLocked() {
+  if (free_slots_.empty()) {
+    if (rows_) {
+      for (size_t c = 0; c < slabs_.size(); ++c) {
+        slabs_[c].push_back(std::make_unique<char[]>(std::max<size_t>(1, kSlabRows * row_bytes_[c])));
+      }
+      // Pushed high to low, so that slots are taken low first.
+      for (uint32_t i = kSlabRows; i > 0; --i) free_slots_.push_back(num_slots_ + i - 1);
+      num_slots_ += kSlabRows;
+    } else {
+      tuples_.emplace_back();
+      free_slots_.push_back(num_slots_++);
+    }
   }
+  const uint32_t slot = free_slots_.back();
+  free_slots_.pop_back();
+  return slot;
+}
+
+void QueueResource::FreeSlotLocked(uint32_t slot) {
+  if (!rows_) tuples_[slot] = Tuple();
+  free_slots_.push_back(slot);
+}
+
+StatusOr<QueueResource::Tuple> QueueResource::ElementLocked(uint32_t slot) {
+  if (!rows_) return std::move(tuples_[slot]);
+  Tuple tuple;
+  for (size_t c = 0; c < row_bytes_.size(); ++c) {
+    TW_ASSIGN_OR_RETURN(Tensor t, Tensor::Allocate(CpuAllocator(), spec_.dtypes[c], spec_.shapes[c]));
+    if (row_bytes_[c] > 0) std::memcpy(t.raw_data(), RowLocked(static_cast<int>(c), slot), row_bytes_[c]);
+    tuple.push_back(std::move(t));
+  }
+  return tuple;
 }
 
 std::string QueueResource::ClosedMessage() const {
@@ -199,14 +239,30 @@ void QueueResource::LeaveLine(std::deque<uint64_t>* line, uint64_t ticket) {
 
 Status QueueResource::Enqueue(Tuple tuple) {
   TW_RETURN_IF_ERROR(ValidateTuple(tuple));
-  std::vector<Tuple> elements;
-  elements.push_back(std::move(tuple));
-  return EnqueueElements(std::move(elements));
+  return EnqueueElements(1, [&](size_t, uint32_t slot) {
+    if (!rows_) {
+      tuples_[slot] = std::move(tuple);
+      return;
+    }
+    for (size_t c = 0; c < tuple.size(); ++c) {
+      if (row_bytes_[c] > 0) std::memcpy(RowLocked(static_cast<int>(c), slot), tuple[c].raw_data(), row_bytes_[c]);
+    }
+  });
 }
 
 Status QueueResource::EnqueueMany(const Tuple& batch) {
   TW_RETURN_IF_ERROR(ValidateManyTuple(batch));
   const int64_t n = batch[0].dim(0);
+  if (rows_) {
+    // Each element's rows straight from the batch, as room frees.
+    return EnqueueElements(static_cast<size_t>(n), [&](size_t i, uint32_t slot) {
+      for (size_t c = 0; c < batch.size(); ++c) {
+        if (row_bytes_[c] == 0) continue;
+        std::memcpy(RowLocked(static_cast<int>(c), slot),
+                    static_cast<const char*>(batch[c].raw_data()) + i * row_bytes_[c], row_bytes_[c]);
+      }
+    });
+  }
   // Split outside the lock: one fresh host tensor per element and component.
   std::vector<Tuple> elements(static_cast<size_t>(n));
   for (size_t c = 0; c < batch.size(); ++c) {
@@ -219,14 +275,14 @@ Status QueueResource::EnqueueMany(const Tuple& batch) {
       elements[static_cast<size_t>(i)].push_back(std::move(t));
     }
   }
-  return EnqueueElements(std::move(elements));
+  return EnqueueElements(elements.size(), [&](size_t i, uint32_t slot) { tuples_[slot] = std::move(elements[i]); });
 }
 
-Status QueueResource::EnqueueElements(std::vector<Tuple> elements) {
+Status QueueResource::EnqueueElements(size_t count, const std::function<void(size_t i, uint32_t slot)>& store) {
   std::unique_lock<std::mutex> lock(mu_);
   if (cancelled_) return errors::Cancelled("Enqueue operation was cancelled");
   // TF completes an empty EnqueueMany at once, closed queue or not.
-  if (elements.empty()) return Status::OK();
+  if (count == 0) return Status::OK();
   if (closed_) return errors::Aborted(ClosedMessage());
   const uint64_t ticket = next_ticket_++;
   const uint64_t epoch = enqueue_epoch_;
@@ -245,11 +301,13 @@ Status QueueResource::EnqueueElements(std::vector<Tuple> elements) {
         break;
       }
       const size_t before = next;
-      while (next < elements.size() && elements_.size() < capacity_) {
-        elements_.push_back(std::move(elements[next++]));
+      while (next < count && elements_.size() < capacity_) {
+        const uint32_t slot = NewSlotLocked();
+        store(next++, slot);
+        elements_.push_back(slot);
       }
       if (next != before) cv_.notify_all();
-      if (next == elements.size()) break;
+      if (next == count) break;
     }
     cv_.wait(lock);
   }
@@ -257,27 +315,27 @@ Status QueueResource::EnqueueElements(std::vector<Tuple> elements) {
   return status;
 }
 
-QueueResource::Tuple QueueResource::TakeOneLocked() {
-  Tuple out;
+uint32_t QueueResource::TakeOneLocked() {
+  uint32_t out;
   if (kind() == Kind::kFIFO) {
-    out = std::move(elements_.front());
+    out = elements_.front();
     elements_.pop_front();
   } else {
     // A uniform pick, moved to the back so that removal is O(1).
     const size_t i = static_cast<size_t>(rng_() % elements_.size());
     std::swap(elements_[i], elements_.back());
-    out = std::move(elements_.back());
+    out = elements_.back();
     elements_.pop_back();
   }
   return out;
 }
 
-void QueueResource::RestoreLocked(std::vector<Tuple>* taken) {
+void QueueResource::RestoreLocked(std::vector<uint32_t>* taken) {
   // FIFO: back to the front in the original order. Shuffle: order is irrelevant.
   if (kind() == Kind::kFIFO) {
-    for (auto it = taken->rbegin(); it != taken->rend(); ++it) elements_.push_front(std::move(*it));
+    for (auto it = taken->rbegin(); it != taken->rend(); ++it) elements_.push_front(*it);
   } else {
-    for (Tuple& t : *taken) elements_.push_back(std::move(t));
+    for (uint32_t slot : *taken) elements_.push_back(slot);
   }
   taken->clear();
 }
@@ -291,26 +349,78 @@ Status QueueResource::Dequeue(Tuple* tuple) {
 
 Status QueueResource::DequeueMany(int64_t n, bool allow_small_batch, std::vector<Tuple>* elements) {
   elements->clear();
-  const size_t want = static_cast<size_t>(n);
+  std::vector<uint32_t> slots;
   std::unique_lock<std::mutex> lock(mu_);
+  TW_RETURN_IF_ERROR(TakeSlots(n, allow_small_batch, lock, &slots));
+  Status status;
+  for (uint32_t slot : slots) {
+    if (status.ok()) {
+      StatusOr<Tuple> element = ElementLocked(slot);
+      if (element.ok()) {
+        elements->push_back(std::move(element).value());
+      } else {
+        status = element.status();
+      }
+    }
+    FreeSlotLocked(slot);
+  }
+  if (!status.ok()) elements->clear();
+  return status;
+}
+
+Status QueueResource::DequeueBatch(int64_t n, bool allow_small_batch, Tuple* batch) {
+  batch->clear();
+  std::vector<uint32_t> slots;
+  std::unique_lock<std::mutex> lock(mu_);
+  TW_RETURN_IF_ERROR(TakeSlots(n, allow_small_batch, lock, &slots));
+  const int64_t k = static_cast<int64_t>(slots.size());
+  Status status;
+  for (int c = 0; c < num_components() && status.ok(); ++c) {
+    StatusOr<Tensor> out = Tensor::Allocate(CpuAllocator(), spec_.dtypes[static_cast<size_t>(c)], BatchShape(c, k));
+    if (!out.ok()) {
+      status = out.status();
+      break;
+    }
+    if (rows_) {
+      const size_t bytes = row_bytes_[static_cast<size_t>(c)];
+      char* dst = static_cast<char*>(out->raw_data());
+      for (int64_t i = 0; i < k && bytes > 0; ++i) {
+        std::memcpy(dst + static_cast<size_t>(i) * bytes, RowLocked(c, slots[static_cast<size_t>(i)]), bytes);
+      }
+    } else {
+      const int64_t per = spec_.shapes[static_cast<size_t>(c)].num_elements();
+      for (int64_t i = 0; i < k; ++i) {
+        CopyRange(tuples_[slots[static_cast<size_t>(i)]][static_cast<size_t>(c)], 0, &out.value(), i * per, per);
+      }
+    }
+    batch->push_back(std::move(out).value());
+  }
+  for (uint32_t slot : slots) FreeSlotLocked(slot);
+  if (!status.ok()) batch->clear();
+  return status;
+}
+
+Status QueueResource::TakeSlots(int64_t n, bool allow_small_batch, std::unique_lock<std::mutex>& lock,
+                                std::vector<uint32_t>* slots) {
+  const size_t want = static_cast<size_t>(n);
   if (cancelled_) return errors::Cancelled("Dequeue operation was cancelled");
   const uint64_t ticket = next_ticket_++;
   dequeue_line_.push_back(ticket);
   Status status;
   for (;;) {
     if (cancelled_) {
-      RestoreLocked(elements);
+      RestoreLocked(slots);
       status = errors::Cancelled("Dequeue operation was cancelled");
       break;
     }
     if (dequeue_line_.front() == ticket) {
-      const size_t remaining = want - elements->size();
+      const size_t remaining = want - slots->size();
       if (closed_ && elements_.size() < remaining) {
         // Not enough will ever come: give back what was taken, then either take
         // what is left (dequeue_up_to) or fail.
-        RestoreLocked(elements);
+        RestoreLocked(slots);
         if (allow_small_batch && !elements_.empty()) {
-          while (!elements_.empty()) elements->push_back(TakeOneLocked());
+          while (!elements_.empty()) slots->push_back(TakeOneLocked());
           cv_.notify_all();
           break;
         }
@@ -324,11 +434,11 @@ Status QueueResource::DequeueMany(int64_t n, bool allow_small_batch, std::vector
       size_t available = elements_.size() > keep ? elements_.size() - keep : 0;
       if (available > 0 && remaining > 0) {
         for (available = std::min(available, remaining); available > 0; --available) {
-          elements->push_back(TakeOneLocked());
+          slots->push_back(TakeOneLocked());
         }
         cv_.notify_all();  // room for blocked enqueues
       }
-      if (elements->size() == want) break;
+      if (slots->size() == want) break;
     }
     cv_.wait(lock);
   }
@@ -380,6 +490,11 @@ void QueueResource::Close() {
 int64_t QueueResource::Size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(elements_.size());
+}
+
+int64_t QueueResource::StorageSlots() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return num_slots_;
 }
 
 bool QueueResource::IsClosed() const {

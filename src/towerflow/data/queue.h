@@ -2,11 +2,20 @@
 // RandomShuffleQueue, kept as a session resource (ResourceMgr) and driven by the
 // queue kernels (queue_kernels.cc).
 //
-// An element is a tuple of tensors, one per component; the queue holds a deque of
-// tuples. Enqueue stores the input tensors as they are (sharing their buffers, as
-// TF's PersistentTensor does); EnqueueMany splits its batch along dimension 0 into
-// fresh host tensors; DequeueMany hands back element tuples that the kernel copies
-// into one output tensor per component (GatherComponent, memcpy per element).
+// An element is a tuple of tensors, one per component. The queue holds a deque
+// of slots, and each slot holds one element in one of two ways:
+// - rows (every component has a fully defined shape and a numeric dtype: every
+//   queue that batches): each component's value is a fixed-size row in slabs of
+//   64 rows, allocated as the queue first grows and reused as elements leave.
+//   Enqueue copies the tensors' bytes in; EnqueueMany copies each element's
+//   rows straight from the batch (no tensor per element); DequeueBatch copies
+//   the rows into one output tensor per component. Memory stays at the most
+//   elements the queue has held at once (at most its capacity), rounded up to
+//   a slab.
+// - tuples (string components, or shapes not given): the tensors themselves;
+//   Enqueue stores them as they are (sharing their buffers, as TF's
+//   PersistentTensor does) and EnqueueMany splits its batch into fresh host
+//   tensors.
 //
 // Semantics follow TF 1.x (docs: tf1-semantics.md section 3.4):
 // - Enqueue blocks while the queue is full; EnqueueMany enqueues element by element
@@ -33,6 +42,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <random>
@@ -92,12 +102,20 @@ class QueueResource final : public ResourceBase {
   // n >= 1 elements (fewer when allow_small_batch and the queue closed), in
   // dequeue order. REQUIRES: n >= 1.
   Status DequeueMany(int64_t n, bool allow_small_batch, std::vector<Tuple>* elements);
+  // The same elements stacked: one tensor per component, of shape
+  // BatchShape(c, k) for the k elements taken, rows in dequeue order (what
+  // QueueDequeueMany / QueueDequeueUpTo output). REQUIRES: n >= 1, has_shapes().
+  Status DequeueBatch(int64_t n, bool allow_small_batch, Tuple* batch);
   Status CloseQueue(bool cancel_pending_enqueues);
   // The session closes: every pending and later operation fails with Cancelled.
   void Close() override;
 
   int64_t Size() const;
   bool IsClosed() const;
+  // Elements the storage can hold without growing: with rows storage the most
+  // the queue has held at once (with the elements of dequeues in progress),
+  // rounded up to a slab of 64; with tuple storage, the same without rounding.
+  int64_t StorageSlots() const;
   const Spec& spec() const { return spec_; }
   const std::string& name() const { return spec_.name; }
   Kind kind() const { return spec_.kind; }
@@ -110,29 +128,54 @@ class QueueResource final : public ResourceBase {
   // The shape of component c of a batch of n elements: [n] + element shape.
   // REQUIRES: has_shapes().
   TensorShape BatchShape(int c, int64_t n) const;
-  // Copies component c of every element into consecutive rows of `out`, which
-  // has shape BatchShape(c, elements.size()): memcpy for numbers, string copies
-  // for strings.
-  static void GatherComponent(const std::vector<Tuple>& elements, int c, Tensor* out);
 
  private:
+  static constexpr uint32_t kSlabRows = 64;
+
   Status ValidateTuple(const Tuple& tuple) const;
   Status ValidateManyTuple(const Tuple& batch) const;
-  // Stores `elements` in order as room frees. Shared by Enqueue and EnqueueMany.
-  Status EnqueueElements(std::vector<Tuple> elements);
+  // Stores `count` elements in order as room frees, calling store(i, slot)
+  // with mu_ held to fill a fresh slot with element i. Shared by Enqueue and
+  // EnqueueMany.
+  Status EnqueueElements(size_t count, const std::function<void(size_t i, uint32_t slot)>& store);
+  // Waits for and takes n slots (fewer: allow_small_batch on a closed queue) in
+  // dequeue order; returns with `lock` held, the slots out of the queue but not
+  // yet free. Shared by the dequeues.
+  Status TakeSlots(int64_t n, bool allow_small_batch, std::unique_lock<std::mutex>& lock,
+                   std::vector<uint32_t>* slots);
   // Removes one element: the oldest (FIFO) or a uniformly random one. REQUIRES: mu_ held.
-  Tuple TakeOneLocked();
-  // Puts back a partial DequeueMany so that a later dequeue sees the same order.
-  void RestoreLocked(std::vector<Tuple>* taken);
+  uint32_t TakeOneLocked();
+  // Puts back a partial dequeue so that a later dequeue sees the same order.
+  void RestoreLocked(std::vector<uint32_t>* taken);
+  // A free slot, growing the storage by a slab when none is left; its return
+  // to the free list. REQUIRES: mu_ held.
+  uint32_t NewSlotLocked();
+  void FreeSlotLocked(uint32_t slot);
+  // Component c's row of `slot` (rows_ storage). REQUIRES: mu_ held.
+  char* RowLocked(int c, uint32_t slot) {
+    return slabs_[static_cast<size_t>(c)][slot / kSlabRows].get() + (slot % kSlabRows) * row_bytes_[static_cast<size_t>(c)];
+  }
+  // Element `slot` as a tuple of tensors: the stored tuple (moved out), or
+  // fresh host tensors holding its rows. REQUIRES: mu_ held.
+  StatusOr<Tuple> ElementLocked(uint32_t slot);
   void LeaveLine(std::deque<uint64_t>* line, uint64_t ticket);
   std::string ClosedMessage() const;
 
   const Spec spec_;
   const size_t capacity_;  // spec_.capacity, or SIZE_MAX when unbounded
 
+  // Rows storage (see the file comment) and each component's row size in bytes.
+  const bool rows_;
+  std::vector<size_t> row_bytes_;
+
   mutable std::mutex mu_;
   std::condition_variable cv_;        // any change: elements, lines, closing
-  std::deque<Tuple> elements_;        // guarded by mu_
+  std::deque<uint32_t> elements_;     // guarded by mu_; the queued elements' slots, in queue order
+  // Rows storage: [component][slab] of kSlabRows rows each. Tuples storage: by slot.
+  std::vector<std::vector<std::unique_ptr<char[]>>> slabs_;  // guarded by mu_
+  std::deque<Tuple> tuples_;                                 // guarded by mu_
+  std::vector<uint32_t> free_slots_;                         // guarded by mu_
+  uint32_t num_slots_ = 0;                                   // guarded by mu_
   bool closed_ = false;               // guarded by mu_
   bool cancelled_ = false;            // guarded by mu_; the session closed
   uint64_t next_ticket_ = 0;          // guarded by mu_

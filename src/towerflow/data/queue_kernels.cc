@@ -141,14 +141,15 @@ class QueueDequeueOp : public QueueAccessOp {
     TW_OP_REQUIRES(ctx, q.has_shapes(),
                    errors::InvalidArgument(QueueResource::KindName(q.kind()), "'s ", what,
                                            " requires the components to have specified shapes."));
-    std::vector<QueueResource::Tuple> elements;
-    if (n > 0) TW_OP_REQUIRES_OK(ctx, q.DequeueMany(n, mode_ == Mode::kUpTo, &elements));
-    // Outside the queue's lock: one output per component, element rows copied in.
-    const int64_t k = static_cast<int64_t>(elements.size());
+    QueueResource::Tuple batch;
+    if (n > 0) {
+      TW_OP_REQUIRES_OK(ctx, q.DequeueBatch(n, mode_ == Mode::kUpTo, &batch));
+      for (size_t i = 0; i < batch.size(); ++i) ctx->set_output(positions_[i], std::move(batch[i]));
+      return;
+    }
     for (size_t i = 0; i < types_.size(); ++i) {
       Tensor* out = nullptr;
-      TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(positions_[i], q.BatchShape(static_cast<int>(i), k), &out));
-      QueueResource::GatherComponent(elements, static_cast<int>(i), out);
+      TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(positions_[i], q.BatchShape(static_cast<int>(i), 0), &out));
     }
   }
   // Waits until enough elements are there.

@@ -440,6 +440,79 @@ TEST_F(QueueTest, KernelsReachTheQueueThroughItsHandle) {
             Code::kInvalidArgument);
 }
 
+// Queues whose components are all shaped numbers keep elements as rows in
+// reused slabs: the values of every dtype (a component of no bytes too) come
+// back intact through EnqueueMany / Enqueue and DequeueBatch / DequeueMany,
+// and storage stays at the most elements held at once, whatever went through.
+TEST(QueueRowsTest, RowsRoundTripAndStorageIsReused) {
+  for (auto kind : {QueueResource::Kind::kFIFO, QueueResource::Kind::kRandomShuffle}) {
+    SCOPED_TRACE(QueueResource::KindName(kind));
+    QueueResource q({.kind = kind,
+                     .name = "rows",
+                     .dtypes = {kFloat32, kUInt8, kInt64, kBool, kFloat64},
+                     .shapes = {TensorShape{3}, TensorShape{2, 2}, TensorShape{}, TensorShape{1}, TensorShape{0}},
+                     .capacity = 100,
+                     .seed = 1,
+                     .seed2 = 2});
+    int64_t next = 0;  // element i holds i in every component
+    auto batch_of = [&](int64_t n) {
+      QueueResource::Tuple b = {Tensor(kFloat32, TensorShape{n, 3}), Tensor(kUInt8, TensorShape{n, 2, 2}),
+                                Tensor(kInt64, TensorShape{n}), Tensor(kBool, TensorShape{n, 1}),
+                                Tensor(kFloat64, TensorShape{n, 0})};
+      for (int64_t i = 0; i < n; ++i, ++next) {
+        for (int j = 0; j < 3; ++j) b[0].data<float>()[3 * i + j] = static_cast<float>(next) + 0.25f * j;
+        for (int j = 0; j < 4; ++j) b[1].data<uint8_t>()[4 * i + j] = static_cast<uint8_t>(next + j);
+        b[2].data<int64_t>()[i] = (int64_t{1} << 40) + next;
+        b[3].data<bool>()[i] = next % 3 == 0;
+      }
+      return b;
+    };
+    std::vector<int64_t> seen;
+    auto check = [&](const QueueResource::Tuple& b) {
+      ASSERT_EQ(b.size(), 5u);
+      const int64_t k = b[0].dim(0);
+      EXPECT_EQ(b[4].shape(), (TensorShape{k, 0}));
+      for (int64_t i = 0; i < k; ++i) {
+        const int64_t e = b[2].data<int64_t>()[i] - (int64_t{1} << 40);
+        seen.push_back(e);
+        for (int j = 0; j < 3; ++j) EXPECT_EQ(b[0].data<float>()[3 * i + j], static_cast<float>(e) + 0.25f * j);
+        for (int j = 0; j < 4; ++j) EXPECT_EQ(b[1].data<uint8_t>()[4 * i + j], static_cast<uint8_t>(e + j));
+        EXPECT_EQ(b[3].data<bool>()[i], e % 3 == 0);
+      }
+    };
+    for (int round = 0; round < 50; ++round) {
+      ASSERT_TRUE(q.EnqueueMany(batch_of(60)).ok());
+      QueueResource::Tuple one = batch_of(1);
+      for (Tensor& t : one) {
+        TensorShape shape = t.shape();
+        shape.RemoveDim(0);
+        t = t.Reshaped(shape).value();
+      }
+      ASSERT_TRUE(q.Enqueue(one).ok());
+      QueueResource::Tuple b;
+      ASSERT_TRUE(q.DequeueBatch(40, false, &b).ok());
+      check(b);
+      std::vector<QueueResource::Tuple> elements;
+      ASSERT_TRUE(q.DequeueMany(21, false, &elements).ok());
+      for (const auto& e : elements) {
+        QueueResource::Tuple row;
+        for (const Tensor& t : e) {
+          TensorShape shape = t.shape();
+          shape.InsertDim(0, 1);
+          row.push_back(t.Reshaped(shape).value());
+        }
+        check(row);
+      }
+    }
+    EXPECT_EQ(q.Size(), 0);
+    EXPECT_EQ(q.StorageSlots(), 64) << "61 elements held at most: one slab";
+    std::sort(seen.begin(), seen.end());
+    std::vector<int64_t> all(static_cast<size_t>(next));
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_EQ(seen, all) << "every element exactly once";
+  }
+}
+
 TEST_F(QueueTest, EveryQueueOpIsRegisteredCompletely) {
   for (const char* op : {"FIFOQueue", "RandomShuffleQueue", "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue",
                          "QueueDequeueMany", "QueueDequeueUpTo", "QueueClose", "QueueSize", "CountUpTo",
