@@ -23,6 +23,9 @@ struct MatMulDims {
 // exceed BLAS's 32-bit range: ..." when a dimension exceeds INT_MAX (the BLAS
 // libraries of both devices take int sizes); else the allocation's error.
 StatusOr<MatMulDims> MatMulOutput(OpKernelContext* ctx, bool ta, bool tb, Tensor** out);
+// The same checks on the operands' shapes alone (no output allocated), for a
+// fused kernel whose output is another op's (matmul_momentum.cc).
+StatusOr<MatMulDims> MatMulShape(const TensorShape& a, const TensorShape& b, bool ta, bool tb);
 
 }  // namespace tw
 

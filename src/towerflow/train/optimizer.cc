@@ -8,6 +8,7 @@
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/graph/ops/random_ops.h"
+#include "towerflow/train/internal/variable_readers.h"
 
 namespace tw::train {
 namespace {
@@ -83,13 +84,16 @@ Node* Optimizer::ApplyGradients(const Scope& scope, const GradsAndVars& grads_an
   CreateSlots(s, vars);
   Prepare(s);
   // Updates change variables in place, and backprop reads the same buffers
-  // (dX = dY * W^T): every update waits until every gradient exists, which is
-  // after the last read of any variable by the backward pass. Without this
-  // barrier an update may land before a gradient that still needs the old
-  // weight, and training stops being deterministic.
+  // (dX = dY * W^T): every update waits until every node computing the
+  // gradients that reads an updated variable has run (internal/
+  // variable_readers.h). Without this barrier an update may land before a
+  // gradient that still needs the old weight, and training stops being
+  // deterministic. The gradients themselves are data inputs of the updates.
   std::vector<Output> grads;
   for (const auto& u : updates) grads.push_back(u.first);
-  Node* gradients_done = Group(s.WithOpName("gradients_done"), grads);
+  std::vector<Output> reads;
+  for (Node* r : internal::VariableReaders(s.graph(), vars, grads)) reads.push_back(Output(r));
+  Node* gradients_done = Group(s.WithOpName("gradients_done"), reads);
   std::vector<Output> update_ops;
   for (const auto& [grad, var] : updates) {
     Scope us = s.NewSubScope("update_" + var.name)

@@ -8,6 +8,7 @@
 #include "towerflow/graph/ops/control_flow_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/train/all_reduce.h"
+#include "towerflow/train/internal/variable_readers.h"
 
 namespace tw {
 namespace {
@@ -382,18 +383,23 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
   // Variables are updated in place and a read on the variable's own device
   // shares its buffer, so an update must not start while a tower may still read
   // the old value: backprop reads W for dX = dY W^T, which no gradient of W
-  // itself waits for. Every tower gradient is computed from every read a tower
-  // makes, so one barrier after all of them (TF's cifar10 calls averaging "a
-  // synchronization point") makes the step exactly "gradients at the current
-  // values, then the update", as one tower on the concatenated batch computes.
+  // itself waits for. One barrier after every read any tower makes on the way
+  // to its gradients (internal/variable_readers.h; TF's cifar10 calls averaging
+  // "a synchronization point") makes the step exactly "gradients at the
+  // current values, then the update", as one tower on the concatenated batch
+  // computes; the gradients reach the updates as data.
   std::vector<Output> all_grads;
+  std::vector<Variable> read_vars;
   for (const GradsAndVars& grads : tower_grads) {
     for (const auto& [g, v] : grads) {
       if (g.valid()) all_grads.push_back(g);
+      read_vars.push_back(v);
     }
   }
+  std::vector<Output> reads;
+  for (Node* r : internal::VariableReaders(root.graph(), read_vars, all_grads)) reads.push_back(Output(r));
   Node* barrier =
-      NoOp(root.WithDevice(param_device).WithOpName("gradients_done").WithControlDependencies(all_grads));
+      NoOp(root.WithDevice(param_device).WithOpName("gradients_done").WithControlDependencies(reads));
   if (options.global_step) step.global_step = GetOrCreateGlobalStep(root.WithDevice(param_device));
   step.train_op =
       optimizer.ApplyGradients(root.WithControlDependencies({Output(barrier)}), step.grads_and_vars,
