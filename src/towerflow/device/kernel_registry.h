@@ -64,6 +64,9 @@ struct FusionDef {
   // it reads the producer's output).
   std::vector<DataType> types;
   FusedKernelFactory factory;
+  // Optional: where the fusion applies beyond ops, device and dtype (say, a
+  // divisor whose shape is known to hold one element). Null: everywhere.
+  std::function<bool(const Node& producer, const Node& consumer)> applies = nullptr;
 };
 
 class KernelRegistry {

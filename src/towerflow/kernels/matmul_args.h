@@ -24,7 +24,7 @@ struct MatMulDims {
 // libraries of both devices take int sizes); else the allocation's error.
 StatusOr<MatMulDims> MatMulOutput(OpKernelContext* ctx, bool ta, bool tb, Tensor** out);
 // The same checks on the operands' shapes alone (no output allocated), for a
-// fused kernel whose output is another op's (matmul_momentum.cc).
+// fused kernel whose output is another op's (momentum_fusions.cc).
 StatusOr<MatMulDims> MatMulShape(const TensorShape& a, const TensorShape& b, bool ta, bool tb);
 
 }  // namespace tw

@@ -23,7 +23,7 @@ void EnsureKernelsRegistered() {
     RegisterStateKernels(r);
     RegisterRandomKernels(r);
     RegisterTrainingKernels(r);
-    RegisterMatMulMomentumFusion(r);
+    RegisterMomentumFusions(r);
     RegisterCollectiveKernels(r);
 #if TOWERFLOW_HAVE_CUDA
     // GPU kernels only where a GPU is visible (kernels/cuda_kernels.h says why).

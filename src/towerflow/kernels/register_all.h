@@ -20,8 +20,8 @@ void RegisterConvKernels(KernelRegistry& registry);
 void RegisterStateKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterTrainingKernels(KernelRegistry& registry);
-// MatMul -> ApplyMomentum (matmul_momentum.cc).
-void RegisterMatMulMomentumFusion(KernelRegistry& registry);
+// MatMul -> ApplyMomentum and Div -> ApplyMomentum (momentum_fusions.cc).
+void RegisterMomentumFusions(KernelRegistry& registry);
 void RegisterCollectiveKernels(KernelRegistry& registry);
 
 }  // namespace tw

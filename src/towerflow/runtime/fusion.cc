@@ -47,7 +47,10 @@ std::map<int, PlannedFusion> ChooseFusions(const Graph& graph, const std::vector
         continue;
       }
       const FusionDef* def = registry.FindFusion(*producer, *consumer, k, device->device_type());
-      if (def == nullptr || !ReadByConsumerAlone(graph, needed, producer, consumer)) continue;
+      if (def == nullptr || (def->applies && !def->applies(*producer, *consumer)) ||
+          !ReadByConsumerAlone(graph, needed, producer, consumer)) {
+        continue;
+      }
       out[id] = PlannedFusion{producer, k, def};
       producers.insert(producer);
       break;

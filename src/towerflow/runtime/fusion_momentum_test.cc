@@ -1,8 +1,10 @@
-// The MatMul -> ApplyMomentum fusion (kernels/matmul_momentum.cc): a weight's
-// gradient applied block by block gives the updates of the two nodes run
-// apart, for every transpose, one block and several, Nesterov or not, float32
-// and float64; it applies only where the update is the gradient's only reader;
-// its errors name the update's variable.
+// The momentum fusions (kernels/momentum_fusions.cc). MatMul -> ApplyMomentum:
+// a weight's gradient applied block by block gives the updates of the two
+// nodes run apart, for every transpose, one block and several, Nesterov or
+// not, float32 and float64; it applies only where the update is the
+// gradient's only reader; its errors name the update's variable.
+// Div -> ApplyMomentum (the towers' averaged gradient): bit for bit the nodes
+// run apart, and only for a divisor known to hold one element.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -159,6 +161,105 @@ TEST(MatMulMomentumFusionTest, ErrorsNameTheVariable) {
   auto inner = session.Run(bad, {}, {layer.update.node});
   ASSERT_FALSE(inner.ok());
   EXPECT_THAT(inner.status().message(), HasSubstr("Matrix size-incompatible"));
+}
+
+// sum / divisor -> ApplyMomentum, fed the sum.
+struct AveragedUpdate {
+  Graph graph;
+  Output sum, divisor, mean, update;
+  Node* init = nullptr;
+  AveragedUpdate(DataType dtype, const TensorShape& shape, Output (*make_divisor)(const Scope&, DataType), bool nesterov) {
+    Scope s(graph);
+    sum = Placeholder(s.WithOpName("sum"), dtype);
+    divisor = make_divisor(s.WithOpName("towers"), dtype);
+    mean = Div(s.WithOpName("mean"), sum, divisor);
+    Output var = VariableV2(s.WithOpName("w"), shape, dtype);
+    Output accum = VariableV2(s.WithOpName("w_momentum"), shape, dtype);
+    Output init_w = Assign(s, var, Const(s, dtype == kFloat32 ? Random<float>(shape, 3) : Random<double>(shape, 3)));
+    Output init_a = Assign(s, accum, Const(s, dtype == kFloat32 ? Random<float>(shape, 4) : Random<double>(shape, 4)));
+    init = NoOp(s.WithOpName("init").WithControlDependencies({init_w, init_a}));
+    auto scalar = [&](double v) { return dtype == kFloat32 ? Const(s, static_cast<float>(v)) : Const(s, v); };
+    update = ApplyMomentum(s.WithOpName("update"), var, accum, scalar(0.05), mean, scalar(0.9), nesterov);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+  }
+};
+
+Output ScalarThree(const Scope& s, DataType dtype) {
+  return dtype == kFloat32 ? Const(s, 3.0f) : Const(s, 3.0);
+}
+Output OneElementThree(const Scope& s, DataType dtype) {
+  return dtype == kFloat32 ? Const(s, Tensor::FromVector<float>({3}, TensorShape{1, 1}))
+                           : Const(s, Tensor::FromVector<double>({3}, TensorShape{1, 1}));
+}
+Output UnknownShape(const Scope& s, DataType dtype) { return Placeholder(s, dtype); }
+
+// The update's variable after two steps (or the first error), and whether it ran fused.
+template <typename T>
+std::pair<StatusOr<Tensor>, bool> TrainAveraged(AveragedUpdate& u, const TensorShape& shape, bool fuse,
+                                                FeedList extra = {}) {
+  SessionOptions options;
+  options.fuse_kernels = fuse;
+  options.collect_step_stats = true;
+  Session session(u.graph, options);
+  EXPECT_TRUE(session.Run(u.init).ok());
+  bool fused = false;
+  StatusOr<Tensor> value = errors::Internal("no step ran");
+  for (uint64_t step = 0; step < 2; ++step) {
+    FeedList feeds = {{u.sum, Random<T>(shape, 30 + step)}};
+    for (const auto& f : extra) feeds.push_back(f);
+    StepStats stats;
+    auto r = session.Run(feeds, {u.update}, {}, &stats);
+    for (const auto& t : stats.nodes) fused |= t.fused_producer != nullptr && t.fused_producer->name() == "mean";
+    if (!r.ok()) return {r.status(), fused};
+    value = (*r)[0];
+  }
+  return {value, fused};
+}
+
+template <typename T>
+void ExpectAveragedMatchesApart() {
+  for (auto make : {ScalarThree, OneElementThree}) {
+    for (bool nesterov : {false, true}) {
+      for (const TensorShape& shape : {TensorShape{7, 33}, TensorShape{1000}, TensorShape{}}) {
+        SCOPED_TRACE(testing::Message() << DataTypeName(DataTypeOf<T>()) << " " << shape.ToString() << " nesterov "
+                                        << nesterov << (make == ScalarThree ? " divisor []" : " divisor [1,1]"));
+        AveragedUpdate u(DataTypeOf<T>(), shape, make, nesterov);
+        auto [fused, was_fused] = TrainAveraged<T>(u, shape, true);
+        auto [apart, apart_fused] = TrainAveraged<T>(u, shape, false);
+        EXPECT_FALSE(apart_fused);
+        // A [1,1] divisor broadcasts the mean to rank 2: ApplyMomentum's shape
+        // error, the same fused or not, except for the [7,33] variable.
+        const bool ok = make == ScalarThree || shape.rank() == 2;
+        ASSERT_EQ(apart.ok(), ok) << apart.status().ToString();
+        ASSERT_EQ(fused.ok(), ok) << fused.status().ToString();
+        if (!ok) {
+          // The same code and message; a fused item's errors also name its producer.
+          std::string message = fused.status().ToString();
+          const std::string producer = "fused with 'mean' (Div): ";
+          ASSERT_NE(message.find(producer), std::string::npos) << message;
+          message.erase(message.find(producer), producer.size());
+          EXPECT_EQ(message, apart.status().ToString());
+          continue;
+        }
+        EXPECT_TRUE(was_fused);
+        EXPECT_EQ(MaxDiff<T>(*fused, *apart), 0.0) << "the same divisions and updates, bit for bit";
+      }
+    }
+  }
+}
+
+TEST(DivMomentumFusionTest, FusedUpdateMatchesTheNodesRunApartBitForBit) {
+  ExpectAveragedMatchesApart<float>();
+  ExpectAveragedMatchesApart<double>();
+}
+
+TEST(DivMomentumFusionTest, OnlyForADivisorKnownToHoldOneElement) {
+  // A divisor of unknown shape (fed a scalar): Div runs apart, and still works.
+  AveragedUpdate u(kFloat32, TensorShape{4}, UnknownShape, false);
+  auto [value, fused] = TrainAveraged<float>(u, TensorShape{4}, true, {{u.divisor, Tensor::Scalar<float>(2)}});
+  EXPECT_FALSE(fused);
+  ASSERT_TRUE(value.ok()) << value.status().ToString();
+  EXPECT_EQ(value->NumElements(), 4);
 }
 
 }  // namespace
