@@ -7,7 +7,8 @@
 // per-pair ratios. A single run of each, minutes apart, cannot resolve the
 // few-percent effects of a kernel change here.
 //
-// Usage: cnn_ab_bench [A] [B] [pairs, default 150]
+// Usage: cnn_ab_bench [--mlp] [A] [B] [pairs, default 150]
+//   --mlp: the MLP 784-256-256-10 instead of the CNN (same batch and optimizer)
 //   a side is "fuse" (default) or "nofuse" (SessionOptions::fuse_kernels),
 //   optionally with ",conv=<path>" (TOWERFLOW_CONV while its kernels are
 //   built: direct | onednn | im2col).
@@ -69,6 +70,11 @@ double Median(std::vector<double> v) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const bool mlp = argc > 1 && std::string(argv[1]) == "--mlp";
+  if (mlp) {
+    --argc;
+    ++argv;
+  }
   Side sides[2] = {ParseSide(argc > 1 ? argv[1] : "fuse"), ParseSide(argc > 2 ? argv[2] : "nofuse")};
   const int pairs = argc > 3 ? std::max(1, std::atoi(argv[3])) : 150;
 
@@ -77,10 +83,17 @@ int main(int argc, char** argv) {
   tw::Scope root(graph);
   auto x = tw::Placeholder(root.WithOpName("x"), tw::kFloat32, tw::PartialShape({kBatch, 28, 28, 1}));
   auto labels = tw::Placeholder(root.WithOpName("labels"), tw::kInt32, tw::PartialShape({kBatch}));
-  tw::Output p1 = tw::MaxPool(root.WithOpName("pool1"), Conv(root, "conv1", x, 1, 32));
-  tw::Output p2 = tw::MaxPool(root.WithOpName("pool2"), Conv(root, "conv2", p1, 32, 64));
-  tw::Output flat = tw::Reshape(root, p2, {-1, 7 * 7 * 64});
-  tw::Output logits = Dense(root, "logits", Dense(root, "dense", flat, 7 * 7 * 64, 1024, true), 1024, 10, false);
+  tw::Output logits;
+  if (mlp) {
+    tw::Output flat = tw::Reshape(root, x, {-1, 784});
+    tw::Output h1 = Dense(root, "hidden1", flat, 784, 256, true);
+    logits = Dense(root, "logits", Dense(root, "hidden2", h1, 256, 256, true), 256, 10, false);
+  } else {
+    tw::Output p1 = tw::MaxPool(root.WithOpName("pool1"), Conv(root, "conv1", x, 1, 32));
+    tw::Output p2 = tw::MaxPool(root.WithOpName("pool2"), Conv(root, "conv2", p1, 32, 64));
+    tw::Output flat = tw::Reshape(root, p2, {-1, 7 * 7 * 64});
+    logits = Dense(root, "logits", Dense(root, "dense", flat, 7 * 7 * 64, 1024, true), 1024, 10, false);
+  }
   tw::Output loss = tw::Mean(root, tw::SparseSoftmaxCrossEntropyWithLogits(root, logits, labels).loss, {0});
   tw::train::Momentum optimizer({.learning_rate = 0.01, .momentum = 0.9});
   tw::Node* train_op = optimizer.Minimize(root, loss);
