@@ -16,6 +16,7 @@
 
 #include "towerflow/kernels/blas.h"
 #include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/internal/cpu_gemm.h"
 #include "towerflow/kernels/internal/dnnl_matmul.h"
 #include "towerflow/kernels/matmul_args.h"
 #include "towerflow/kernels/register_all.h"
@@ -63,25 +64,16 @@ class MatMulOp : public OpKernel {
       if (split_rows) {
         // Rows lo..hi of op(A): rows of A, or columns of A when transposed.
         const T* a_slice = ta_ ? ap + lo : ap + lo * lda;
-        Gemm(len, n, k, a_slice, lda, bp, ldb, c + lo * n, n);
+        CpuGemm<T>(dnnl_, ta_, tb_, len, n, k, a_slice, lda, bp, ldb, c + lo * n, n);
       } else {
         // Columns lo..hi of op(B): columns of B, or rows of B when transposed.
         const T* b_slice = tb_ ? bp + lo * ldb : bp + lo;
-        Gemm(m, len, k, ap, lda, b_slice, ldb, c + lo, n);
+        CpuGemm<T>(dnnl_, ta_, tb_, m, len, k, ap, lda, b_slice, ldb, c + lo, n);
       }
     });
   }
 
  private:
-  // c = op(a) * op(b) on the calling thread.
-  void Gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-            int64_t ldc) const {
-    if constexpr (std::is_same_v<T, float>) {
-      if (dnnl_ && dnnl_matmul::Gemm(ta_, tb_, m, n, k, a, lda, b, ldb, c, ldc)) return;
-    }
-    blas::Gemm(ta_, tb_, m, n, k, a, lda, b, ldb, T(0), c, ldc);
-  }
-
   bool ta_ = false;
   bool tb_ = false;
   bool dnnl_ = false;  // float on oneDNN

@@ -22,6 +22,7 @@
 
 #include "towerflow/kernels/blas.h"
 #include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/internal/cpu_gemm.h"
 #include "towerflow/kernels/internal/dnnl_matmul.h"
 #include "towerflow/kernels/matmul_args.h"
 #include "towerflow/kernels/register_all.h"
@@ -137,7 +138,7 @@ class MatMulApplyMomentumOp : public FusedMomentumBase<T> {
           if (k == 0) {
             std::fill_n(grad.data(), len * n, T(0));  // an empty sum
           } else {
-            Gemm(len, n, k, ta_ ? ap + lo : ap + lo * lda, lda, bp, ldb, grad.data(), n);
+            CpuGemm<T>(dnnl_, ta_, tb_, len, n, k, ta_ ? ap + lo : ap + lo * lda, lda, bp, ldb, grad.data(), n);
           }
           this->Apply(var + lo * n, accum + lo * n, grad.data(), len * n, lr, momentum);
         }
@@ -147,15 +148,6 @@ class MatMulApplyMomentumOp : public FusedMomentumBase<T> {
   }
 
  private:
-  // c = op(a) * op(b) on the calling thread, as MatMul's kernel computes it.
-  void Gemm(int64_t m, int64_t n, int64_t k, const T* a, int64_t lda, const T* b, int64_t ldb, T* c,
-            int64_t ldc) const {
-    if constexpr (std::is_same_v<T, float>) {
-      if (dnnl_ && dnnl_matmul::Gemm(ta_, tb_, m, n, k, a, lda, b, ldb, c, ldc)) return;
-    }
-    blas::Gemm(ta_, tb_, m, n, k, a, lda, b, ldb, T(0), c, ldc);
-  }
-
   bool ta_ = false, tb_ = false;
   bool dnnl_ = false;
 };

@@ -16,21 +16,15 @@
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/graph/ops/training_ops.h"
+#include "towerflow/runtime/fusion_test_util.h"
 #include "towerflow/runtime/session.h"
 
 namespace tw {
 namespace {
 
+using fusion_test::MaxDiff;
+using fusion_test::Random;
 using ::testing::HasSubstr;
-
-template <typename T>
-Tensor Random(const TensorShape& shape, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Tensor t(DataTypeOf<T>(), shape);
-  for (T& v : t.flat<T>()) v = static_cast<T>(u(rng));
-  return t;
-}
 
 // var[m, n] -= momentum update with grad = op(a) op(b), fed a and b.
 struct Layer {
@@ -92,15 +86,6 @@ Result Train(Layer& layer, int64_t m, int64_t n, int64_t k, bool ta, bool tb, bo
   return out;
 }
 
-template <typename T>
-double MaxDiff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  double worst = 0;
-  for (int64_t i = 0; i < a.NumElements(); ++i) {
-    worst = std::max(worst, std::abs(double(a.data<T>()[i]) - double(b.data<T>()[i])));
-  }
-  return worst;
-}
 
 template <typename T>
 void ExpectFusedMatchesApart() {

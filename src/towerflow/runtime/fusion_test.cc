@@ -16,20 +16,15 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/runtime/fusion_test_util.h"
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/trace.h"
 
 namespace tw {
 namespace {
 
-template <typename T>
-Tensor Random(const TensorShape& shape, uint64_t seed) {
-  std::mt19937_64 rng(seed);
-  std::uniform_real_distribution<double> u(-1, 1);
-  Tensor t(DataTypeOf<T>(), shape);
-  for (T& v : t.flat<T>()) v = static_cast<T>(u(rng));
-  return t;
-}
+using fusion_test::MaxDiff;
+using fusion_test::Random;
 
 // x -> Conv2D(w) -> BiasAdd(Relu)(b), fed x, w and b.
 struct ConvLayer {
@@ -70,13 +65,6 @@ std::pair<std::vector<Tensor>, bool> RunLayer(ConvLayer& layer, const std::vecto
   return {r.ok() ? *r : std::vector<Tensor>{}, fused};
 }
 
-template <typename T>
-double MaxDiff(const Tensor& a, const Tensor& b) {
-  EXPECT_EQ(a.shape(), b.shape());
-  double worst = 0;
-  for (int64_t i = 0; i < a.NumElements(); ++i) worst = std::max(worst, std::abs(double(a.data<T>()[i]) - double(b.data<T>()[i])));
-  return worst;
-}
 
 template <typename T>
 void ExpectFusedMatchesUnfused(const char* conv_path) {
