@@ -5,6 +5,7 @@
 // Ctrl-C, corrupt data and usage errors.
 #include <gtest/gtest.h>
 #include <unistd.h>
+#include <zlib.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -46,6 +47,20 @@ class TrainCliTest : public testing::CliTest {
                     std::to_string(examples), "--shards", "2", "--seed", "3"});
     ASSERT_EQ(r.exit_code, 0) << r.err;
     data_ = (dir_ / "data" / "train-*.tfrecord").string();
+  }
+
+  // A glob over one plain and one GZIP copy of the first training file.
+  std::string MixedCompression() {
+    fs::create_directories(dir_ / "mixed");
+    fs::copy_file(dir_ / "data" / "train-00000-of-00002.tfrecord", dir_ / "mixed" / "a.tfrecord",
+                  fs::copy_options::overwrite_existing);
+    std::ifstream in(dir_ / "mixed" / "a.tfrecord", std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    gzFile gz = gzopen((dir_ / "mixed" / "b.tfrecord").c_str(), "wb");
+    EXPECT_NE(gz, nullptr);
+    EXPECT_EQ(gzwrite(gz, bytes.data(), static_cast<unsigned>(bytes.size())), static_cast<int>(bytes.size()));
+    gzclose(gz);
+    return (dir_ / "mixed" / "*.tfrecord").string();
   }
 
   std::vector<std::string> TrainArgs(const std::string& logdir, int64_t steps) {
@@ -305,6 +320,8 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", "gpu:99"}, "/device:GPU:99"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--batch-size", "0"}, "batch-size"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--inter-op-threads", "-1"}, "inter-op-threads"},
+      {{"train", "--data", MixedCompression(), "--logdir", logdir, "--model", "seed"},
+       "b.tfrecord is GZIP but " + (dir_ / "mixed" / "a.tfrecord").string() + " is not compressed"},
   };
   for (const Case& c : cases) {
     Result r = Run(c.args);

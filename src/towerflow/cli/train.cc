@@ -127,8 +127,11 @@ StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob) {
     auto c = DetectFileCompression(f);
     if (!c.ok()) return c.status();
     if (*c != d.compression) {
-      return errors::InvalidArgument(flag, ": ", f, " is ", CompressionName(*c), " but ", d.files[0], " is ",
-                                     CompressionName(d.compression), "; every file must be compressed alike");
+      auto kind = [](Compression k) {
+        return k == Compression::kNone ? std::string("not compressed") : std::string(CompressionName(k));
+      };
+      return errors::InvalidArgument(flag, ": ", f, " is ", kind(*c), " but ", d.files[0], " is ", kind(d.compression),
+                                     "; every file must be compressed alike");
     }
   }
   auto reader = RecordReader::Open(d.files[0], {.compression = d.compression});

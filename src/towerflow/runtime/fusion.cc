@@ -7,8 +7,11 @@
 namespace tw {
 namespace {
 
-// True when `consumer` is the only node among the needed ones that reads any
-// output of `producer` or waits on it, and reads it once.
+// True when `consumer` is the only node among the needed ones that reads an
+// output of `producer`, and reads it once. Other needed nodes may wait on the
+// producer through control edges (they will wait on the fused item), unless
+// one of them leads to the consumer: fused, that wait would be a cycle (an
+// update behind a barrier that waits on the update's own gradient).
 bool ReadByConsumerAlone(const Graph& graph, const std::vector<char>& needed, const Node* producer,
                          const Node* consumer) {
   int reads = 0;
@@ -17,8 +20,31 @@ bool ReadByConsumerAlone(const Graph& graph, const std::vector<char>& needed, co
   for (const Node* c : consumer->control_inputs()) {
     if (c == producer) return false;
   }
+  std::set<const Node*> waiters;
   for (const Node* reader : graph.consumers(producer)) {
-    if (reader != consumer && needed[static_cast<size_t>(reader->id())]) return false;
+    if (reader == consumer || !needed[static_cast<size_t>(reader->id())]) continue;
+    for (const Output& in : reader->inputs()) {
+      if (in.node == producer) return false;  // a second reader of the data
+    }
+    waiters.insert(reader);
+  }
+  if (waiters.empty()) return true;
+  // No waiter may be among the consumer's ancestors.
+  std::vector<char> seen(static_cast<size_t>(graph.num_nodes()), 0);
+  std::vector<const Node*> stack = {consumer};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    auto visit = [&](const Node* up) {
+      if (up == producer || !needed[static_cast<size_t>(up->id())] || seen[static_cast<size_t>(up->id())]) return;
+      seen[static_cast<size_t>(up->id())] = 1;
+      stack.push_back(up);
+    };
+    for (const Output& in : n->inputs()) visit(in.node);
+    for (const Node* c : n->control_inputs()) visit(c);
+  }
+  for (const Node* w : waiters) {
+    if (seen[static_cast<size_t>(w->id())]) return false;
   }
   return true;
 }

@@ -8,10 +8,12 @@
 // plan item runs the fused kernel, reading the producer's inputs followed by
 // its own other inputs, and the producer gets no item. Fusion applies only
 // where it cannot be observed: the producer's output is read by the consumer
-// alone among the step's nodes (no other reader, no control edge from it, not
-// fetched, not fed), the producer has no control inputs and is not stateful,
-// and both nodes are placed on one device with a fused kernel for its type and
-// the producer's dtype. Traces name a fused item "Conv2D+BiasAddRelu".
+// alone among the step's nodes (no other reader, not fetched, not fed), the
+// producer has no control inputs and is not stateful, and both nodes are
+// placed on one device with a fused kernel for its type and the producer's
+// dtype. Nodes that wait on the producer through control edges wait on the
+// fused item instead (an update barrier waiting on a forward convolution),
+// unless one of them leads to the consumer, which would make a cycle. Traces name a fused item "Conv2D+BiasAddRelu".
 // SessionOptions::fuse_kernels = false turns it off (tests compare both).
 #ifndef TOWERFLOW_RUNTIME_FUSION_H_
 #define TOWERFLOW_RUNTIME_FUSION_H_

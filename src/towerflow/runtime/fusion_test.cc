@@ -153,10 +153,36 @@ TEST(FusionTest, NothingThatObservesTheProducerIsFused) {
     for (const auto& t : stats.nodes) EXPECT_EQ(t.fused_producer, nullptr) << t.node->name();
   }
   {
-    ConvLayer layer(kFloat32, true);  // a control edge from the convolution
+    // A control edge from the convolution to a node that leads to the consumer:
+    // fused, the consumer would wait on itself.
+    ConvLayer layer(kFloat32, true);
     Scope s(layer.graph);
     Output waits = Identity(s.WithControlDependencies({layer.conv}), layer.b);
-    EXPECT_FALSE(RunLayer<float>(layer, {layer.out, waits}, true, b).second);
+    Output act = BiasAddRelu(s.WithOpName("act2"), layer.conv, waits);
+    EXPECT_FALSE(RunLayer<float>(layer, {act}, true, b).second);
+  }
+  {
+    // A control edge to a node off the consumer's path (an update barrier
+    // waiting on a forward convolution): fused, and the waiter runs after the
+    // fused item.
+    ConvLayer layer(kFloat32, true);
+    Scope s(layer.graph);
+    Output waits = Identity(s.WithOpName("waits").WithControlDependencies({layer.conv}), layer.b);
+    SessionOptions options;
+    options.collect_step_stats = true;
+    Session session(layer.graph, options);
+    StepStats stats;
+    auto r = session.Run({{layer.x, Random<float>({3, 13, 11, 1}, 1)}, {layer.w, Random<float>({5, 5, 1, 32}, 2)},
+                          {layer.b, b}},
+                         {layer.out, waits}, {}, &stats);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    int64_t fused_end = -1, waiter_start = -1;
+    for (const auto& t : stats.nodes) {
+      if (t.fused_producer != nullptr) fused_end = t.end_ns;
+      if (t.node->name() == "waits") waiter_start = t.start_ns;
+    }
+    ASSERT_GE(fused_end, 0) << "fused";
+    EXPECT_GE(waiter_start, fused_end) << "the waiter ran after the fused item";
   }
 }
 

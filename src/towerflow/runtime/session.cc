@@ -256,6 +256,10 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
     plan->items.push_back(std::move(item));
   }
+  // Control edges from a fused producer wait on its consumer's item.
+  for (const auto& [consumer, fusion] : fusions) {
+    item_of[static_cast<size_t>(fusion.producer->id())] = item_of[static_cast<size_t>(consumer)];
+  }
   TW_RETURN_IF_ERROR(CheckCollectiveGroups(*plan));
   // Nodes are added in topological order (inputs exist before consumers), so
   // producers already have items. Edges between devices get transfer items,
