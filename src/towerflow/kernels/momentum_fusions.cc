@@ -31,7 +31,8 @@
 namespace tw {
 namespace {
 
-// Inputs of the fused item: the MatMul's, then ApplyMomentum's other ones.
+// Inputs of the fused item: the producer's two (MatMul's a and b, Div's x and
+// y), then ApplyMomentum's other ones.
 constexpr int kA = 0, kB = 1, kVar = 2, kAccum = 3, kLr = 4, kMomentum = 5;
 // ApplyMomentum's own input indices, for messages naming its arguments.
 constexpr int kUpdateVar = 0, kUpdateAccum = 1;
