@@ -1,5 +1,10 @@
 # Helpers shared by every module: tw_library, tw_test.
 
+# No multiply-add becomes an FMA behind the code's back, so that a CPU kernel
+# computes the same bits whichever instruction set it was compiled for
+# (kernels/internal/cpu_clones.h; the baseline x86-64 build has no FMA).
+add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-ffp-contract=off>)
+
 # -Wno-restrict: GCC 12 reports false overlaps inside std::string at -O3 (GCC bug
 # 105651); the warning is useless on this code and would break -Werror builds.
 # (GCC only: clang does not know the flag and warns about it.)

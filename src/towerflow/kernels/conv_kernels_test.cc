@@ -344,7 +344,8 @@ TEST(PoolKernelsTest, MaxPoolGradRoutesToFirstMaximum) {
   ASSERT_TRUE(s.ok()) << s.status().ToString();
 }
 
-// MaxPoolGrad against a scatter to each window's first maximum written here,
+// MaxPool against each window's maximum and MaxPoolGrad against a scatter to
+// each window's first maximum, both written here,
 // over windows that tile the input, leave a VALID remainder, skip elements
 // (stride above the window), pad with SAME on odd sizes, and overlap; integer
 // inputs from a small range make ties common, so first-maximum order matters.
@@ -370,7 +371,7 @@ TEST(PoolKernelsTest, MaxPoolGradMatchesScatterToFirstMaximum) {
     std::vector<float> x(static_cast<size_t>(c.n * c.h * c.w * c.c)), dy(static_cast<size_t>(c.n * oh * ow * c.c));
     for (float& v : x) v = static_cast<float>(small(rng));
     for (float& v : dy) v = static_cast<float>(small(rng)) + 0.25f;
-    std::vector<float> want(x.size(), 0.0f);
+    std::vector<float> want(x.size(), 0.0f), want_y(dy.size());
     for (int64_t n = 0; n < c.n; ++n)
       for (int64_t oy = 0; oy < oh; ++oy)
         for (int64_t ox = 0; ox < ow; ++ox)
@@ -383,7 +384,9 @@ TEST(PoolKernelsTest, MaxPoolGradMatchesScatterToFirstMaximum) {
                 const int64_t i = ((n * c.h + iy) * c.w + ix) * c.c + ch;
                 if (arg < 0 || x[static_cast<size_t>(i)] > x[static_cast<size_t>(arg)]) arg = i;
               }
-            if (arg >= 0) want[static_cast<size_t>(arg)] += dy[static_cast<size_t>(((n * oh + oy) * ow + ox) * c.c + ch)];
+            const size_t o = static_cast<size_t>(((n * oh + oy) * ow + ox) * c.c + ch);
+            if (arg >= 0) want[static_cast<size_t>(arg)] += dy[o];
+            want_y[o] = arg >= 0 ? x[static_cast<size_t>(arg)] : std::numeric_limits<float>::lowest();
           }
     Graph g;
     Scope s(g);
@@ -394,6 +397,7 @@ TEST(PoolKernelsTest, MaxPoolGradMatchesScatterToFirstMaximum) {
     Output dx = NodeBuilder(s, "MaxPoolGrad").Input(xs).Input(ys).Input(dys).Attr("ksize", opts.ksize)
                     .Attr("strides", opts.strides).Attr("padding", opts.padding).Finalize();
     ASSERT_TRUE(s.ok()) << s.status().ToString();
+    EXPECT_EQ(Eval(g, ys).ToVector<float>(), want_y);
     EXPECT_EQ(Eval(g, dx).ToVector<float>(), want);
   }
 }

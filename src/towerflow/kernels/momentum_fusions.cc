@@ -24,6 +24,7 @@
 #include "towerflow/kernels/cwise_ops.h"
 #include "towerflow/kernels/internal/cpu_gemm.h"
 #include "towerflow/kernels/internal/dnnl_matmul.h"
+#include "towerflow/kernels/internal/momentum_update.h"
 #include "towerflow/kernels/matmul_args.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/variable_args.h"
@@ -76,25 +77,14 @@ class FusedMomentumBase : public OpKernel {
     return Status::OK();
   }
 
-  // ApplyMomentum's arithmetic (training_kernels.cc) on count elements with
-  // gradient g[i], or g[i] / divisor when kDivide. Unaliased arrays and the
-  // branches hoisted, so that each loop vectorises.
+  // ApplyMomentum's arithmetic (internal/momentum_update.h, as the unfused
+  // kernel) on count elements with gradient g[i], or g[i] / divisor when kDivide.
   template <bool kDivide = false>
-  void Apply(T* __restrict v, T* __restrict acc, const T* __restrict g, int64_t count, T lr, T momentum,
-             T divisor = T(1)) const {
-    if (nesterov_) {
-      for (int64_t i = 0; i < count; ++i) {
-        const T gi = kDivide ? g[i] / divisor : g[i];
-        const T a = acc[i] * momentum + gi;
-        acc[i] = a;
-        v[i] -= gi * lr + a * momentum * lr;
-      }
+  void Apply(T* v, T* acc, const T* g, int64_t count, T lr, T momentum, T divisor = T(1)) const {
+    if constexpr (kDivide) {
+      momentum_update::ApplyDivided(v, acc, g, count, lr, momentum, nesterov_, divisor);
     } else {
-      for (int64_t i = 0; i < count; ++i) {
-        const T a = acc[i] * momentum + (kDivide ? g[i] / divisor : g[i]);
-        acc[i] = a;
-        v[i] -= a * lr;
-      }
+      momentum_update::Apply(v, acc, g, count, lr, momentum, nesterov_);
     }
   }
 

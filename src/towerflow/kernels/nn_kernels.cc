@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/internal/cpu_clones.h"
 #include "towerflow/kernels/internal/dropout_stream.h"
 #include "towerflow/kernels/internal/philox.h"
 #include "towerflow/kernels/nn_args.h"
@@ -70,6 +71,21 @@ using BiasAddOp = BiasAddOpBase<T, false>;
 template <typename T>
 using BiasAddReluOp = BiasAddOpBase<T, true>;
 
+// sum[j] += the sum over `rows` rows of src[r * c + j], added in blocks of 64
+// rows (`block`: c entries of scratch), each block's sum then added to `sum`.
+template <typename T>
+TW_CPU_CLONES void SumRowsInBlocks(const T* __restrict src, int64_t rows, int64_t c, T* __restrict sum,
+                                   T* __restrict block) {
+  constexpr int64_t kBlock = 64;
+  for (int64_t b0 = 0; b0 < rows; b0 += kBlock) {
+    std::fill_n(block, c, T(0));
+    for (int64_t r = b0; r < std::min(rows, b0 + kBlock); ++r) {
+      for (int64_t j = 0; j < c; ++j) block[j] += src[r * c + j];
+    }
+    for (int64_t j = 0; j < c; ++j) sum[j] += block[j];
+  }
+}
+
 template <typename T>
 class BiasAddGradOp : public OpKernel {
  public:
@@ -91,17 +107,8 @@ class BiasAddGradOp : public OpKernel {
     std::mutex mu;
     std::map<int64_t, std::vector<T>> shards;  // by first row; guarded by mu
     ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
-      constexpr int64_t kBlock = 64;
       std::vector<T> shard(static_cast<size_t>(c), T(0)), block(static_cast<size_t>(c));
-      T* __restrict sp = shard.data();
-      T* __restrict bp = block.data();
-      for (int64_t b0 = r0; b0 < r1; b0 += kBlock) {
-        std::fill_n(bp, c, T(0));
-        for (int64_t r = b0; r < std::min(r1, b0 + kBlock); ++r) {
-          for (int64_t j = 0; j < c; ++j) bp[j] += src[r * c + j];
-        }
-        for (int64_t j = 0; j < c; ++j) sp[j] += bp[j];
-      }
+      SumRowsInBlocks(src + r0 * c, r1 - r0, c, shard.data(), block.data());
       std::lock_guard<std::mutex> lock(mu);
       shards.emplace(r0, std::move(shard));
     });
@@ -286,6 +293,25 @@ class L2LossOp : public OpKernel {
 // The words come from the kernel instance's Philox stream (dropout_stream.h),
 // the same as the CUDA twin's: a given seed replays the same masks on either
 // device. Four elements per Philox block; the loop over blocks vectorizes.
+// Dropout's mask (dropout_stream.h: the Philox words of the call's blocks
+// against the threshold) and y = x * mask. Vectorised across blocks: each
+// Philox round is a multiply and xors per lane, so the clones run it several
+// times faster than one block at a time. `y` may be `x`.
+template <typename T>
+TW_CPU_CLONES void DropoutMaskAndApply(const DropoutDraw& draw, T scale, const T* x, T* __restrict m, T* y,
+                                       int64_t n) {
+  const int64_t full = n / 4;
+  for (int64_t b = 0; b < full; ++b) {
+    const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(b));
+    for (int j = 0; j < 4; ++j) m[4 * b + j] = w.w[j] >= draw.threshold ? scale : T(0);
+  }
+  if (full * 4 < n) {
+    const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(full));
+    for (int64_t i = full * 4; i < n; ++i) m[i] = w.w[i - full * 4] >= draw.threshold ? scale : T(0);
+  }
+  for (int64_t i = 0; i < n; ++i) y[i] = x[i] * m[i];
+}
+
 template <typename T>
 class DropoutOp : public OpKernel {
  public:
@@ -299,19 +325,8 @@ class DropoutOp : public OpKernel {
     const int64_t n = x.NumElements();
     const DropoutDraw draw = stream_.Reserve(n);
     const T scale = static_cast<T>(1.0 / (1.0 - stream_.rate()));
-    T* __restrict m = mask->data<T>();
-    const int64_t full = n / 4;
-    for (int64_t b = 0; b < full; ++b) {
-      const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(b));
-      for (int j = 0; j < 4; ++j) m[4 * b + j] = w.w[j] >= draw.threshold ? scale : T(0);
-    }
-    if (full * 4 < n) {
-      const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(full));
-      for (int64_t i = full * 4; i < n; ++i) m[i] = w.w[i - full * 4] >= draw.threshold ? scale : T(0);
-    }
-    const T* in = x.data<T>();
-    T* o = out->data<T>();  // may be `in` (each element read, then written)
-    for (int64_t i = 0; i < n; ++i) o[i] = in[i] * m[i];
+    // `out` may be x's buffer (each element read, then written).
+    DropoutMaskAndApply(draw, scale, x.data<T>(), mask->data<T>(), out->data<T>(), n);
   }
 
  private:

@@ -191,12 +191,16 @@ TEST(PhiloxTest, KnownAnswers) {
 
 // The mask is the definition of dropout_stream.h: element i of a call keeps
 // its value when word i % 4 of Philox block first + i / 4 is at least
-// rate * 2^32, and each call starts where the last one's blocks ended. (The
-// CUDA kernel is held to the same masks by nn_cuda_test.)
+// rate * 2^32, and each call starts where the last one's blocks ended; the
+// output is x * mask. 1003 elements: the kernel's vectorised blocks and the
+// last, partial one. (The CUDA kernel is held to the same masks by nn_cuda_test.)
 TEST(NnKernelsTest, DropoutMasksFollowThePhiloxStream) {
+  constexpr int64_t kN = 1003;
   Graph g;
   Scope s(g);
-  Output x = ConstF(s, std::vector<float>(10, 1.0f), {10});
+  std::vector<float> xv(kN);
+  for (int64_t i = 0; i < kN; ++i) xv[static_cast<size_t>(i)] = 0.5f + static_cast<float>(i % 17) * 0.37f;
+  Output x = ConstF(s, xv, {kN});
   DropoutResult d = Dropout(s, x, 0.3f, 42);  // no graph seed: (87654321, 42), as TF's get_seed
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   Session session(g);
@@ -204,13 +208,19 @@ TEST(NnKernelsTest, DropoutMasksFollowThePhiloxStream) {
   const float scale = static_cast<float>(1.0 / (1.0 - static_cast<double>(0.3f)));
   uint64_t first_block = 0;
   for (int call = 0; call < 3; ++call) {
-    auto mask = session.Run({d.mask});
-    ASSERT_TRUE(mask.ok()) << mask.status().ToString();
-    for (int64_t i = 0; i < 10; ++i) {
+    auto r = session.Run({d.mask, d.output});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    int64_t kept = 0;
+    for (int64_t i = 0; i < kN; ++i) {
       const philox::Words w = philox::Block(87654321, 42, first_block + static_cast<uint64_t>(i / 4));
-      EXPECT_EQ((*mask)[0].data<float>()[i], w.w[i % 4] >= threshold ? scale : 0.0f) << "call " << call << " i " << i;
+      const float m = w.w[i % 4] >= threshold ? scale : 0.0f;
+      kept += m != 0.0f;
+      ASSERT_EQ((*r)[0].data<float>()[i], m) << "call " << call << " i " << i;
+      ASSERT_EQ((*r)[1].data<float>()[i], xv[static_cast<size_t>(i)] * m) << "call " << call << " i " << i;
     }
-    first_block += 3;  // ceil(10 / 4)
+    EXPECT_GT(kept, kN / 2);
+    EXPECT_LT(kept, kN * 9 / 10);
+    first_block += (kN + 3) / 4;
   }
 }
 

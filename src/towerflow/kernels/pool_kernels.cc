@@ -5,8 +5,9 @@
 // Windows, padding and the argument checks are window_params.h's (TF's
 // windows; shared with the CUDA twins, pool_cuda.cu); padded positions never
 // win a max. The gradients route through each window's first maximum in scan
-// order (kh, then kw), as TF's CPU kernel does, recomputed from orig_input.
-// Every loop runs over channels innermost (contiguous in NHWC) and the batch is
+// order (kh, then kw), as TF's CPU kernel does, recomputed from orig_input;
+// windows that tile the input (stride == window) take a scatter-free path
+// (TiledMaxPoolGradImage). Every loop runs over channels innermost (contiguous in NHWC) and the batch is
 // split over the intra-op pool.
 #include <algorithm>
 #include <functional>
@@ -15,6 +16,7 @@
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/nn_args.h"
+#include "towerflow/kernels/internal/cpu_clones.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/window_params.h"
 
@@ -87,6 +89,97 @@ void ForEachArgMax(const PoolGeometry& g, const T* __restrict img, T* __restrict
   }
 }
 
+// How a pooling gradient masks its result: not at all (MaxPoolGrad), by the
+// window's maximum itself (fused with the ReluGrad of the ReLU it pools), or
+// by separate ReLU features (fused with another ReluGrad).
+enum class ReluMask { kNone, kByMaximum, kByFeatures };
+
+// Windows that tile the input (stride == window, as a CNN's 2x2 / 2 pooling):
+// each input element lies in at most one window, so one pass over each window
+// finds the first maximum per channel and writes every element of the window
+// once: the gradient at the maximum, zero elsewhere. No zero fill, no scatter;
+// every loop runs over channels and vectorises.
+// A window's ranks must be exact in float (below 2^24).
+inline bool WindowsTile(const PoolGeometry& g) {
+  return g.kh == g.sh && g.kw == g.sw && g.kh * g.kw < (int64_t{1} << 24);
+}
+
+// One image's MaxPoolGrad over tiling windows (WindowsTile(g)). `best` and
+// `arg` are scratch of c entries: per channel, the window's maximum so far and
+// its rank in the window's scan order (kh, then kw), held as a T so that the
+// compare-and-select loops vectorise in one element width (exact: WindowsTile
+// bounds the window's size). `features` is read for kByFeatures only.
+template <typename T, ReluMask kMask>
+TW_CPU_CLONES void TiledMaxPoolGradImage(const PoolGeometry& g, const T* __restrict img, const T* __restrict features,
+                           const T* __restrict dyi, T* __restrict dxi, T* __restrict best, T* __restrict arg) {
+  const int64_t c = g.c;
+  // Rows or columns beyond the last window (VALID pooling that does not
+  // divide the input) belong to no window: their gradient is zero.
+  if ((g.oh * g.sh - g.pad_top < g.h) || (g.ow * g.sw - g.pad_left < g.w)) std::fill_n(dxi, g.h * g.w * c, T(0));
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const int64_t y0 = std::max<int64_t>(oy * g.sh - g.pad_top, 0);
+    const int64_t y1 = std::min(oy * g.sh - g.pad_top + g.kh, g.h);
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pad_left, 0);
+      const int64_t x1 = std::min(ox * g.sw - g.pad_left + g.kw, g.w);
+      const T* __restrict first = img + (y0 * g.w + x0) * c;
+      for (int64_t ch = 0; ch < c; ++ch) {
+        best[ch] = first[ch];
+        arg[ch] = T(0);
+      }
+      T j = 0;
+      for (int64_t y = y0; y < y1; ++y) {
+        for (int64_t x = x0; x < x1; ++x, j += T(1)) {
+          if (j == T(0)) continue;
+          const T* __restrict px = img + (y * g.w + x) * c;
+          for (int64_t ch = 0; ch < c; ++ch) {  // strictly greater: the first maximum wins
+            const bool more = px[ch] > best[ch];
+            best[ch] = more ? px[ch] : best[ch];
+            arg[ch] = more ? j : arg[ch];
+          }
+        }
+      }
+      const T* __restrict d = dyi + (oy * g.ow + ox) * c;
+      j = 0;
+      for (int64_t y = y0; y < y1; ++y) {
+        for (int64_t x = x0; x < x1; ++x, j += T(1)) {
+          const int64_t at = (y * g.w + x) * c;
+          T* __restrict o = dxi + at;
+          if constexpr (kMask == ReluMask::kNone) {
+            for (int64_t ch = 0; ch < c; ++ch) o[ch] = arg[ch] == j ? d[ch] : T(0);
+          } else if constexpr (kMask == ReluMask::kByMaximum) {
+            for (int64_t ch = 0; ch < c; ++ch) o[ch] = ((arg[ch] == j) & (best[ch] > T(0))) ? d[ch] : T(0);
+          } else {
+            const T* __restrict f = features + at;
+            for (int64_t ch = 0; ch < c; ++ch) o[ch] = ((arg[ch] == j) & (f[ch] > T(0))) ? d[ch] : T(0);
+          }
+        }
+      }
+    }
+  }
+}
+
+// One image's max pooling: out (oh x ow x c) from img (h x w x c).
+template <typename T>
+TW_CPU_CLONES void MaxPoolImage(const PoolGeometry& g, const T* __restrict img, T* __restrict out) {
+  for (int64_t oy = 0; oy < g.oh; ++oy) {
+    const int64_t y0 = std::max<int64_t>(oy * g.sh - g.pad_top, 0);
+    const int64_t y1 = std::min(oy * g.sh - g.pad_top + g.kh, g.h);
+    for (int64_t ox = 0; ox < g.ow; ++ox) {
+      const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pad_left, 0);
+      const int64_t x1 = std::min(ox * g.sw - g.pad_left + g.kw, g.w);
+      T* __restrict o = out + (oy * g.ow + ox) * g.c;
+      std::fill_n(o, g.c, std::numeric_limits<T>::lowest());
+      for (int64_t yy = y0; yy < y1; ++yy) {
+        for (int64_t xx = x0; xx < x1; ++xx) {
+          const T* __restrict px = img + (yy * g.w + xx) * g.c;
+          for (int64_t ch = 0; ch < g.c; ++ch) o[ch] = px[ch] > o[ch] ? px[ch] : o[ch];
+        }
+      }
+    }
+  }
+}
+
 template <typename T>
 class MaxPoolOp : public PoolKernelBase {
  public:
@@ -101,25 +194,7 @@ class MaxPoolOp : public PoolKernelBase {
     const T* x = input.data<T>();
     T* y = out->data<T>();
     ForImages(ctx, g, [&](int64_t b, int64_t e) {
-      for (int64_t n = b; n < e; ++n) {
-        const T* __restrict img = x + n * g.h * g.w * g.c;
-        for (int64_t oy = 0; oy < g.oh; ++oy) {
-          const int64_t y0 = std::max<int64_t>(oy * g.sh - g.pad_top, 0);
-          const int64_t y1 = std::min(oy * g.sh - g.pad_top + g.kh, g.h);
-          for (int64_t ox = 0; ox < g.ow; ++ox) {
-            const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pad_left, 0);
-            const int64_t x1 = std::min(ox * g.sw - g.pad_left + g.kw, g.w);
-            T* __restrict o = y + ((n * g.oh + oy) * g.ow + ox) * g.c;
-            std::fill_n(o, g.c, std::numeric_limits<T>::lowest());
-            for (int64_t yy = y0; yy < y1; ++yy) {
-              for (int64_t xx = x0; xx < x1; ++xx) {
-                const T* __restrict px = img + (yy * g.w + xx) * g.c;
-                for (int64_t ch = 0; ch < g.c; ++ch) o[ch] = px[ch] > o[ch] ? px[ch] : o[ch];
-              }
-            }
-          }
-        }
-      }
+      for (int64_t n = b; n < e; ++n) MaxPoolImage(g, x + n * g.h * g.w * g.c, y + n * g.oh * g.ow * g.c);
     });
   }
 };
@@ -150,12 +225,32 @@ class MaxPoolGradOp : public PoolKernelBase {
     T* dx = out->data<T>();
     const int64_t in_image = g.h * g.w * g.c, out_image = g.oh * g.ow * g.c;
     TW_OP_REQUIRES_OK(ctx, window::CheckPoolIndexable<T>(ctx, g));
+    const ReluMask mask = features == nullptr ? ReluMask::kNone
+                          : features == x   ? ReluMask::kByMaximum
+                                            : ReluMask::kByFeatures;
     ForImages(ctx, g, [&](int64_t b, int64_t e) {
       std::vector<T> best(static_cast<size_t>(g.c));
       std::vector<ImageIndex<T>> idx(static_cast<size_t>(g.c));
+      std::vector<T> rank(static_cast<size_t>(g.c));
       for (int64_t n = b; n < e; ++n) {
         T* dxi = dx + n * in_image;
         const T* dyi = dy + n * out_image;
+        if (WindowsTile(g)) {
+          const T* xi = x + n * in_image;
+          const T* fi = features == nullptr ? nullptr : features + n * in_image;
+          switch (mask) {
+            case ReluMask::kNone:
+              TiledMaxPoolGradImage<T, ReluMask::kNone>(g, xi, fi, dyi, dxi, best.data(), rank.data());
+              break;
+            case ReluMask::kByMaximum:
+              TiledMaxPoolGradImage<T, ReluMask::kByMaximum>(g, xi, fi, dyi, dxi, best.data(), rank.data());
+              break;
+            case ReluMask::kByFeatures:
+              TiledMaxPoolGradImage<T, ReluMask::kByFeatures>(g, xi, fi, dyi, dxi, best.data(), rank.data());
+              break;
+          }
+          continue;
+        }
         std::fill_n(dxi, in_image, T(0));
         if (features == x) {
           // ReLU's features are the pooled input (a CNN's ReLU -> MaxPool):

@@ -1,6 +1,7 @@
 // CPU kernels of the training update ops (ApplyGradientDescent, ApplyMomentum,
-// ApplyAdam) for float and double. Each locks the mutexes of its ref inputs (the
-// variable and its slots) for the whole update, whatever use_locking says: an
+// ApplyAdam) for float and double; ApplyMomentum's arithmetic is
+// internal/momentum_update.h's, shared with the fused updates. Each locks the
+// mutexes of its ref inputs (the variable and its slots) for the whole update, whatever use_locking says: an
 // unlocked update would race with Assign replacing the buffer. The element loops
 // are branch-free over contiguous arrays (the compiler vectorises them) and split
 // over the device's intra-op threads for large variables. Formulas are TF's
@@ -10,6 +11,7 @@
 #include <cmath>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/internal/momentum_update.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/variable_args.h"
 
@@ -57,26 +59,8 @@ class ApplyMomentumOp : public OpKernel {
       const T* grad = ctx->input(3).data<T>();
       const T momentum = ctx->input(4).scalar<T>();
       const bool nesterov = use_nesterov_;
-      // One pass, the branch hoisted and the arrays declared unaliased so that
-      // the loop vectorises: this update is memory-bound.
       ForEachShard(ctx, ctx->mutable_input(0)->NumElements(), 5, [&](int64_t begin, int64_t end) {
-        T* __restrict v = var + begin;
-        T* __restrict a = accum + begin;
-        const T* __restrict g = grad + begin;
-        const int64_t n = end - begin;
-        if (nesterov) {
-          for (int64_t k = 0; k < n; ++k) {
-            const T acc = a[k] * momentum + g[k];
-            a[k] = acc;
-            v[k] -= g[k] * lr + acc * momentum * lr;
-          }
-        } else {
-          for (int64_t k = 0; k < n; ++k) {
-            const T acc = a[k] * momentum + g[k];
-            a[k] = acc;
-            v[k] -= acc * lr;
-          }
-        }
+        momentum_update::Apply(var + begin, accum + begin, grad + begin, end - begin, lr, momentum, nesterov);
       });
     }
     ctx->forward_ref_input_to_ref_output(0, 0);

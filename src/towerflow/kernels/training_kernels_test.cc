@@ -1,6 +1,9 @@
-// The training update kernels against hand-computed values over two steps, and
-// their errors.
+// The training update kernels against hand-computed values over two steps, the
+// vectorised momentum update against its scalar formula, and their errors.
 #include <gtest/gtest.h>
+
+#include <random>
+#include <vector>
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
@@ -95,6 +98,53 @@ TEST(TrainingKernels, MomentumNesterov) {
   // var -= 0.1 * g + 0.9 * 0.1 * accum: [1, 2] - [0.19, -0.19] = [0.81, 2.19];
   // then - [0.1 + 0.171, 0.2 + 0.099] = [0.539, 1.891].
   CheckMomentum(true, {0.81, 2.19}, {0.539, 1.891});
+}
+
+// The update's loop runs on the host's widest vectors (cpu_clones.h): over
+// lengths that leave every remainder, each element equals TF's formula written
+// out here as scalar code, bit for bit (no fused multiply-add, same order).
+TEST(TrainingKernels, MomentumOnVectorsEqualsTheScalarFormulaBitForBit) {
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  const float lr = 0.0137f, momentum = 0.9f;
+  for (bool nesterov : {false, true}) {
+    for (int64_t n : {1, 7, 16, 33, 1000, 4099}) {
+      SCOPED_TRACE(::testing::Message() << "n " << n << (nesterov ? " nesterov" : ""));
+      std::vector<float> v(static_cast<size_t>(n)), a(v.size()), g(v.size());
+      for (size_t i = 0; i < v.size(); ++i) {
+        v[i] = uniform(rng);
+        a[i] = uniform(rng);
+        g[i] = uniform(rng);
+      }
+      Graph graph;
+      Scope root(graph);
+      auto init = [](std::vector<float> x) {
+        return [x](const Scope& s, const TensorShape& shape, DataType) { return Const(s, Tensor::FromVector<float>(x, shape)); };
+      };
+      Variable var = GetVariable(root, "var", TensorShape{n}, {.initializer = init(v)});
+      Variable accum = GetVariable(root, "accum", TensorShape{n}, {.initializer = init(a)});
+      Output step = ApplyMomentum(root, var.ref, accum.ref, Const(root, lr), Const(root, Tensor::FromVector<float>(g, {n})),
+                                  Const(root, momentum), nesterov);
+      ASSERT_TRUE(root.ok()) << root.status().ToString();
+      Session session(graph);
+      ASSERT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+      auto r = session.Run({step, accum.value});
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      for (size_t i = 0; i < v.size(); ++i) {
+        const float acc = a[i] * momentum + g[i];
+        a[i] = acc;
+        if (nesterov) {
+          const float delta = g[i] * lr + acc * momentum * lr;
+          v[i] -= delta;
+        } else {
+          const float delta = acc * lr;
+          v[i] -= delta;
+        }
+      }
+      EXPECT_EQ((*r)[0].ToVector<float>(), v);
+      EXPECT_EQ((*r)[1].ToVector<float>(), a);
+    }
+  }
 }
 
 TEST(TrainingKernels, AdamWithBiasCorrection) {
