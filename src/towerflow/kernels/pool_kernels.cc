@@ -45,6 +45,18 @@ class PoolKernelBase : public OpKernel {
 template <typename T>
 using ImageIndex = window::PoolImageIndex<T>;
 
+// The input rows (or columns) [begin, end) of output row oy's (column ox's)
+// windows, clipped to the input: padded positions never win a max.
+struct Span {
+  int64_t begin, end;
+};
+inline Span WindowRows(const PoolGeometry& g, int64_t oy) {
+  return {std::max<int64_t>(oy * g.sh - g.pad_top, 0), std::min(oy * g.sh - g.pad_top + g.kh, g.h)};
+}
+inline Span WindowCols(const PoolGeometry& g, int64_t ox) {
+  return {std::max<int64_t>(ox * g.sw - g.pad_left, 0), std::min(ox * g.sw - g.pad_left + g.kw, g.w)};
+}
+
 // For each output position of one image (NHWC `img`), finds per channel the
 // element index (within the image) of the window's first maximum, and calls
 // fn(output_position, idx). `best` and `idx` are scratch of c entries.
@@ -56,10 +68,8 @@ void ForEachArgMax(const PoolGeometry& g, const T* __restrict img, T* __restrict
   const I c = static_cast<I>(g.c);
   for (int64_t oy = 0; oy < g.oh; ++oy) {
     for (int64_t ox = 0; ox < g.ow; ++ox) {
-      const int64_t y0 = std::max<int64_t>(oy * g.sh - g.pad_top, 0);
-      const int64_t y1 = std::min(oy * g.sh - g.pad_top + g.kh, g.h);
-      const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pad_left, 0);
-      const int64_t x1 = std::min(ox * g.sw - g.pad_left + g.kw, g.w);
+      const auto [y0, y1] = WindowRows(g, oy);
+      const auto [x0, x1] = WindowCols(g, ox);
       bool first = true;
       for (int64_t y = y0; y < y1; ++y) {
         for (int64_t x = x0; x < x1; ++x) {
@@ -110,18 +120,17 @@ inline bool WindowsTile(const PoolGeometry& g) {
 // compare-and-select loops vectorise in one element width (exact: WindowsTile
 // bounds the window's size). `features` is read for kByFeatures only.
 template <typename T, ReluMask kMask>
-TW_CPU_CLONES void TiledMaxPoolGradImage(const PoolGeometry& g, const T* __restrict img, const T* __restrict features,
-                           const T* __restrict dyi, T* __restrict dxi, T* __restrict best, T* __restrict arg) {
+TW_CPU_CLONES void TiledMaxPoolGradImage(const PoolGeometry& g, const T* __restrict img,
+                                         const T* __restrict features, const T* __restrict dyi, T* __restrict dxi,
+                                         T* __restrict best, T* __restrict arg) {
   const int64_t c = g.c;
   // Rows or columns beyond the last window (VALID pooling that does not
   // divide the input) belong to no window: their gradient is zero.
   if ((g.oh * g.sh - g.pad_top < g.h) || (g.ow * g.sw - g.pad_left < g.w)) std::fill_n(dxi, g.h * g.w * c, T(0));
   for (int64_t oy = 0; oy < g.oh; ++oy) {
-    const int64_t y0 = std::max<int64_t>(oy * g.sh - g.pad_top, 0);
-    const int64_t y1 = std::min(oy * g.sh - g.pad_top + g.kh, g.h);
+    const auto [y0, y1] = WindowRows(g, oy);
     for (int64_t ox = 0; ox < g.ow; ++ox) {
-      const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pad_left, 0);
-      const int64_t x1 = std::min(ox * g.sw - g.pad_left + g.kw, g.w);
+      const auto [x0, x1] = WindowCols(g, ox);
       const T* __restrict first = img + (y0 * g.w + x0) * c;
       for (int64_t ch = 0; ch < c; ++ch) {
         best[ch] = first[ch];
@@ -163,11 +172,9 @@ TW_CPU_CLONES void TiledMaxPoolGradImage(const PoolGeometry& g, const T* __restr
 template <typename T>
 TW_CPU_CLONES void MaxPoolImage(const PoolGeometry& g, const T* __restrict img, T* __restrict out) {
   for (int64_t oy = 0; oy < g.oh; ++oy) {
-    const int64_t y0 = std::max<int64_t>(oy * g.sh - g.pad_top, 0);
-    const int64_t y1 = std::min(oy * g.sh - g.pad_top + g.kh, g.h);
+    const auto [y0, y1] = WindowRows(g, oy);
     for (int64_t ox = 0; ox < g.ow; ++ox) {
-      const int64_t x0 = std::max<int64_t>(ox * g.sw - g.pad_left, 0);
-      const int64_t x1 = std::min(ox * g.sw - g.pad_left + g.kw, g.w);
+      const auto [x0, x1] = WindowCols(g, ox);
       T* __restrict o = out + (oy * g.ow + ox) * g.c;
       std::fill_n(o, g.c, std::numeric_limits<T>::lowest());
       for (int64_t yy = y0; yy < y1; ++yy) {
