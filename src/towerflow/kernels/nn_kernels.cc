@@ -289,10 +289,6 @@ class L2LossOp : public OpKernel {
   }
 };
 
-// mask[i] is 0 with probability rate, else 1 / (1 - rate); output = x * mask.
-// The words come from the kernel instance's Philox stream (dropout_stream.h),
-// the same as the CUDA twin's: a given seed replays the same masks on either
-// device. Four elements per Philox block; the loop over blocks vectorizes.
 // Dropout's mask (dropout_stream.h: the Philox words of the call's blocks
 // against the threshold) and y = x * mask. Vectorised across blocks: each
 // Philox round is a multiply and xors per lane, so the clones run it several
@@ -312,6 +308,10 @@ TW_CPU_CLONES void DropoutMaskAndApply(const DropoutDraw& draw, T scale, const T
   for (int64_t i = 0; i < n; ++i) y[i] = x[i] * m[i];
 }
 
+// mask[i] is 0 with probability rate, else 1 / (1 - rate); output = x * mask.
+// The words come from the kernel instance's Philox stream (dropout_stream.h),
+// the same as the CUDA twin's: a given seed replays the same masks on either
+// device. Four elements per Philox block (DropoutMaskAndApply).
 template <typename T>
 class DropoutOp : public OpKernel {
  public:

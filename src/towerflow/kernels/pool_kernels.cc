@@ -7,8 +7,9 @@
 // win a max. The gradients route through each window's first maximum in scan
 // order (kh, then kw), as TF's CPU kernel does, recomputed from orig_input;
 // windows that tile the input (stride == window) take a scatter-free path
-// (TiledMaxPoolGradImage). Every loop runs over channels innermost (contiguous in NHWC) and the batch is
-// split over the intra-op pool.
+// (TiledMaxPoolGradImage). Every loop runs over channels innermost (contiguous
+// in NHWC), the hot ones on the CPU's widest vectors (internal/cpu_clones.h),
+// and the batch is split over the intra-op pool.
 #include <algorithm>
 #include <functional>
 #include <limits>
@@ -108,8 +109,8 @@ enum class ReluMask { kNone, kByMaximum, kByFeatures };
 // each input element lies in at most one window, so one pass over each window
 // finds the first maximum per channel and writes every element of the window
 // once: the gradient at the maximum, zero elsewhere. No zero fill, no scatter;
-// every loop runs over channels and vectorises.
-// A window's ranks must be exact in float (below 2^24).
+// every loop runs over channels and vectorises. The window's size is bounded
+// so that ranks within it are exact in float (below 2^24).
 inline bool WindowsTile(const PoolGeometry& g) {
   return g.kh == g.sh && g.kw == g.sw && g.kh * g.kw < (int64_t{1} << 24);
 }

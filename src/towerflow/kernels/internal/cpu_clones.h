@@ -12,13 +12,13 @@
 // IEEE operations on each element in the same order. Mark only leaf loops
 // that dominate a kernel: each clone is code size and build time.
 //
-// Other compilers or architectures: expands to nothing (the baseline build).
+// Clang (the sanitizer builds), nvcc and other architectures: expands to
+// nothing, and the baseline loop runs.
 // Internal to kernels/.
 #ifndef TOWERFLOW_KERNELS_INTERNAL_CPU_CLONES_H_
 #define TOWERFLOW_KERNELS_INTERNAL_CPU_CLONES_H_
 
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__) && \
-    !defined(TOWERFLOW_NO_CPU_CLONES)
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__CUDACC__)
 #define TW_CPU_CLONES __attribute__((target_clones("default", "arch=x86-64-v3", "arch=x86-64-v4")))
 #else
 #define TW_CPU_CLONES

@@ -35,11 +35,11 @@ void Apply(double* var, double* accum, const double* grad, int64_t n, double lr,
   Run<double, false>(var, accum, grad, n, lr, momentum, nesterov, 1.0);
 }
 void ApplyDivided(float* var, float* accum, const float* grad, int64_t n, float lr, float momentum, bool nesterov,
-                   float divisor) {
+                  float divisor) {
   Run<float, true>(var, accum, grad, n, lr, momentum, nesterov, divisor);
 }
 void ApplyDivided(double* var, double* accum, const double* grad, int64_t n, double lr, double momentum,
-                   bool nesterov, double divisor) {
+                  bool nesterov, double divisor) {
   Run<double, true>(var, accum, grad, n, lr, momentum, nesterov, divisor);
 }
 

@@ -24,7 +24,7 @@ void Apply(double* var, double* accum, const double* grad, int64_t n, double lr,
 void ApplyDivided(float* var, float* accum, const float* grad, int64_t n, float lr, float momentum, bool nesterov,
                   float divisor);
 void ApplyDivided(double* var, double* accum, const double* grad, int64_t n, double lr, double momentum,
-                   bool nesterov, double divisor);
+                  bool nesterov, double divisor);
 
 }  // namespace tw::momentum_update
 
