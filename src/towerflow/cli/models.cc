@@ -199,8 +199,10 @@ tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelC
     Output labels = Reshape(s, io::DecodeRaw(s, f["labels"], kInt32), {-1, 1, 2});
     return {x, labels};
   }
-  Output pixels = io::DecodeRaw(s, f["image"], kUInt8);
-  return {ImageInput(s, pixels, config), Cast(s, f["label"], kInt32)};
+  // The pixels stay bytes until the tower (BuildModel): the shuffle queue
+  // then holds and copies a quarter of the bytes, and a GPU tower receives them.
+  const int32_t pixels = static_cast<int32_t>(kImageBytes);
+  return {Reshape(s, io::DecodeRaw(s, f["image"], kUInt8), {-1, pixels}), Cast(s, f["label"], kInt32)};
 }
 
 ModelOutputs BuildModel(const Scope& scope, const tw::Batch& batch, const ModelConfig& config, bool training,
@@ -223,8 +225,9 @@ ModelOutputs BuildModel(const Scope& scope, const tw::Batch& batch, const ModelC
     xent = SoftmaxCrossEntropyWithLogits(scope, out.logits, onehot).loss;
     labels = ArgMax(scope, onehot, 1);
   } else {
-    out.logits = config.name == "cnn" ? CnnLogits(scope, batch[0], training, &kernels)
-                                      : MlpLogits(scope, batch[0], kImageBytes, config.hidden, kClasses, &kernels);
+    const Output images = batch[0].dtype() == kUInt8 ? ImageInput(scope, batch[0], config) : batch[0];
+    out.logits = config.name == "cnn" ? CnnLogits(scope, images, training, &kernels)
+                                      : MlpLogits(scope, images, kImageBytes, config.hidden, kClasses, &kernels);
     xent = SparseSoftmaxCrossEntropyWithLogits(scope, out.logits, batch[1]).loss;
     labels = Cast(scope, batch[1], kInt64);
   }

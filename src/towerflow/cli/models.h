@@ -54,7 +54,8 @@ StatusOr<ModelConfig> ModelFromMetadata(const std::map<std::string, std::string>
 
 // A batch: {input [n, ...], label [n, ...]} from a vector of serialized Examples
 // (training reads them with ReaderReadUpTo; evaluation feeds them through a
-// placeholder).
+// placeholder). Images stay bytes (uint8 [n, 784]): BuildModel scales them, in
+// the tower, so that queues hold and copy a quarter of the bytes of floats.
 tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config);
 
 struct ModelOutputs {
@@ -62,9 +63,10 @@ struct ModelOutputs {
   Output correct;  // float [n]: 1 where the prediction is right
   Output logits;
 };
-// Builds the network on a batch from DecodeBatch (with a batch
-// dimension). `training` adds dropout (cnn). `l2` > 0 adds l2 * sum of the
-// kernels' L2Loss to the loss.
+// Builds the network on a batch from DecodeBatch (with a batch dimension);
+// images may also come as floats in [0, 1] ([n, 784]; [n, 28, 28, 1] for the
+// cnn), used as they are. `training` adds dropout (cnn). `l2` > 0 adds l2 *
+// sum of the kernels' L2Loss to the loss.
 ModelOutputs BuildModel(const Scope& scope, const tw::Batch& batch, const ModelConfig& config, bool training,
                         double l2 = 0);
 

@@ -120,13 +120,12 @@ void KernelRegistry::RegisterFusion(FusionDef def) {
 
 const FusionDef* KernelRegistry::FindFusion(const Node& producer, const Node& consumer, int consumer_input,
                                             const std::string& device_type) const {
-  const AttrValue* v = producer.attrs().Find("T");
-  const DataType* t = v == nullptr ? nullptr : std::get_if<DataType>(v);
-  if (t == nullptr) return nullptr;
+  if (producer.num_outputs() == 0) return nullptr;
+  const DataType t = producer.output_type(0);
   std::shared_lock<std::shared_mutex> lock(mu_);
   for (const auto& f : fusions_) {
     if (f->producer_op == producer.op() && f->consumer_op == consumer.op() && f->consumer_input == consumer_input &&
-        f->device_type == device_type && std::find(f->types.begin(), f->types.end(), *t) != f->types.end()) {
+        f->device_type == device_type && std::find(f->types.begin(), f->types.end(), t) != f->types.end()) {
       return f.get();
     }
   }

@@ -60,8 +60,9 @@ struct FusionDef {
   std::string consumer_op;
   int consumer_input = 0;
   std::string device_type;
-  // Values of the producer's "T" it runs (the consumer's "T" is the same, as
-  // it reads the producer's output).
+  // The dtypes of the producer's output 0 it runs (the value the consumer
+  // reads; the producer's "T" for MatMul, Conv2D and the like, "DstT" for
+  // Cast).
   std::vector<DataType> types;
   FusedKernelFactory factory;
   // Optional: where the fusion applies beyond ops, device and dtype (say, a

@@ -24,6 +24,7 @@ void EnsureKernelsRegistered() {
     RegisterRandomKernels(r);
     RegisterTrainingKernels(r);
     RegisterMomentumFusions(r);
+    RegisterCastFusions(r);
     RegisterCollectiveKernels(r);
 #if TOWERFLOW_HAVE_CUDA
     // GPU kernels only where a GPU is visible (kernels/cuda_kernels.h says why).

@@ -22,6 +22,8 @@ void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterTrainingKernels(KernelRegistry& registry);
 // MatMul -> ApplyMomentum and Div -> ApplyMomentum (momentum_fusions.cc).
 void RegisterMomentumFusions(KernelRegistry& registry);
+// Cast (uint8 -> float32) -> Mul by one element (cast_fusions.cc).
+void RegisterCastFusions(KernelRegistry& registry);
 void RegisterCollectiveKernels(KernelRegistry& registry);
 
 }  // namespace tw
