@@ -10,8 +10,8 @@
 // where it cannot be observed: the producer's output is read by the consumer
 // alone among the step's nodes (no other reader, not fetched, not fed), the
 // producer has no control inputs and is not stateful, and both nodes are
-// placed on one device with a fused kernel for its type and the producer's
-// dtype. Nodes that wait on the producer through control edges wait on the
+// placed on one device with a fused kernel for its type and the dtype of the
+// producer's output. Nodes that wait on the producer through control edges wait on the
 // fused item instead (an update barrier waiting on a forward convolution),
 // unless one of them leads to the consumer, which would make a cycle. Traces name a fused item "Conv2D+BiasAddRelu".
 // SessionOptions::fuse_kernels = false turns it off (tests compare both).
