@@ -4,6 +4,7 @@
 //   bit 2     skip_corrupt
 //   bits 3-4  buffer_size of a second reader of the same stream: 1, 7, 64, 4096
 //   bit 5     max_record_bytes = 1 MiB (else none)
+//   bit 6     the second reader decodes ahead on a thread (inflate_ahead)
 //
 // Beyond "no crash, no hang" (libFuzzer's -timeout), each input checks:
 //   - the read ends with OutOfRange "eof" or DataLoss, nothing else, and a retry
@@ -14,7 +15,7 @@
 //     CRC32C), and no single allocation exceeds the input's size (the reader
 //     reads memory in place);
 //   - compressed: the second reader (another buffer_size, ReadRecord instead of
-//     ReadRecordView) reads the same records and fails with the same code, and no
+//     ReadRecordView, perhaps decoding ahead) reads the same records and fails with the same code, and no
 //     allocation exceeds max(64 MiB, 2 x 1032 x input): the reader reserves at
 //     most 64 MiB ahead of the bytes inflated, and deflate expands at most 1032x;
 //   - compressed, with ISA-L built in (the default decoder): a stream that zlib
@@ -27,6 +28,7 @@
 #include <sanitizer/allocator_interface.h>
 
 #include <algorithm>
+#include <atomic>
 #include <climits>
 #include <cstddef>
 #include <cstdint>
@@ -43,12 +45,16 @@
 namespace tw {
 namespace {
 
-// The largest single allocation made while `tracking` (one thread: the fuzzer's).
-bool tracking = false;
-size_t largest_allocation = 0;
+// The largest single allocation made while `tracking` (by any thread: a reader
+// that decodes ahead allocates on its own).
+std::atomic<bool> tracking{false};
+std::atomic<size_t> largest_allocation{0};
 
 void MallocHook(const volatile void*, size_t size) {
-  if (tracking) largest_allocation = std::max(largest_allocation, size);
+  if (!tracking.load(std::memory_order_relaxed)) return;
+  size_t seen = largest_allocation.load(std::memory_order_relaxed);
+  while (size > seen && !largest_allocation.compare_exchange_weak(seen, size, std::memory_order_relaxed)) {
+  }
 }
 void FreeHook(const volatile void*) {}
 
@@ -186,6 +192,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     static const size_t kBufferSizes[] = {1, 7, 64, 4096};
     RecordReaderOptions small = options;
     small.buffer_size = kBufferSizes[(mode >> 3) & 3];
+    small.inflate_ahead = (mode & 64) != 0;
     const Outcome other = ReadAll(file, small, /*copy=*/true);
     if (other.records != main.records || other.status.code() != main.status.code() ||
         other.skipped != main.skipped) {

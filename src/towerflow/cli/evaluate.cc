@@ -74,7 +74,7 @@ StatusOr<EvalResult> Evaluate(const std::vector<std::string>& files, const Model
   for (const std::string& file : files) {
     auto compression = DetectFileCompression(file);
     if (!compression.ok()) return compression.status();
-    auto reader = RecordReader::Open(file, {.compression = *compression, .skip_corrupt = options.skip_corrupt});
+    auto reader = RecordReader::Open(file, {.compression = *compression, .skip_corrupt = options.skip_corrupt, .inflate_ahead = true});
     if (!reader.ok()) return reader.status();
     for (;;) {
       std::string record;

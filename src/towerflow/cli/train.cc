@@ -147,7 +147,7 @@ StatusOr<int64_t> CountRecords(const DataFiles& d, bool skip_corrupt) {
   int64_t n = 0;
   std::string_view record;
   for (const std::string& f : d.files) {
-    auto reader = RecordReader::Open(f, {.compression = d.compression, .skip_corrupt = skip_corrupt});
+    auto reader = RecordReader::Open(f, {.compression = d.compression, .skip_corrupt = skip_corrupt, .inflate_ahead = true});
     if (!reader.ok()) return reader.status();
     for (;;) {
       Status s = (*reader)->ReadRecordView(&record);

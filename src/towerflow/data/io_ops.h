@@ -122,6 +122,10 @@ struct TFRecordReaderOptions {
   // Skip records whose CRCs do not check (counted, logged) instead of failing
   // with DataLoss. Truncated files still fail.
   bool skip_corrupt = false;
+  // ZLIB and GZIP files are decoded on a thread of the reader's own, ahead of
+  // the reads (RecordReaderOptions::inflate_ahead): decompression overlaps
+  // parsing. Off: one thread per reader does both.
+  bool inflate_ahead = true;
   // Readers built with the same non-empty shared_name (and container) in one
   // session share their state.
   std::string container = "";

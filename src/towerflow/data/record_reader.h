@@ -7,7 +7,8 @@
 // decoder, ISA-L's or zlib's, when compressed); a record is handed out from the window without per-record
 // allocation. Over bytes in memory (tests, fuzzing) an uncompressed reader reads
 // the caller's bytes in place. Nothing is global: readers are independent. A
-// reader is thread-compatible: one thread at a time.
+// reader is thread-compatible: one thread at a time (with inflate_ahead its
+// decoder runs on a thread of its own, which the reader owns and joins).
 //
 // Errors (TF's codes and texts; DataLoss messages start with the file name):
 //   OutOfRange "eof"                         clean end at a record boundary
@@ -66,6 +67,13 @@ struct RecordReaderOptions {
   uint64_t max_record_bytes = 0;
   // The decoder of compressed streams (above).
   InflateLibrary inflate_library = InflateLibrary::kAuto;
+  // Compressed regular files and memory: decode on a thread of the reader's own,
+  // up to three buffer_size chunks ahead of the records handed out, so that
+  // decompression overlaps the caller's work on the records. The records,
+  // errors, offsets and retries are those of a reader without it; it costs a
+  // thread per open reader and 3 x buffer_size bytes. Ignored for plain streams
+  // and for files that are not regular (a pipe could block the thread).
+  bool inflate_ahead = false;
 };
 
 class RecordReader {
@@ -99,6 +107,9 @@ class RecordReader {
   int64_t skipped_records() const { return skipped_records_; }
   uint64_t skipped_bytes() const { return skipped_bytes_; }
   const std::string& name() const { return name_; }
+  // Whether a thread of the reader's own decodes ahead (inflate_ahead was asked
+  // for, the stream is compressed and a decoder slot was free).
+  bool decoding_ahead() const;
 
  private:
   // What starts at the window's front.

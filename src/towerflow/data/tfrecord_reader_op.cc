@@ -101,6 +101,7 @@ class TFRecordReaderOp : public OpKernel {
     TW_OP_REQUIRES_OK(c, c->GetAttr("shared_name", &shared_name));
     TW_OP_REQUIRES_OK(c, c->GetAttr("compression_type", &compression));
     TW_OP_REQUIRES_OK(c, c->GetAttr("skip_corrupt", &options_.skip_corrupt));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("inflate_ahead", &options_.inflate_ahead));
     auto parsed = ParseCompression(compression);
     TW_OP_REQUIRES_OK(c, parsed.status());
     options_.compression = *parsed;
@@ -144,6 +145,7 @@ void RegisterTFRecordReaderOp(OpRegistry& ops, KernelRegistry& kernels, Gradient
                    .Attr("shared_name", std::string())
                    .Attr("compression_type", std::string())
                    .Attr("skip_corrupt", false)
+                   .Attr("inflate_ahead", true)
                    .Stateful()
                    .Shape(shape_fns::Scalar)
                    .Doc("A reader that outputs the records of TFRecord files.")
@@ -163,6 +165,7 @@ TFRecordReader::TFRecordReader(const Scope& scope, const TFRecordReaderOptions& 
                 .Attr("shared_name", options.shared_name)
                 .Attr("compression_type", std::string(CompressionName(options.compression)))
                 .Attr("skip_corrupt", options.skip_corrupt)
+                .Attr("inflate_ahead", options.inflate_ahead)
                 .Finalize();
 }
 
