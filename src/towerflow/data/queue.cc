@@ -234,7 +234,17 @@ std::string QueueResource::ClosedMessage() const {
 
 void QueueResource::LeaveLine(std::deque<uint64_t>* line, uint64_t ticket) {
   line->erase(std::find(line->begin(), line->end(), ticket));
-  cv_.notify_all();  // the next in line may now make progress
+  // The next in line may now make progress.
+  if (line == &dequeue_line_) {
+    dequeue_wake_at_ = 0;  // the next front sets its own
+    dequeue_cv_.notify_all();
+  } else {
+    cv_.notify_all();
+  }
+}
+
+void QueueResource::NotifyDequeuersLocked() {
+  if (!dequeue_line_.empty() && elements_.size() >= dequeue_wake_at_) dequeue_cv_.notify_all();
 }
 
 Status QueueResource::Enqueue(Tuple tuple) {
@@ -306,7 +316,7 @@ Status QueueResource::EnqueueElements(size_t count, const std::function<void(siz
         store(next++, slot);
         elements_.push_back(slot);
       }
-      if (next != before) cv_.notify_all();
+      if (next != before) NotifyDequeuersLocked();
       if (next == count) break;
     }
     cv_.wait(lock);
@@ -439,8 +449,11 @@ Status QueueResource::TakeSlots(int64_t n, bool allow_small_batch, std::unique_l
         cv_.notify_all();  // room for blocked enqueues
       }
       if (slots->size() == want) break;
+      // Wake when all that is still needed can be taken at once, or when the
+      // queue is full (the enqueuers wait for this dequeue to make room).
+      dequeue_wake_at_ = std::min(keep + (want - slots->size()), capacity_);
     }
-    cv_.wait(lock);
+    dequeue_cv_.wait(lock);
   }
   LeaveLine(&dequeue_line_, ticket);
   return status;
@@ -452,6 +465,7 @@ Status QueueResource::CloseQueue(bool cancel_pending_enqueues) {
     closed_ = true;
     ++enqueue_epoch_;
     cv_.notify_all();
+    dequeue_cv_.notify_all();
     return Status::OK();
   }
   if (cancelled_) return errors::Cancelled("Enqueue operation was cancelled");
@@ -471,6 +485,7 @@ Status QueueResource::CloseQueue(bool cancel_pending_enqueues) {
         status = errors::Aborted("Queue '", name(), "' is already closed.");
       } else {
         closed_ = true;
+        dequeue_cv_.notify_all();  // a waiting dequeue may now fail or take a short batch
       }
       break;
     }
@@ -485,6 +500,7 @@ void QueueResource::Close() {
   cancelled_ = true;
   closed_ = true;
   cv_.notify_all();
+  dequeue_cv_.notify_all();
 }
 
 int64_t QueueResource::Size() const {

@@ -159,6 +159,9 @@ class QueueResource final : public ResourceBase {
   // fresh host tensors holding its rows. REQUIRES: mu_ held.
   StatusOr<Tuple> ElementLocked(uint32_t slot);
   void LeaveLine(std::deque<uint64_t>* line, uint64_t ticket);
+  // Wakes the dequeuers when the front one can make the progress it waits
+  // for (dequeue_wake_at_). REQUIRES: mu_ held.
+  void NotifyDequeuersLocked();
   std::string ClosedMessage() const;
 
   const Spec spec_;
@@ -169,7 +172,15 @@ class QueueResource final : public ResourceBase {
   std::vector<size_t> row_bytes_;
 
   mutable std::mutex mu_;
-  std::condition_variable cv_;        // any change: elements, lines, closing
+  // Enqueuers (and closes in the enqueue line) wait on cv_: for room, their
+  // turn, closing. Dequeuers wait on dequeue_cv_: for elements, their turn,
+  // closing. An enqueue wakes the dequeuers only once the front one can take
+  // all it still needs (or the queue is full: it must take to make room), not
+  // at every element: a DequeueMany(100) fed one element at a time used to
+  // wake 100 times.
+  std::condition_variable cv_;
+  std::condition_variable dequeue_cv_;
+  size_t dequeue_wake_at_ = 0;        // guarded by mu_; the queue size the front dequeuer waits for (0: any)
   std::deque<uint32_t> elements_;     // guarded by mu_; the queued elements' slots, in queue order
   // Rows storage: [component][slab] of kSlabRows rows each. Tuples storage: by slot.
   std::vector<std::vector<std::unique_ptr<char[]>>> slabs_;  // guarded by mu_

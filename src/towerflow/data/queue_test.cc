@@ -8,7 +8,9 @@
 #include <chrono>
 #include <future>
 #include <numeric>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "towerflow/data/input_producers.h"
 #include "towerflow/data/queue.h"
@@ -510,6 +512,69 @@ TEST(QueueRowsTest, RowsRoundTripAndStorageIsReused) {
     std::vector<int64_t> all(static_cast<size_t>(next));
     std::iota(all.begin(), all.end(), 0);
     EXPECT_EQ(seen, all) << "every element exactly once";
+  }
+}
+
+// Producers enqueue one element at a time while consumers wait in DequeueMany
+// for more than one (more than the capacity, for the FIFO queue): a dequeue is
+// woken only once it can take all it still needs or the queue is full, and
+// still every element arrives exactly once, nothing hangs, and the close
+// hands the waiting dequeues their short batch or OutOfRange.
+TEST(QueueWakeupTest, SingleEnqueuesFeedLargeDequeuesToTheEnd) {
+  for (auto kind : {QueueResource::Kind::kFIFO, QueueResource::Kind::kRandomShuffle}) {
+    SCOPED_TRACE(QueueResource::KindName(kind));
+    const bool fifo = kind == QueueResource::Kind::kFIFO;
+    QueueResource q({.kind = kind,
+                     .name = "wakeups",
+                     .dtypes = {kInt64},
+                     .shapes = {TensorShape{}},
+                     .capacity = fifo ? 16 : 60,
+                     .min_after_dequeue = fifo ? 0 : 20,
+                     .seed = 1,
+                     .seed2 = 2});
+    constexpr int kProducers = 3, kPerProducer = 2000;
+    std::vector<std::thread> producers;
+    for (int p = 0; p < kProducers; ++p) {
+      producers.emplace_back([&q, p] {
+        for (int64_t i = 0; i < kPerProducer; ++i) {
+          ASSERT_TRUE(q.Enqueue({Tensor::Scalar<int64_t>(p * kPerProducer + i)}).ok());
+        }
+      });
+    }
+    std::mutex seen_mu;
+    std::vector<int64_t> seen;
+    std::vector<std::future<void>> consumers;
+    for (int c = 0; c < 2; ++c) {
+      // FIFO: 25 > capacity 16; shuffle: 30 at most above min_after_dequeue.
+      const int64_t n = fifo ? 25 : 7 + 23 * c;
+      consumers.push_back(std::async(std::launch::async, [&, n, c] {
+        while (true) {
+          QueueResource::Tuple batch;
+          const Status s = q.DequeueBatch(n, /*allow_small_batch=*/c == 1, &batch);
+          if (!s.ok()) {
+            EXPECT_EQ(Code::kOutOfRange, s.code()) << s.ToString();
+            return;
+          }
+          if (c == 0) {
+            EXPECT_EQ(n, batch[0].dim(0));
+          }
+          std::lock_guard<std::mutex> lock(seen_mu);
+          for (int64_t i = 0; i < batch[0].dim(0); ++i) seen.push_back(batch[0].data<int64_t>()[i]);
+        }
+      }));
+    }
+    for (std::thread& t : producers) t.join();
+    ASSERT_TRUE(q.CloseQueue(false).ok());
+    for (auto& c : consumers) ASSERT_EQ(std::future_status::ready, c.wait_for(30s)) << "a dequeue hangs";
+    // What no full batch could take stays queued (the first consumer needs
+    // whole batches; the second took its short one).
+    std::vector<QueueResource::Tuple> rest;
+    ASSERT_TRUE(q.DequeueMany(q.Size(), false, &rest).ok() || q.Size() == 0);
+    for (const auto& e : rest) seen.push_back(e[0].scalar<int64_t>());
+    std::sort(seen.begin(), seen.end());
+    std::vector<int64_t> all(kProducers * kPerProducer);
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_EQ(all, seen) << "every element exactly once";
   }
 }
 
