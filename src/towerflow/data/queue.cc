@@ -233,7 +233,11 @@ std::string QueueResource::ClosedMessage() const {
 }
 
 void QueueResource::LeaveLine(std::deque<uint64_t>* line, uint64_t ticket) {
-  line->erase(std::find(line->begin(), line->end(), ticket));
+  if (line->front() == ticket) {
+    line->pop_front();  // the usual case: the one served leaves
+  } else {
+    line->erase(std::find(line->begin(), line->end(), ticket));  // a cancelled waiter
+  }
   // The next in line may now make progress.
   if (line == &dequeue_line_) {
     dequeue_wake_at_ = 0;  // the next front sets its own

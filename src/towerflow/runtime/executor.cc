@@ -172,7 +172,12 @@ class StepState {
   // model: its first runs, then one in kSampleEvery (costs drift with load).
   bool SampleCost(int id) const {
     if (plan_.costs == nullptr) return false;
-    const uint32_t n = plan_.costs->runs[static_cast<size_t>(id)].fetch_add(1, std::memory_order_relaxed);
+    // A load and a store, not an atomic increment (a locked instruction on
+    // every kernel of every step): steps racing on one plan may lose a count,
+    // which only shifts when the next sample is taken.
+    std::atomic<uint32_t>& runs = plan_.costs->runs[static_cast<size_t>(id)];
+    const uint32_t n = runs.load(std::memory_order_relaxed);
+    runs.store(n + 1, std::memory_order_relaxed);
     return n < kWarmupSamples || n % kSampleEvery == 0;
   }
 
@@ -241,7 +246,10 @@ class StepState {
       }
       newly_ready.clear();
       for (int succ : item.successors) {
-        if (pending_[static_cast<size_t>(succ)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+        // One incoming edge (most nodes of a chain): this is its only count
+        // down, so no other thread can touch it: ready without a locked op.
+        if (plan_.items[static_cast<size_t>(succ)].initial_pending == 1 ||
+            pending_[static_cast<size_t>(succ)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
           newly_ready.push_back(succ);
         }
       }
@@ -380,7 +388,9 @@ class StepState {
     if (uses_.empty()) return;
     for (const ExecutorPlan::Input& in : item.inputs) {
       if (in.entry < 0) continue;
-      if (uses_[static_cast<size_t>(in.entry)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      // A value read once is released by its reader without a locked op.
+      if (plan_.entry_uses[static_cast<size_t>(in.entry)] == 1 ||
+          uses_[static_cast<size_t>(in.entry)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
         entries_[static_cast<size_t>(in.entry)] = TensorValue();
       }
     }
