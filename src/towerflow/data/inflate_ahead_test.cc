@@ -4,13 +4,10 @@
 // a file after its end was read. And ReadAhead itself: bytes, ends and errors
 // in the source's order, the source asked again only once an end was taken.
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <thread>
@@ -18,36 +15,15 @@
 
 #include "towerflow/data/internal/read_ahead.h"
 #include "towerflow/data/record_reader.h"
+#include "towerflow/data/record_test_util.h"
 #include "towerflow/data/record_writer.h"
 
 namespace tw {
 namespace {
 
-class InflateAheadTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "inflate_ahead_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
-  std::string dir_;
-};
-
-std::string ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
-void WriteFileBytes(const std::string& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using InflateAheadTest = record_test::TempDirTest;
+using record_test::ReadFileBytes;
+using record_test::WriteFileBytes;
 
 // Everything a reader did, in order: each record, each error with the offset it
 // left, and the retries after an error (a failed read consumes nothing, so a

@@ -8,19 +8,16 @@
 // writes them) and from raw zlib calls.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <zlib.h>
 
 #include <algorithm>
-#include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <random>
 #include <regex>
 #include <string>
 #include <vector>
 
 #include "towerflow/data/record_reader.h"
+#include "towerflow/data/record_test_util.h"
 #include "towerflow/data/record_writer.h"
 
 namespace tw {
@@ -73,24 +70,18 @@ Outcome ExpectSameOutcome(std::string_view bytes, Compression c, size_t buffer_s
   return isal;
 }
 
-class InflateDifferentialTest : public ::testing::Test {
+class InflateDifferentialTest : public record_test::TempDirTest {
  protected:
   void SetUp() override {
     if (!InflateLibraryAvailable(InflateLibrary::kIsal)) GTEST_SKIP() << "built without ISA-L";
-    std::string tmpl = ::testing::TempDir() + "inflate_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    if (!dir_.empty()) std::filesystem::remove_all(dir_, ignored);
+    TempDirTest::SetUp();
   }
 
   // The file RecordWriter makes of `records`, flushed after every record whose
   // index is in `flush_after`, closed unless `open`.
   std::string Write(const std::vector<std::string>& records, Compression c, const std::vector<size_t>& flush_after,
                     bool open = false) {
-    const std::string path = dir_ + "/records";
+    const std::string path = Path("records");
     RecordWriterOptions options;
     options.compression = c;
     auto writer = RecordWriter::Open(path, options).ValueOrDie();
@@ -103,11 +94,8 @@ class InflateDifferentialTest : public ::testing::Test {
     if (!open) {
       EXPECT_TRUE(writer->Close().ok());
     }
-    std::ifstream in(path, std::ios::binary);  // read while an open writer lives
-    return std::string(std::istreambuf_iterator<char>(in), {});
+    return record_test::ReadFileBytes(path);  // read while an open writer lives
   }
-
-  std::string dir_;
 };
 
 std::vector<std::string> SomeRecords(std::mt19937* rng, int n) {

@@ -3,19 +3,16 @@
 // truncation at every byte, crafted lengths, compressed streams, skip_corrupt.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 #include <zlib.h>
 
 #include <chrono>
-#include <filesystem>
-#include <fstream>
 #include <random>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "towerflow/data/crc32c.h"
 #include "towerflow/data/record_reader.h"
+#include "towerflow/data/record_test_util.h"
 #include "towerflow/data/record_writer.h"
 
 namespace tw {
@@ -23,34 +20,9 @@ namespace {
 
 using ::testing::HasSubstr;
 
-// A fresh directory per test.
-class RecordIoTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "record_io_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  std::string Path(const std::string& name) const { return dir_ + "/" + name; }
-
-  std::string dir_;
-};
-
-std::string ReadFileBytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-void WriteFileBytes(const std::string& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
+using RecordIoTest = record_test::TempDirTest;  // a fresh directory per test
+using record_test::ReadFileBytes;
+using record_test::WriteFileBytes;
 
 void WriteRecords(const std::string& path, const std::vector<std::string>& records, Compression compression,
                   size_t buffer_size = 256 << 10) {
