@@ -230,6 +230,7 @@ TEST(ReadAheadTest, HandsOutTheSourcesAnswersInOrderAndAsksAgainOnlyAfterAnEnd) 
         return script[i].status;
       },
       /*chunk_bytes=*/8, /*chunks=*/2);
+  ASSERT_TRUE(ahead.Start());
   // Reads of at most 2 bytes: pieces arrive split, in order.
   auto read_until_stop = [&](std::string* out) -> Status {
     while (true) {

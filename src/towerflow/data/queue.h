@@ -34,7 +34,9 @@
 //   dequeue returns the 0 < k < N elements left.
 // - Close() (the session closing) fails every pending and later operation with
 //   Cancelled ("Enqueue operation was cancelled" / "Dequeue operation was cancelled").
-// Every wait is on one condition variable and ends on close or cancellation.
+// Enqueues wait on one condition variable, dequeues on another (a dequeue is
+// woken once it can take all it still needs); every wait ends on close or
+// cancellation.
 // Thread-safe: all state is guarded by one mutex, held only to move tuples.
 #ifndef TOWERFLOW_DATA_QUEUE_H_
 #define TOWERFLOW_DATA_QUEUE_H_

@@ -121,6 +121,10 @@ RecordReader::RecordReader(std::string name, int fd, bool size_known, std::span<
     decoder_->ahead = std::make_unique<internal::ReadAhead>(
         "tw/inflate", [this](uint8_t* dst, size_t n, size_t* got) { return Inflate(dst, n, got); }, options_.buffer_size,
         /*chunks=*/3);
+    if (!decoder_->ahead->Start()) {  // no memory or no thread for it: decode inline
+      decoder_->ahead.reset();
+      ahead_decoders.fetch_sub(1, std::memory_order_relaxed);
+    }
   }
 }
 

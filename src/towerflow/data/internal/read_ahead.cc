@@ -4,13 +4,27 @@
 
 #include <algorithm>
 #include <cstring>
+#include <new>
+#include <system_error>
 #include <utility>
 
 namespace tw::internal {
 
 ReadAhead::ReadAhead(std::string name, Source source, size_t chunk_bytes, int chunks)
-    : name_(std::move(name)), source_(std::move(source)), chunk_bytes_(chunk_bytes), chunks_(chunks) {
-  for (Chunk& c : chunks_) c.bytes.reset(new uint8_t[chunk_bytes_]);
+    : name_(std::move(name)), source_(std::move(source)), chunk_bytes_(chunk_bytes), chunks_(chunks) {}
+
+bool ReadAhead::Start() {
+  for (Chunk& c : chunks_) {
+    c.bytes.reset(new (std::nothrow) uint8_t[chunk_bytes_]);
+    if (c.bytes == nullptr) return false;
+  }
+  try {
+    thread_ = std::thread([this] { Loop(); });
+  } catch (const std::system_error&) {
+    return false;  // out of threads
+  }
+  pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());  // Linux's limit
+  return true;
 }
 
 ReadAhead::~ReadAhead() {
@@ -47,10 +61,6 @@ void ReadAhead::Loop() {
 Status ReadAhead::Read(uint8_t* dst, size_t n, size_t* got) {
   *got = 0;
   std::unique_lock<std::mutex> lock(mu_);
-  if (!thread_.joinable()) {
-    thread_ = std::thread([this] { Loop(); });
-    pthread_setname_np(thread_.native_handle(), name_.substr(0, 15).c_str());  // Linux's limit
-  }
   if (ready_ == 0 && parked_) {
     // Everything before the last end or error was taken: ask the source again.
     parked_ = false;

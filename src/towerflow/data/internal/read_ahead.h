@@ -12,9 +12,10 @@
 // parked and every effect of the source calls so far is visible to the caller:
 // it may then look into the source's state (a decoder's error) without a lock.
 //
-// Memory: `chunks` buffers of `chunk_bytes`. The thread starts on the first
-// Read; the destructor stops it and waits for a source call in flight, so a
-// source must return in bounded time (a regular file or memory, not a pipe).
+// Memory: `chunks` buffers of `chunk_bytes`, allocated by Start, which also
+// starts the thread. The destructor stops it and waits for a source call in
+// flight, so a source must return in bounded time (a regular file or memory,
+// not a pipe).
 //
 // ReadAhead is thread-compatible: Read from one thread at a time.
 #ifndef TOWERFLOW_DATA_INTERNAL_READ_AHEAD_H_
@@ -37,18 +38,25 @@ namespace tw::internal {
 class ReadAhead {
  public:
   // Writes up to n next bytes at dst and sets *got; *got == 0 at the end (of
-  // the output so far). Called on the read-ahead thread, one call at a time.
+  // the output so far). A source that fails hands out nothing with its error
+  // (bytes it wrote in that call are dropped): it returns what it made first,
+  // and the error on its next call. Called on the read-ahead thread, one call
+  // at a time.
   using Source = std::function<Status(uint8_t* dst, size_t n, size_t* got)>;
 
   // REQUIRES: chunk_bytes >= 1, chunks >= 1. `name` names the thread.
   ReadAhead(std::string name, Source source, size_t chunk_bytes, int chunks);
   ~ReadAhead();
+  // Allocates the chunks and starts the thread; false when either fails (no
+  // memory, no thread), and then the caller reads its source directly.
+  [[nodiscard]] bool Start();
   ReadAhead(const ReadAhead&) = delete;
   ReadAhead& operator=(const ReadAhead&) = delete;
 
   // Up to n next bytes of the source's output (at most one chunk's), waiting
   // for the thread when nothing is ready; *got == 0 where the source ended, or
-  // the source's error where it failed (*got == 0 then). REQUIRES: n >= 1.
+  // the source's error where it failed (*got == 0 then). REQUIRES: Start()
+  // returned true; n >= 1.
   Status Read(uint8_t* dst, size_t n, size_t* got);
 
  private:
@@ -74,7 +82,7 @@ class ReadAhead {
   size_t fill_ = 0;      // the next chunk the thread fills
   bool parked_ = false;  // the last chunk filled is an end or an error
   bool stop_ = false;
-  std::thread thread_;  // started by the first Read
+  std::thread thread_;  // started by Start
 };
 
 }  // namespace tw::internal
