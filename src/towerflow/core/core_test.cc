@@ -145,6 +145,67 @@ TEST(ThreadPoolTest, ParallelForDoesNotWaitForABusyPool) {
   for (auto& h : hits) EXPECT_EQ(h.load(), 1);
 }
 
+// Occupies pool threads until released.
+struct Blocker {
+  std::mutex mu;
+  std::condition_variable cv;
+  int blocked = 0;  // guarded by mu
+  bool release = false;  // guarded by mu
+  void Block() {
+    std::unique_lock<std::mutex> lock(mu);
+    ++blocked;
+    cv.notify_all();
+    cv.wait(lock, [&] { return release; });
+  }
+  bool WaitBlocked(int n) {
+    std::unique_lock<std::mutex> lock(mu);
+    return cv.wait_for(lock, std::chrono::seconds(30), [&] { return blocked == n; });
+  }
+  void Release() {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+    cv.notify_all();
+  }
+};
+
+// Shards are claimed from the claiming thread's home range first (one range
+// per pool thread, one for threads from outside), then from the next ranges.
+// With every pool thread busy, the order one thread runs the shards in shows
+// it: a caller from outside starts with the last range; a pool thread with its
+// own, never the outsiders'.
+TEST(ThreadPoolTest, ParallelForStartsInTheCallersHomeRange) {
+  Blocker both, one;  // outlive the pool, whose threads use them
+  ThreadPool pool("test", 2);
+  // One shard per index: 12 = 4 per participant (2 threads and a caller), so
+  // ranges of 4: thread 0 [0, 4), thread 1 [4, 8), outsiders [8, 12).
+  auto order_of_shards = [&pool] {
+    std::vector<int64_t> order;
+    pool.ParallelFor(12, 1000000, [&](int64_t b, int64_t e) {
+      for (int64_t i = b; i < e; ++i) order.push_back(i);  // one thread runs them all: no race
+    });
+    return order;
+  };
+  pool.Schedule([&] { both.Block(); });
+  pool.Schedule([&] { both.Block(); });
+  ASSERT_TRUE(both.WaitBlocked(2));
+  EXPECT_EQ(order_of_shards(), (std::vector<int64_t>{8, 9, 10, 11, 0, 1, 2, 3, 4, 5, 6, 7}));
+  both.Release();  // the helpers queued meanwhile find nothing left
+  // A pool thread calling, the other one busy.
+  pool.Schedule([&] { one.Block(); });
+  ASSERT_TRUE(one.WaitBlocked(1));
+  std::vector<int64_t> inner;
+  std::atomic<bool> done{false};
+  pool.Schedule([&] {
+    inner = order_of_shards();
+    done = true;
+  });
+  while (!done) std::this_thread::yield();
+  one.Release();
+  const std::vector<int64_t> from0 = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+  const std::vector<int64_t> from1 = {4, 5, 6, 7, 8, 9, 10, 11, 0, 1, 2, 3};
+  EXPECT_TRUE(inner == from0 || inner == from1) << "started at shard " << (inner.empty() ? -1 : inner[0]);
+}
+
 }  // namespace
 TEST(CancellationTest, CallbacksRunOnceAndLateRegistrationFails) {
   CancellationManager cm;

@@ -8,12 +8,17 @@
 #include <pthread.h>
 
 namespace tw {
+namespace {
+// The pool whose worker this thread is, and its index there.
+thread_local const ThreadPool* tls_pool = nullptr;
+thread_local int tls_index = 0;
+}  // namespace
 
 ThreadPool::ThreadPool(std::string name, int num_threads) {
   num_threads = std::max(1, num_threads);
   threads_.reserve(static_cast<size_t>(num_threads));
   for (int i = 0; i < num_threads; ++i) {
-    threads_.emplace_back([this] { WorkerLoop(); });
+    threads_.emplace_back([this, i] { WorkerLoop(i); });
     std::string thread_name = (name + "/" + std::to_string(i)).substr(0, 15);
     pthread_setname_np(threads_.back().native_handle(), thread_name.c_str());
   }
@@ -50,9 +55,13 @@ bool ThreadPool::TryRunOne() {
   return true;
 }
 
-void ThreadPool::WorkerLoop() {
+int ThreadPool::HomeRange() const { return tls_pool == this ? tls_index : NumThreads(); }
+
+void ThreadPool::WorkerLoop(int index) {
   // Pool threads run kernels only: they flush denormals for their whole life.
   ScopedFlushDenormal flush_denormal;
+  tls_pool = this;
+  tls_index = index;
   for (;;) {
     SpinUntil([this] { return queued_.load(std::memory_order_relaxed) > 0 || stopping_.load(std::memory_order_relaxed); },
               kDefaultSpin);
@@ -85,24 +94,30 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
     return;
   }
   // Shards are claimed, not assigned: the caller and every helper that gets
-  // to run take the next unclaimed shard until none is left. The caller never
-  // waits for a shard that no thread has started (a helper queued behind
-  // other work finds nothing left and returns), only for shards in progress.
+  // to run take the next unclaimed shard, from their home range first, until
+  // none is left. The caller never waits for a shard that no thread has
+  // started (a helper queued behind other work finds nothing left and
+  // returns), only for shards in progress.
   struct Work {
     int64_t n, block, shards;
+    int ranges;  // range r: shards [r * shards / ranges, (r + 1) * shards / ranges)
     const std::function<void(int64_t, int64_t)>* fn;
-    std::atomic<int64_t> next{0};
+    std::unique_ptr<std::atomic<int64_t>[]> next;  // per range, the next shard to claim
     std::atomic<int64_t> done{0};
     std::mutex mu;
     std::condition_variable cv;
-    // Runs shards until none is left to claim.
-    void Run() {
-      for (int64_t s = next.fetch_add(1, std::memory_order_relaxed); s < shards;
-           s = next.fetch_add(1, std::memory_order_relaxed)) {
-        (*fn)(s * block, std::min(n, (s + 1) * block));
-        if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == shards) {
-          std::lock_guard<std::mutex> lock(mu);
-          cv.notify_all();
+    // Runs shards until none is left to claim, starting with range `home`.
+    void Run(int home) {
+      for (int j = 0; j < ranges; ++j) {
+        const int r = (home + j) % ranges;
+        const int64_t end = (r + 1) * shards / ranges;
+        for (int64_t s = next[r].fetch_add(1, std::memory_order_relaxed); s < end;
+             s = next[r].fetch_add(1, std::memory_order_relaxed)) {
+          (*fn)(s * block, std::min(n, (s + 1) * block));
+          if (done.fetch_add(1, std::memory_order_acq_rel) + 1 == shards) {
+            std::lock_guard<std::mutex> lock(mu);
+            cv.notify_all();
+          }
         }
       }
     }
@@ -111,10 +126,17 @@ void ThreadPool::ParallelFor(int64_t n, int64_t cost_per_unit,
   work->n = n;
   work->block = (n + shards - 1) / shards;
   work->shards = (n + work->block - 1) / work->block;
+  work->ranges = NumThreads() + 1;  // one per pool thread, one for threads from outside
+  work->next.reset(new std::atomic<int64_t>[static_cast<size_t>(work->ranges)]);
+  for (int r = 0; r < work->ranges; ++r) work->next[r].store(r * work->shards / work->ranges, std::memory_order_relaxed);
   work->fn = &fn;  // called only for claimed shards, all finished before this returns
   const int64_t helpers = std::min<int64_t>(NumThreads(), work->shards - 1);
-  for (int64_t h = 0; h < helpers; ++h) Schedule([work] { work->Run(); });
-  work->Run();
+  // A helper may also run on a thread from outside that waits for this
+  // pool's work (TryRunOne): its home is then the outsiders' range.
+  for (int64_t h = 0; h < helpers; ++h) {
+    Schedule([this, work] { work->Run(HomeRange()); });
+  }
+  work->Run(HomeRange());
   if (work->done.load(std::memory_order_acquire) == work->shards) return;
   if (SpinUntil([&] { return work->done.load(std::memory_order_acquire) == work->shards; }, kDefaultSpin)) return;
   std::unique_lock<std::mutex> lock(work->mu);

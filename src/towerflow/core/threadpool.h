@@ -4,7 +4,15 @@
 // Schedule and ParallelFor are thread-safe. ParallelFor's shards are claimed
 // by the calling thread and by the pool threads that are free: the caller runs
 // every shard no one else has started and waits only for those in progress, so
-// a busy pool never delays it. Shards must not block on other work of the pool. The destructor runs what is queued, then joins.
+// a busy pool never delays it. Shards must not block on other work of the pool.
+// Shards are split into NumThreads() + 1 ranges: pool thread i's home is
+// range i, any other thread's (the caller from outside, a thread running
+// queued work in TryRunOne) the last one. Each thread claims in its home
+// range first, then in the others: a loop run every step over the same arrays (an
+// update over a variable and its accumulator) gives each part to the same
+// core each time while both are free, so that part stays in that core's
+// cache, and a thread that is busy elsewhere still has its part taken. The
+// destructor runs what is queued, then joins.
 // An idle worker spins for kDefaultSpin (core/spin_wait.h) before it sleeps, so
 // that work handed over within a step starts at once.
 #ifndef TOWERFLOW_CORE_THREADPOOL_H_
@@ -45,7 +53,10 @@ class ThreadPool {
                    const std::function<void(int64_t, int64_t)>& fn);
 
  private:
-  void WorkerLoop();
+  void WorkerLoop(int index);
+  // The calling thread's home range of a ParallelFor: its index in this pool,
+  // or NumThreads() for a thread that is not one of the pool's.
+  int HomeRange() const;
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -118,18 +118,19 @@ void KernelRegistry::RegisterFusion(FusionDef def) {
   fusions_.push_back(std::make_unique<FusionDef>(std::move(def)));
 }
 
-const FusionDef* KernelRegistry::FindFusion(const Node& producer, const Node& consumer, int consumer_input,
-                                            const std::string& device_type) const {
-  if (producer.num_outputs() == 0) return nullptr;
+std::vector<const FusionDef*> KernelRegistry::FindFusions(const Node& producer, const Node& consumer,
+                                                          int consumer_input, const std::string& device_type) const {
+  std::vector<const FusionDef*> out;
+  if (producer.num_outputs() == 0) return out;
   const DataType t = producer.output_type(0);
   std::shared_lock<std::shared_mutex> lock(mu_);
   for (const auto& f : fusions_) {
     if (f->producer_op == producer.op() && f->consumer_op == consumer.op() && f->consumer_input == consumer_input &&
         f->device_type == device_type && std::find(f->types.begin(), f->types.end(), t) != f->types.end()) {
-      return f.get();
+      out.push_back(f.get());
     }
   }
-  return nullptr;
+  return out;
 }
 
 StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateFusedKernel(const FusionDef& def, const Node& producer,

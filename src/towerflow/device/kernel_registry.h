@@ -54,7 +54,23 @@ struct KernelDef {
 // consumer; its inputs are the producer's inputs followed by the consumer's
 // other inputs in order, and its outputs are the consumer's (the context's
 // node() is the consumer, so OpKernelContext::input_name does not apply).
+//
+// A fusion may absorb more nodes below the producer (FusionDef::deeper: the
+// towers' gradients of one weight, MatMul per tower -> AddN -> Div, applied
+// by ApplyMomentum). The fused item's inputs then follow one rule from the
+// consumer down: a node's inputs are those of each absorbed producer of it,
+// expanded by the same rule in input order, followed by its own other inputs
+// (for MatMul_0, MatMul_1 -> AddN -> Div -> ApplyMomentum: a0 b0 a1 b1, the
+// divisor, then var accum lr momentum). The kernel finds the absorbed nodes
+// from the producer's node, whose shape `deeper` has checked.
 using FusedKernelFactory = std::function<std::unique_ptr<OpKernel>(OpKernelConstruction* producer, const Node& consumer)>;
+// An edge of a fusion: output 0 of `producer` is input `consumer_input` of `consumer`.
+struct FusedEdge {
+  const Node* producer = nullptr;
+  const Node* consumer = nullptr;
+  int consumer_input = 0;
+};
+
 struct FusionDef {
   std::string producer_op;
   std::string consumer_op;
@@ -68,6 +84,17 @@ struct FusionDef {
   // Optional: where the fusion applies beyond ops, device and dtype (say, a
   // divisor whose shape is known to hold one element). Null: everywhere.
   std::function<bool(const Node& producer, const Node& consumer)> applies = nullptr;
+  // Optional: the edges below the producer that the kernel absorbs too, each
+  // (producer, consumer, consumer_input) with output 0 of its producer read;
+  // appended to `edges` (which holds the first edge), parents before
+  // children. False: the producer's inputs are not the pattern's. The plan
+  // builder checks every edge as the first one. Null: two nodes.
+  std::function<bool(const Node& producer, std::vector<FusedEdge>* edges)> deeper = nullptr;
+  // The absorbed nodes may be placed on other CPU devices with host memory
+  // than the consumer's (virtual CPU devices share one address space, and a
+  // transfer between them shares the buffer): a tower's gradient MatMul on its
+  // own device summed into the update on the variable's.
+  bool across_host_devices = false;
 };
 
 class KernelRegistry {
@@ -115,11 +142,12 @@ class KernelRegistry {
   std::vector<const KernelDef*> KernelsFor(const std::string& op) const;
 
   void RegisterFusion(FusionDef def);
-  // The fusion of `producer` into input `consumer_input` of `consumer` on
-  // `device_type`, or nullptr. Looks at ops, device type and dtype only; the
-  // plan builder checks the edges.
-  const FusionDef* FindFusion(const Node& producer, const Node& consumer, int consumer_input,
-                              const std::string& device_type) const;
+  // The fusions of `producer` into input `consumer_input` of `consumer` on
+  // `device_type`, in registration order (a larger pattern is registered
+  // before the pair it extends). Looks at ops, device type and dtype only;
+  // the plan builder checks the edges.
+  std::vector<const FusionDef*> FindFusions(const Node& producer, const Node& consumer, int consumer_input,
+                                            const std::string& device_type) const;
   // Builds the fused kernel; the construction error names the producer.
   StatusOr<std::unique_ptr<OpKernel>> CreateFusedKernel(const FusionDef& def, const Node& producer,
                                                          const Node& consumer, Device* device) const;

@@ -315,6 +315,7 @@ class StepState {
       timing.thread = TimingThreadId();
       timing.device = item.device;
       timing.fused_producer = item.fused_producer;
+      if (item.fused != nullptr) timing.fused = item.fused->nodes;
       std::lock_guard<std::mutex> lock(timings_mu_);
       timings_.push_back(timing);
     }
@@ -396,11 +397,12 @@ class StepState {
     }
   }
 
-  // A fused item's failure names both of its nodes.
+  // A fused item's failure names all of its nodes.
   void Fail(const ExecutorPlan::Item& item, const Status& s) {
-    Fail(item.node, item.fused_producer == nullptr
-                        ? s
-                        : s.WithContext("fused with " + item.fused_producer->DebugName()));
+    if (item.fused == nullptr) return Fail(item.node, s);
+    std::string with;
+    for (const Node* n : item.fused->nodes) with += (with.empty() ? "" : ", ") + n->DebugName();
+    Fail(item.node, s.WithContext("fused with " + with));
   }
 
   void Fail(const Node* node, const Status& s) {
@@ -442,28 +444,18 @@ class StepState {
 }  // namespace
 
 int ExecutorPlan::Item::NumInputs() const {
-  return node->num_inputs() + (fused_producer == nullptr ? 0 : fused_producer->num_inputs() - 1);
+  return fused == nullptr ? node->num_inputs() : static_cast<int>(fused->inputs.size());
 }
-
-namespace {
-// Which node, and which of its inputs, input `i` of a fused item is.
-std::pair<const Node*, int> FusedInput(const ExecutorPlan::Item& item, int i) {
-  const int from_producer = item.fused_producer->num_inputs();
-  if (i < from_producer) return {item.fused_producer, i};
-  const int k = i - from_producer;
-  return {item.node, k < item.fused_input ? k : k + 1};
-}
-}  // namespace
 
 const Output& ExecutorPlan::Item::InputSource(int i) const {
-  if (fused_producer == nullptr) return node->input(i);
-  auto [n, k] = FusedInput(*this, i);
+  if (fused == nullptr) return node->input(i);
+  const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
   return n->input(k);
 }
 
 bool ExecutorPlan::Item::InputIsRef(int i) const {
-  if (fused_producer == nullptr) return node->input_is_ref(i);
-  auto [n, k] = FusedInput(*this, i);
+  if (fused == nullptr) return node->input_is_ref(i);
+  const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
   return n->input_is_ref(k);
 }
 

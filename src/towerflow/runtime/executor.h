@@ -52,11 +52,16 @@ struct ExecutorPlan {
     Device* transfer_from = nullptr;
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }
-    // A fused item (fusion.h) runs `node` together with `fused_producer`, the
-    // node whose output 0 is node's input `fused_input`: its inputs are the
-    // producer's inputs followed by node's other inputs, its outputs node's.
+    // A fused item (fusion.h) runs `node` together with the nodes that feed
+    // it in `fused->nodes` (`fused_producer`, node's direct producer, first):
+    // its inputs are `fused->inputs` in order, each an input (node, index) of
+    // one of them; its outputs are node's.
+    struct Fused {
+      std::vector<const Node*> nodes;
+      std::vector<std::pair<const Node*, int>> inputs;
+    };
     const Node* fused_producer = nullptr;
-    int fused_input = -1;
+    std::shared_ptr<const Fused> fused;
     // A node item's inputs: how many, the graph output input `i` reads, and
     // whether the kernel takes it by reference.
     int NumInputs() const;
@@ -117,7 +122,8 @@ struct StepStats {
     int output = 0;
     const Device* device = nullptr;
     const Device* transfer_from = nullptr;
-    const Node* fused_producer = nullptr;  // a fused item's other node (fusion.h)
+    const Node* fused_producer = nullptr;  // a fused item's consumer's producer (fusion.h)
+    std::vector<const Node*> fused = {};   // all the nodes it absorbed, fused_producer first
   };
   std::vector<NodeTiming> nodes;
 };

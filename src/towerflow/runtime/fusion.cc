@@ -7,36 +7,48 @@
 namespace tw {
 namespace {
 
-// True when `consumer` is the only node among the needed ones that reads an
-// output of `producer`, and reads it once. Other needed nodes may wait on the
-// producer through control edges (they will wait on the fused item), unless
-// one of them leads to the consumer: fused, that wait would be a cycle (an
-// update behind a barrier that waits on the update's own gradient).
-bool ReadByConsumerAlone(const Graph& graph, const std::vector<char>& needed, const Node* producer,
-                         const Node* consumer) {
-  int reads = 0;
-  for (const Output& in : consumer->inputs()) reads += in.node == producer;
-  if (reads != 1) return false;
-  for (const Node* c : consumer->control_inputs()) {
-    if (c == producer) return false;
+// The edges' rules on reads and waits (fusion.h): each absorbed producer's
+// output is read by its consumer alone among the needed nodes, and once; no
+// node of the fusion waits on an absorbed one through a control edge; other
+// needed nodes may wait on absorbed ones (they will wait on the fused item)
+// unless one of them leads to a node of the fusion: fused, that wait would be
+// a cycle (an update behind a barrier that waits on the update's own gradient).
+bool ReadsAndWaitsAllowFusion(const Graph& graph, const std::vector<char>& needed, const Node* root,
+                              const std::vector<FusedEdge>& edges) {
+  std::set<const Node*> members = {root};
+  std::set<const Node*> absorbed;
+  for (const FusedEdge& e : edges) {
+    members.insert(e.producer);
+    absorbed.insert(e.producer);
   }
   std::set<const Node*> waiters;
-  for (const Node* reader : graph.consumers(producer)) {
-    if (reader == consumer || !needed[static_cast<size_t>(reader->id())]) continue;
-    for (const Output& in : reader->inputs()) {
-      if (in.node == producer) return false;  // a second reader of the data
+  for (const FusedEdge& e : edges) {
+    int reads = 0;
+    for (const Output& in : e.consumer->inputs()) reads += in.node == e.producer;
+    if (reads != 1) return false;
+    for (const Node* reader : graph.consumers(e.producer)) {
+      if (reader == e.consumer || !needed[static_cast<size_t>(reader->id())]) continue;
+      for (const Output& in : reader->inputs()) {
+        if (in.node == e.producer) return false;  // a second reader of the data
+      }
+      if (members.count(reader)) return false;  // a member waits on an absorbed node
+      waiters.insert(reader);
     }
-    waiters.insert(reader);
+  }
+  for (const Node* m : members) {
+    for (const Node* c : m->control_inputs()) {
+      if (absorbed.count(c)) return false;
+    }
   }
   if (waiters.empty()) return true;
-  // No waiter may be among the consumer's ancestors.
+  // No waiter may be among the fusion's ancestors.
   std::vector<char> seen(static_cast<size_t>(graph.num_nodes()), 0);
-  std::vector<const Node*> stack = {consumer};
+  std::vector<const Node*> stack(members.begin(), members.end());
   while (!stack.empty()) {
     const Node* n = stack.back();
     stack.pop_back();
     auto visit = [&](const Node* up) {
-      if (up == producer || !needed[static_cast<size_t>(up->id())] || seen[static_cast<size_t>(up->id())]) return;
+      if (members.count(up) || !needed[static_cast<size_t>(up->id())] || seen[static_cast<size_t>(up->id())]) return;
       seen[static_cast<size_t>(up->id())] = 1;
       stack.push_back(up);
     };
@@ -49,7 +61,34 @@ bool ReadByConsumerAlone(const Graph& graph, const std::vector<char>& needed, co
   return true;
 }
 
+bool IsHostCpu(const Device* d) { return d != nullptr && d->device_type() == kDeviceCpu && d->host_memory(); }
+
 }  // namespace
+
+std::vector<const Node*> PlannedFusion::Absorbed() const {
+  std::vector<const Node*> out;
+  out.reserve(edges.size());
+  for (const FusedEdge& e : edges) out.push_back(e.producer);
+  return out;
+}
+
+std::vector<std::pair<const Node*, int>> PlannedFusion::Inputs(const Node* consumer) const {
+  std::vector<std::pair<const Node*, int>> out;
+  auto expand = [&](const Node* node, auto&& self) -> void {
+    std::vector<char> absorbed(static_cast<size_t>(node->num_inputs()), 0);
+    for (const FusedEdge& e : edges) {
+      if (e.consumer == node) absorbed[static_cast<size_t>(e.consumer_input)] = 1;
+    }
+    for (int k = 0; k < node->num_inputs(); ++k) {
+      if (absorbed[static_cast<size_t>(k)]) self(node->input(k).node, self);
+    }
+    for (int k = 0; k < node->num_inputs(); ++k) {
+      if (!absorbed[static_cast<size_t>(k)]) out.emplace_back(node, k);
+    }
+  };
+  expand(consumer, expand);
+  return out;
+}
 
 std::map<int, PlannedFusion> ChooseFusions(const Graph& graph, const std::vector<char>& needed,
                                            const std::function<bool(const Output&)>& fed,
@@ -57,29 +96,41 @@ std::map<int, PlannedFusion> ChooseFusions(const Graph& graph, const std::vector
                                            const std::function<Device*(const Node*)>& device_of,
                                            const KernelRegistry& registry) {
   std::map<int, PlannedFusion> out;
-  std::set<const Node*> producers;
+  std::set<const Node*> absorbed;  // no chains: an absorbed node is no consumer, and in one fusion only
   for (int id = 0; id < graph.num_nodes(); ++id) {
     if (!needed[static_cast<size_t>(id)]) continue;
     const Node* consumer = graph.node(id);
-    if (producers.count(consumer)) continue;  // no chains: a fused producer is no consumer
+    if (absorbed.count(consumer)) continue;
     Device* device = device_of(consumer);
     if (device == nullptr) continue;
-    for (int k = 0; k < consumer->num_inputs(); ++k) {
-      const Output& in = consumer->input(k);
-      const Node* producer = in.node;
-      if (in.index != 0 || fed(in) || consumer->input_is_ref(k) || !needed[static_cast<size_t>(producer->id())] ||
-          out.count(producer->id()) || producer->is_stateful() || !producer->control_inputs().empty() ||
-          fetched(producer) || device_of(producer) != device) {
-        continue;
+    // The rules every edge of a fusion meets, besides reads and waits.
+    auto edge_ok = [&](const FusedEdge& e, const FusionDef& def) {
+      const Output& in = e.consumer->input(e.consumer_input);
+      const Node* p = e.producer;
+      if (in.node != p || in.index != 0 || fed(in) || e.consumer->input_is_ref(e.consumer_input) ||
+          !needed[static_cast<size_t>(p->id())] || out.count(p->id()) || absorbed.count(p) || p->is_stateful() ||
+          !p->control_inputs().empty() || fetched(p)) {
+        return false;
       }
-      const FusionDef* def = registry.FindFusion(*producer, *consumer, k, device->device_type());
-      if (def == nullptr || (def->applies && !def->applies(*producer, *consumer)) ||
-          !ReadByConsumerAlone(graph, needed, producer, consumer)) {
-        continue;
+      Device* pd = device_of(p);
+      return pd == device || (def.across_host_devices && IsHostCpu(pd) && IsHostCpu(device));
+    };
+    bool chosen = false;
+    for (int k = 0; k < consumer->num_inputs() && !chosen; ++k) {
+      const Node* producer = consumer->input(k).node;
+      for (const FusionDef* def : registry.FindFusions(*producer, *consumer, k, device->device_type())) {
+        if (def->applies && !def->applies(*producer, *consumer)) continue;
+        std::vector<FusedEdge> edges = {FusedEdge{producer, consumer, k}};
+        if (def->deeper && !def->deeper(*producer, &edges)) continue;
+        bool ok = true;
+        std::set<const Node*> distinct;
+        for (const FusedEdge& e : edges) ok = ok && edge_ok(e, *def) && distinct.insert(e.producer).second;
+        if (!ok || !ReadsAndWaitsAllowFusion(graph, needed, consumer, edges)) continue;
+        for (const FusedEdge& e : edges) absorbed.insert(e.producer);
+        out[id] = PlannedFusion{producer, k, def, std::move(edges)};
+        chosen = true;
+        break;
       }
-      out[id] = PlannedFusion{producer, k, def};
-      producers.insert(producer);
-      break;
     }
   }
   return out;

@@ -11,9 +11,14 @@
 // alone among the step's nodes (no other reader, not fetched, not fed), the
 // producer has no control inputs and is not stateful, and both nodes are
 // placed on one device with a fused kernel for its type and the dtype of the
-// producer's output. Nodes that wait on the producer through control edges wait on the
-// fused item instead (an update barrier waiting on a forward convolution),
-// unless one of them leads to the consumer, which would make a cycle. Traces name a fused item "Conv2D+BiasAddRelu".
+// producer's output (or, for a fusion across host devices, the producer on
+// another CPU device: FusionDef::across_host_devices). Nodes that wait on the
+// producer through control edges wait on the fused item instead (an update
+// barrier waiting on a forward convolution), unless one of them leads to the
+// consumer, which would make a cycle. A fusion of more nodes
+// (FusionDef::deeper) holds each of its edges to these rules, and no waiter
+// on an absorbed node may lead to any node of the fusion. Traces name a fused
+// item by its ops: "Conv2D+BiasAddRelu", "MatMul+MatMul+AddN+Div+ApplyMomentum".
 // SessionOptions::fuse_kernels = false turns it off (tests compare both).
 #ifndef TOWERFLOW_RUNTIME_FUSION_H_
 #define TOWERFLOW_RUNTIME_FUSION_H_
@@ -28,9 +33,18 @@
 namespace tw {
 
 struct PlannedFusion {
-  const Node* producer = nullptr;
-  int consumer_input = 0;  // the consumer's input that reads the producer's output 0
+  const Node* producer = nullptr;  // the consumer's direct producer: the kernel is built from it
+  int consumer_input = 0;          // the consumer's input that reads the producer's output 0
   const FusionDef* def = nullptr;
+  // Every edge the kernel absorbs, the consumer's own first; more than one
+  // for a FusionDef with `deeper` (MatMul per tower -> AddN -> Div).
+  std::vector<FusedEdge> edges;
+
+  // The absorbed nodes: every edge's producer, in edge order.
+  std::vector<const Node*> Absorbed() const;
+  // The fused item's inputs in order (kernel_registry.h's rule), as
+  // (node, input index) pairs, for the fusion into `consumer`.
+  std::vector<std::pair<const Node*, int>> Inputs(const Node* consumer) const;
 };
 
 // The fusions of one plan, keyed by consumer node id. `needed[id]` marks the

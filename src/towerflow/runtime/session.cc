@@ -229,8 +229,10 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
           return placed.status.ok() ? placed.device : nullptr;
         },
         KernelRegistry::Global());
-    // A fused producer runs inside its consumer's item.
-    for (const auto& [consumer, fusion] : fusions) needed[static_cast<size_t>(fusion.producer->id())] = 0;
+    // Absorbed nodes run inside their consumer's item.
+    for (const auto& [consumer, fusion] : fusions) {
+      for (const FusedEdge& e : fusion.edges) needed[static_cast<size_t>(e.producer->id())] = 0;
+    }
   }
 
   auto plan = std::make_shared<ExecutorPlan>();
@@ -245,7 +247,10 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     item.device = placed.device;
     if (auto fused = fusions.find(id); fused != fusions.end()) {
       item.fused_producer = fused->second.producer;
-      item.fused_input = fused->second.consumer_input;
+      auto parts = std::make_shared<ExecutorPlan::Item::Fused>();
+      parts->nodes = fused->second.Absorbed();
+      parts->inputs = fused->second.Inputs(n);
+      item.fused = std::move(parts);
       TW_ASSIGN_OR_RETURN(item.kernel, GetFusedKernel(n, fused->second, placed.device));
     } else {
       TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, placed.device));
@@ -256,9 +261,11 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
     plan->items.push_back(std::move(item));
   }
-  // Control edges from a fused producer wait on its consumer's item.
+  // Control edges from an absorbed node wait on its consumer's item.
   for (const auto& [consumer, fusion] : fusions) {
-    item_of[static_cast<size_t>(fusion.producer->id())] = item_of[static_cast<size_t>(consumer)];
+    for (const FusedEdge& e : fusion.edges) {
+      item_of[static_cast<size_t>(e.producer->id())] = item_of[static_cast<size_t>(consumer)];
+    }
   }
   TW_RETURN_IF_ERROR(CheckCollectiveGroups(*plan));
   // Nodes are added in topological order (inputs exist before consumers), so
@@ -271,7 +278,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     ExecutorPlan::Item node_item;
     node_item.node = plan->items[static_cast<size_t>(self)].node;
     node_item.fused_producer = plan->items[static_cast<size_t>(self)].fused_producer;
-    node_item.fused_input = plan->items[static_cast<size_t>(self)].fused_input;
+    node_item.fused = plan->items[static_cast<size_t>(self)].fused;
     const Node* n = node_item.node;
     std::vector<int> control_items;
     for (const Node* c : n->control_inputs()) control_items.push_back(item_of[static_cast<size_t>(c->id())]);

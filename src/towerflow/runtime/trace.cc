@@ -66,9 +66,14 @@ void TraceRecorder::AddStep(int64_t step, const StepStats& stats, const Placemen
       e.name = t.node->name();
       e.category = "kernel";
       e.args = {{"op", t.node->op()}, {"device", device}};
-      if (t.fused_producer != nullptr) {  // runtime/fusion.h: one kernel ran both nodes
-        e.args[0].second = StrCat(t.fused_producer->op(), "+", t.node->op());
-        e.args.push_back({"fused", t.fused_producer->name()});
+      if (!t.fused.empty()) {  // runtime/fusion.h: one kernel ran these nodes, the deepest first
+        std::string ops, names;
+        for (auto it = t.fused.rbegin(); it != t.fused.rend(); ++it) {
+          ops += (*it)->op() + "+";
+          names += (names.empty() ? "" : ",") + (*it)->name();
+        }
+        e.args[0].second = ops + t.node->op();
+        e.args.push_back({"fused", names});
       }
     }
     threads_.emplace(std::make_pair(e.pid, e.tid), StrCat("executor thread ", e.tid));

@@ -9,7 +9,7 @@
 // NodeTiming::thread; "thread_name" "executor thread N"). Kernels are category
 // "kernel" with args {op, device, step} (a fused item, runtime/fusion.h, is
 // named by its consumer, with op "Conv2D+BiasAddRelu" and arg "fused" naming
-// the producer); cross-device copies are category
+// the nodes it absorbed, comma-separated, the deepest first); cross-device copies are category
 // "transfer", named "transfer <tensor>" ("transfer sq:0"), on the destination
 // device's process, with args {op: "transfer", tensor, from, to, device, step}.
 // Spans (AddSpan: a step's wall time, a dequeue's wait) go to one more process,
