@@ -11,6 +11,10 @@
 // because a shared machine may not give the benchmark all its cores, the
 // process CPU time per example (what towers cost, whatever the contention) and
 // the cores it kept busy on average (CPU time / wall time).
+//
+// TOWERFLOW_BENCH_AB (see RunAb) compares two settings in one process, steps
+// of each side alternating, as the only comparison this shared VM resolves
+// to a few percent.
 #include <benchmark/benchmark.h>
 #include <sys/resource.h>
 
@@ -21,6 +25,8 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "towerflow/towerflow.h"
 
@@ -41,6 +47,28 @@ double ProcessCpuSeconds() {
 template <typename O>
 void SetCpuDevices(O& options, int cpus) {
   if constexpr (requires { options.num_cpu_devices; }) options.num_cpu_devices = cpus;
+}
+
+// The TF tutorial's CNN (conv 5x5x32, pool, conv 5x5x64, pool, dense 1024,
+// dense 10) on the same 784-pixel batches.
+tw::Output Cnn(const tw::Scope& tower, const tw::Batch& b) {
+  auto conv = [&](const std::string& name, const tw::Output& in, int64_t c, int64_t o) {
+    tw::Scope s = tower.WithVariableScope(name);
+    auto w = tw::GetVariable(s, "kernel", {5, 5, c, o});
+    auto bias = tw::GetVariable(s, "bias", {o}, {.initializer = tw::ZerosInitializer()});
+    return tw::MaxPool(s, tw::BiasAddRelu(s, tw::Conv2D(s, in, w.value, {.padding = "SAME"}), bias.value));
+  };
+  auto dense = [&](const std::string& name, const tw::Output& in, int64_t n, int64_t m, bool relu) {
+    tw::Scope s = tower.WithVariableScope(name);
+    auto w = tw::GetVariable(s, "kernel", {n, m});
+    auto bias = tw::GetVariable(s, "bias", {m}, {.initializer = tw::ZerosInitializer()});
+    tw::Output z = tw::MatMul(s, in, w.value);
+    return relu ? tw::BiasAddRelu(s, z, bias.value) : tw::BiasAdd(s, z, bias.value);
+  };
+  tw::Output pooled = conv("conv2", conv("conv1", tw::Reshape(tower, b[0], {-1, 28, 28, 1}), 1, 32), 32, 64);
+  tw::Output h = dense("dense", tw::Reshape(tower, pooled, {-1, 7 * 7 * 64}), 7 * 7 * 64, 1024, true);
+  return tw::Mean(tower, tw::SparseSoftmaxCrossEntropyWithLogits(tower, dense("logits", h, 1024, 10, false), b[1]).loss,
+                  {0});
 }
 
 tw::Output Mlp(const tw::Scope& tower, const tw::Batch& b) {
@@ -66,7 +94,8 @@ struct Towers {
   tw::FeedList feeds;
 
   Towers(int towers, tw::train::VariablePlacement placement,
-         tw::train::AllReduceAlgorithm all_reduce = tw::train::AllReduceAlgorithm::kAuto) {
+         tw::train::AllReduceAlgorithm all_reduce = tw::train::AllReduceAlgorithm::kAuto, bool cnn = false,
+         bool fuse = true) {
     graph.set_seed(1);
     tw::Scope root(graph);
     std::string devices;
@@ -75,10 +104,11 @@ struct Towers {
       return {tw::Placeholder(s.WithOpName("x"), tw::kFloat32, tw::PartialShape({kBatch, 784})),
               tw::Placeholder(s.WithOpName("labels"), tw::kInt32, tw::PartialShape({kBatch}))};
     };
-    step = tw::train::Replicate(root, tw::Devices(devices), placeholders, optimizer, Mlp,
+    step = tw::train::Replicate(root, tw::Devices(devices), placeholders, optimizer, cnn ? Cnn : Mlp,
                                 {.variable_placement = placement, .all_reduce = all_reduce});
     root.status().Check();
     tw::SessionOptions options{.inter_op_threads = towers, .intra_op_threads = towers == 1 ? 1 : 0};
+    options.fuse_kernels = fuse;
     SetCpuDevices(options, towers);
     session = std::make_unique<tw::Session>(graph, options);
     session->Run(tw::GlobalVariablesInitializer(graph)).Check();
@@ -173,6 +203,56 @@ int PrintTimeline(int towers) {
   return 0;
 }
 
+// TOWERFLOW_BENCH_AB=<a>:<b> (TOWERFLOW_BENCH_AB_TOWERS, default 2;
+// TOWERFLOW_BENCH_AB_MODEL=cnn for the CNN): instead of benchmarking, two
+// sessions of N towers that differ in one setting, each side one of pinned
+// (variables on CPU:0), mirrored, nofuse (pinned, SessionOptions::fuse_kernels
+// off), run in chunks of steps A, B, A, B, ... so that the machine's drift
+// hits both alike. Prints each side's median step and the median ratio b/a of
+// the pairs of chunks with its quartiles.
+int RunAb(const std::string& spec) {
+  const size_t colon = spec.find(':');
+  const std::string sides[2] = {spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1)};
+  const char* towers_env = std::getenv("TOWERFLOW_BENCH_AB_TOWERS");
+  const int towers = towers_env ? std::max(1, std::atoi(towers_env)) : 2;
+  const char* model = std::getenv("TOWERFLOW_BENCH_AB_MODEL");
+  const bool cnn = model != nullptr && std::string(model) == "cnn";
+  std::unique_ptr<Towers> t[2];
+  for (int i = 0; i < 2; ++i) {
+    if (sides[i] != "pinned" && sides[i] != "mirrored" && sides[i] != "nofuse") {
+      std::fprintf(stderr, "TOWERFLOW_BENCH_AB: side '%s' is not pinned, mirrored or nofuse\n", sides[i].c_str());
+      return 2;
+    }
+    t[i] = std::make_unique<Towers>(towers,
+                                    sides[i] == "mirrored" ? tw::train::VariablePlacement::kMirrored
+                                                           : tw::train::VariablePlacement::kSingleDevice,
+                                    tw::train::AllReduceAlgorithm::kAuto, cnn, sides[i] != "nofuse");
+  }
+  const int chunks = cnn ? 60 : 200, per_chunk = cnn ? 4 : 20;
+  std::vector<double> us[2], ratio;
+  for (int c = -1; c < chunks; ++c) {  // chunk -1 warms both up
+    for (int i = 0; i < 2; ++i) {
+      const auto start = std::chrono::steady_clock::now();
+      for (int s = 0; s < per_chunk; ++s) t[i]->session->Run(t[i]->feeds, {}, {t[i]->step.train_op}).status().Check();
+      if (c >= 0) {
+        us[i].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
+                        per_chunk);
+      }
+    }
+    if (c >= 0) ratio.push_back(us[1].back() / us[0].back());
+  }
+  auto quantile = [](std::vector<double> v, double q) {
+    std::sort(v.begin(), v.end());
+    return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
+  };
+  std::printf("%s, %d towers: %s median step %.1f us, %s %.1f us; %s/%s median ratio %.3f (quartiles %.3f, %.3f) over "
+              "%d pairs of %d steps\n",
+              cnn ? "CNN" : "MLP", towers, sides[0].c_str(), quantile(us[0], 0.5), sides[1].c_str(),
+              quantile(us[1], 0.5), sides[1].c_str(), sides[0].c_str(), quantile(ratio, 0.5), quantile(ratio, 0.25),
+              quantile(ratio, 0.75), chunks, per_chunk);
+  return 0;
+}
+
 BENCHMARK(BM_TowersTrainStep)
     ->ArgNames({"towers", "variables"})
     ->ArgsProduct({{1, 2, 4}, {0, 1, 2}})
@@ -184,6 +264,7 @@ BENCHMARK(BM_TowersTrainStep)
 
 int main(int argc, char** argv) {
   if (const char* n = std::getenv("TOWERFLOW_BENCH_TIMELINE")) return PrintTimeline(std::atoi(n));
+  if (const char* ab = std::getenv("TOWERFLOW_BENCH_AB")) return RunAb(ab);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
