@@ -53,7 +53,8 @@ struct ExecutorPlan {
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }
     // A fused item (fusion.h) runs `node` together with the nodes that feed
-    // it in `fused->nodes` (`fused_producer`, node's direct producer, first):
+    // it in `fused->nodes` (PlannedFusion::Absorbed's order: `fused_producer`,
+    // node's direct producer, last):
     // its inputs are `fused->inputs` in order, each an input (node, index) of
     // one of them; its outputs are node's.
     struct Fused {
@@ -123,7 +124,7 @@ struct StepStats {
     const Device* device = nullptr;
     const Device* transfer_from = nullptr;
     const Node* fused_producer = nullptr;  // a fused item's consumer's producer (fusion.h)
-    std::vector<const Node*> fused = {};   // all the nodes it absorbed, fused_producer first
+    std::vector<const Node*> fused = {};   // all the nodes it absorbed, fused_producer last
   };
   std::vector<NodeTiming> nodes;
 };

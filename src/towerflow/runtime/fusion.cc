@@ -14,7 +14,8 @@ namespace {
 // unless one of them leads to a node of the fusion: fused, that wait would be
 // a cycle (an update behind a barrier that waits on the update's own gradient).
 bool ReadsAndWaitsAllowFusion(const Graph& graph, const std::vector<char>& needed, const Node* root,
-                              const std::vector<FusedEdge>& edges) {
+                              const std::vector<FusedEdge>& edges, const std::vector<int>& fusion_of,
+                              const std::vector<std::vector<const Node*>>& chosen) {
   std::set<const Node*> members = {root};
   std::set<const Node*> absorbed;
   for (const FusedEdge& e : edges) {
@@ -41,7 +42,9 @@ bool ReadsAndWaitsAllowFusion(const Graph& graph, const std::vector<char>& neede
     }
   }
   if (waiters.empty()) return true;
-  // No waiter may be among the fusion's ancestors.
+  // No waiter may be among the fusion's ancestors, in the graph where the
+  // fusions already chosen are one node each (their members' ancestors are
+  // all theirs): two fusions whose waiters cross would wait on each other.
   std::vector<char> seen(static_cast<size_t>(graph.num_nodes()), 0);
   std::vector<const Node*> stack(members.begin(), members.end());
   while (!stack.empty()) {
@@ -51,6 +54,14 @@ bool ReadsAndWaitsAllowFusion(const Graph& graph, const std::vector<char>& neede
       if (members.count(up) || !needed[static_cast<size_t>(up->id())] || seen[static_cast<size_t>(up->id())]) return;
       seen[static_cast<size_t>(up->id())] = 1;
       stack.push_back(up);
+      if (const int f = fusion_of[static_cast<size_t>(up->id())]; f >= 0) {
+        for (const Node* m : chosen[static_cast<size_t>(f)]) {
+          if (!members.count(m) && !seen[static_cast<size_t>(m->id())]) {
+            seen[static_cast<size_t>(m->id())] = 1;
+            stack.push_back(m);
+          }
+        }
+      }
     };
     for (const Output& in : n->inputs()) visit(in.node);
     for (const Node* c : n->control_inputs()) visit(c);
@@ -66,9 +77,18 @@ bool IsHostCpu(const Device* d) { return d != nullptr && d->device_type() == kDe
 }  // namespace
 
 std::vector<const Node*> PlannedFusion::Absorbed() const {
+  // Post-order from the producer: each node after the ones feeding it, in input order.
   std::vector<const Node*> out;
   out.reserve(edges.size());
-  for (const FusedEdge& e : edges) out.push_back(e.producer);
+  auto visit = [&](const Node* node, auto&& self) -> void {
+    for (int k = 0; k < node->num_inputs(); ++k) {
+      for (const FusedEdge& e : edges) {
+        if (e.consumer == node && e.consumer_input == k) self(e.producer, self);
+      }
+    }
+    out.push_back(node);
+  };
+  visit(producer, visit);
   return out;
 }
 
@@ -97,6 +117,10 @@ std::map<int, PlannedFusion> ChooseFusions(const Graph& graph, const std::vector
                                            const KernelRegistry& registry) {
   std::map<int, PlannedFusion> out;
   std::set<const Node*> absorbed;  // no chains: an absorbed node is no consumer, and in one fusion only
+  // The fusions chosen so far, each its consumer and absorbed nodes, and the
+  // index of the fusion each node is in (-1: none).
+  std::vector<std::vector<const Node*>> chosen;
+  std::vector<int> fusion_of(static_cast<size_t>(graph.num_nodes()), -1);
   for (int id = 0; id < graph.num_nodes(); ++id) {
     if (!needed[static_cast<size_t>(id)]) continue;
     const Node* consumer = graph.node(id);
@@ -115,8 +139,8 @@ std::map<int, PlannedFusion> ChooseFusions(const Graph& graph, const std::vector
       Device* pd = device_of(p);
       return pd == device || (def.across_host_devices && IsHostCpu(pd) && IsHostCpu(device));
     };
-    bool chosen = false;
-    for (int k = 0; k < consumer->num_inputs() && !chosen; ++k) {
+    bool found = false;
+    for (int k = 0; k < consumer->num_inputs() && !found; ++k) {
       const Node* producer = consumer->input(k).node;
       for (const FusionDef* def : registry.FindFusions(*producer, *consumer, k, device->device_type())) {
         if (def->applies && !def->applies(*producer, *consumer)) continue;
@@ -125,10 +149,16 @@ std::map<int, PlannedFusion> ChooseFusions(const Graph& graph, const std::vector
         bool ok = true;
         std::set<const Node*> distinct;
         for (const FusedEdge& e : edges) ok = ok && edge_ok(e, *def) && distinct.insert(e.producer).second;
-        if (!ok || !ReadsAndWaitsAllowFusion(graph, needed, consumer, edges)) continue;
-        for (const FusedEdge& e : edges) absorbed.insert(e.producer);
+        if (!ok || !ReadsAndWaitsAllowFusion(graph, needed, consumer, edges, fusion_of, chosen)) continue;
+        chosen.push_back({consumer});
+        fusion_of[static_cast<size_t>(consumer->id())] = static_cast<int>(chosen.size() - 1);
+        for (const FusedEdge& e : edges) {
+          absorbed.insert(e.producer);
+          chosen.back().push_back(e.producer);
+          fusion_of[static_cast<size_t>(e.producer->id())] = static_cast<int>(chosen.size() - 1);
+        }
         out[id] = PlannedFusion{producer, k, def, std::move(edges)};
-        chosen = true;
+        found = true;
         break;
       }
     }

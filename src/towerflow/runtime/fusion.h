@@ -17,7 +17,8 @@
 // barrier waiting on a forward convolution), unless one of them leads to the
 // consumer, which would make a cycle. A fusion of more nodes
 // (FusionDef::deeper) holds each of its edges to these rules, and no waiter
-// on an absorbed node may lead to any node of the fusion. Traces name a fused
+// on an absorbed node may lead to any node of the fusion, counting the
+// fusions chosen before it as single nodes. Traces name a fused
 // item by its ops: "Conv2D+BiasAddRelu", "MatMul+MatMul+AddN+Div+ApplyMomentum".
 // SessionOptions::fuse_kernels = false turns it off (tests compare both).
 #ifndef TOWERFLOW_RUNTIME_FUSION_H_
@@ -40,7 +41,8 @@ struct PlannedFusion {
   // for a FusionDef with `deeper` (MatMul per tower -> AddN -> Div).
   std::vector<FusedEdge> edges;
 
-  // The absorbed nodes: every edge's producer, in edge order.
+  // The absorbed nodes, each after those feeding it (in input order), the
+  // producer last: grad0 grad1 sum mean for the towers' mean.
   std::vector<const Node*> Absorbed() const;
   // The fused item's inputs in order (kernel_registry.h's rule), as
   // (node, input index) pairs, for the fusion into `consumer`.

@@ -136,9 +136,9 @@ Result Train(TowerSum& t, int64_t m, int64_t n, const Options& o, bool fuse, boo
 // What the update's item absorbs when the whole sum fuses.
 std::vector<std::string> WholeSum(const Options& o) {
   std::vector<std::string> names;
-  if (o.divide) names.push_back("mean");
-  if (o.towers > 1) names.push_back("sum");
   for (int i = 0; i < o.towers; ++i) names.push_back("grad" + std::to_string(i));
+  if (o.towers > 1) names.push_back("sum");
+  if (o.divide) names.push_back("mean");
   return names;
 }
 
@@ -211,6 +211,104 @@ TEST(TowerSumMomentumFusionTest, NotFusedAcrossDevicesOfAnotherType) {
   ExpectNotFused(Options{.towers = 2, .tower_device = "/device:GPU:"});
 }
 
+TEST(TowerSumMomentumFusionTest, PlansOfOneSessionFuseDifferentlyIntoOneUpdate) {
+  // The training step fuses the whole sum; a step that also fetches a tower's
+  // gradient fuses only the Div. Each plan gets its own kernel, in either order.
+  const Options o{.towers = 2};
+  TowerSum t(kFloat32, 40, 12, o);
+  auto feeds = [&](uint64_t seed) {
+    FeedList f;
+    for (int i = 0; i < 2; ++i) {
+      f.emplace_back(t.a[static_cast<size_t>(i)], Random<float>({5, 40}, seed + 2 * i));
+      f.emplace_back(t.b[static_cast<size_t>(i)], Random<float>({5, 12}, seed + 2 * i + 1));
+    }
+    return f;
+  };
+  for (bool fetch_first : {false, true}) {
+    SCOPED_TRACE(fetch_first ? "fetching step first" : "training step first");
+    Tensor var[2];
+    for (bool fuse : {true, false}) {
+      SessionOptions options;
+      options.fuse_kernels = fuse;
+      options.num_cpu_devices = 2;
+      Session session(t.graph, options);
+      ASSERT_TRUE(session.Run(t.init).ok());
+      for (int step = 0; step < 4; ++step) {
+        const bool fetch = (step % 2 == 0) == fetch_first;
+        auto r = session.Run(feeds(10 * static_cast<uint64_t>(step)), fetch ? std::vector<Output>{t.grads[1]}
+                                                                              : std::vector<Output>{},
+                             {t.update.node});
+        ASSERT_TRUE(r.ok()) << r.status().ToString();
+      }
+      auto v = session.Run({Identity(Scope(t.graph), t.var)});
+      ASSERT_TRUE(v.ok()) << v.status().ToString();
+      var[fuse ? 0 : 1] = (*v)[0];
+    }
+    EXPECT_LE(MaxDiff<float>(var[0], var[1]), 1e-6);
+  }
+}
+
+TEST(TowerSumMomentumFusionTest, FusionsWhoseWaitersCrossAreNotBothChosen) {
+  // Two weights, each with two towers' gradients summed into its update. A
+  // NoOp waits on a gradient of each weight and the other weight's update
+  // waits on that NoOp: fused both, each update would wait on the other.
+  Graph graph;
+  Scope s(graph);
+  std::vector<Output> a, b, updates, vars;
+  std::vector<Node*> inits;
+  std::vector<std::vector<Output>> grads(2);
+  for (int w = 0; w < 2; ++w) {
+    const std::string p = "w" + std::to_string(w) + "_";
+    for (int i = 0; i < 2; ++i) {
+      Scope t = s.WithDevice("/device:CPU:" + std::to_string(i));
+      a.push_back(Placeholder(t.WithOpName(p + "a" + std::to_string(i)), kFloat32));
+      b.push_back(Placeholder(t.WithOpName(p + "b" + std::to_string(i)), kFloat32));
+      grads[static_cast<size_t>(w)].push_back(
+          MatMul(t.WithOpName(p + "grad" + std::to_string(i)), a.back(), b.back(), {.transpose_a = true}));
+    }
+  }
+  Scope v = s.WithDevice("/device:CPU:0");
+  // barrier[w] waits on weight w's tower-0 gradient; update[1 - w] waits on barrier[w].
+  Node* barrier[2] = {NoOp(v.WithOpName("barrier0").WithControlDependencies({grads[0][0]})),
+                      NoOp(v.WithOpName("barrier1").WithControlDependencies({grads[1][0]}))};
+  for (int w = 0; w < 2; ++w) {
+    const std::string p = "w" + std::to_string(w) + "_";
+    Output mean = Div(v.WithOpName(p + "mean"), AddN(v.WithOpName(p + "sum"), grads[static_cast<size_t>(w)]),
+                      Const(v, 2.0f));
+    vars.push_back(VariableV2(v.WithOpName(p + "var"), TensorShape{6, 3}, kFloat32));
+    Output accum = VariableV2(v.WithOpName(p + "accum"), TensorShape{6, 3}, kFloat32);
+    inits.push_back(Assign(v, vars.back(), Const(v, Random<float>({6, 3}, 7))).node);
+    inits.push_back(Assign(v, accum, Const(v, Random<float>({6, 3}, 8))).node);
+    updates.push_back(ApplyMomentum(v.WithOpName(p + "update").WithControlDependencies({Output(barrier[1 - w])}),
+                                    vars.back(), accum, Const(v, 0.1f), mean, Const(v, 0.9f)));
+  }
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Tensor result[2];
+  for (bool fuse : {true, false}) {
+    SessionOptions options;
+    options.fuse_kernels = fuse;
+    options.num_cpu_devices = 2;
+    options.collect_step_stats = true;
+    Session session(graph, options);
+    ASSERT_TRUE(session.Run({}, {}, inits).ok());
+    FeedList feeds;
+    for (size_t i = 0; i < a.size(); ++i) {
+      feeds.emplace_back(a[i], Random<float>({4, 6}, 30 + i));
+      feeds.emplace_back(b[i], Random<float>({4, 3}, 40 + i));
+    }
+    StepStats stats;
+    auto r = session.Run(feeds, {}, {updates[0].node, updates[1].node}, &stats);  // hangs if both fused
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    int whole_sums = 0;
+    for (const auto& timing : stats.nodes) whole_sums += timing.fused.size() == 4;
+    EXPECT_EQ(whole_sums, fuse ? 1 : 0) << "one of the two sums fuses, the other runs apart";
+    auto values = session.Run({Identity(Scope(graph), vars[0])});
+    ASSERT_TRUE(values.ok());
+    result[fuse ? 0 : 1] = (*values)[0];
+  }
+  EXPECT_LE(MaxDiff<float>(result[0], result[1]), 1e-6);
+}
+
 TEST(TowerSumMomentumFusionTest, ErrorsAreTheNodesErrors) {
   const Options o{.towers = 2};
   // Towers whose gradients differ in shape: AddN's error, fused or not.
@@ -223,7 +321,8 @@ TEST(TowerSumMomentumFusionTest, ErrorsAreTheNodesErrors) {
   EXPECT_THAT(fused.status.message(),
               HasSubstr("AddN inputs must have one shape: input 0 (grad0:0) has shape [16,8] but input 1 (grad1:0) "
                         "has shape [17,8]"));
-  EXPECT_THAT(fused.status.message(), HasSubstr("fused with 'mean' (Div), 'sum' (AddN), 'grad0' (MatMul), 'grad1'"));
+  EXPECT_THAT(fused.status.message(),
+              HasSubstr("fused with 'grad0' (MatMul), 'grad1' (MatMul), 'sum' (AddN), 'mean' (Div)"));
   // A tower's MatMul with incompatible operands: MatMul's error, naming it.
   SessionOptions options;
   options.num_cpu_devices = 2;
@@ -233,8 +332,7 @@ TEST(TowerSumMomentumFusionTest, ErrorsAreTheNodesErrors) {
                     {t.a[1], Random<float>({5, 16}, 3)}, {t.b[1], Random<float>({6, 8}, 4)}};
   auto inner = session.Run(feeds, {}, {t.update.node});
   ASSERT_FALSE(inner.ok());
-  EXPECT_THAT(inner.status().message(), HasSubstr("Matrix size-incompatible"));
-  EXPECT_THAT(inner.status().message(), HasSubstr("'grad1' (MatMul)"));
+  EXPECT_THAT(inner.status().message(), HasSubstr("'grad1' (MatMul): Matrix size-incompatible"));
   // A variable of another shape than the sum: ApplyMomentum's error, naming the variable.
   FeedList wrong = {{t.a[0], Random<float>({5, 15}, 1)}, {t.b[0], Random<float>({5, 8}, 2)},
                     {t.a[1], Random<float>({5, 15}, 3)}, {t.b[1], Random<float>({5, 8}, 4)}};

@@ -144,12 +144,15 @@ StatusOr<OpKernel*> Session::GetKernel(const Node* node, Device* device) {
 
 StatusOr<OpKernel*> Session::GetFusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device) {
   // REQUIRES: mu_ held.
-  auto it = fused_kernels_.find(consumer->id());
+  std::vector<int> absorbed;
+  for (const Node* n : fusion.Absorbed()) absorbed.push_back(n->id());
+  auto key = std::make_tuple(consumer->id(), fusion.def, std::move(absorbed));
+  auto it = fused_kernels_.find(key);
   if (it != fused_kernels_.end()) return it->second.get();
   TW_ASSIGN_OR_RETURN(std::unique_ptr<OpKernel> kernel,
                       KernelRegistry::Global().CreateFusedKernel(*fusion.def, *fusion.producer, *consumer, device));
   OpKernel* raw = kernel.get();
-  fused_kernels_[consumer->id()] = std::move(kernel);
+  fused_kernels_[std::move(key)] = std::move(kernel);
   return raw;
 }
 

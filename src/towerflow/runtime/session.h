@@ -20,6 +20,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -152,8 +153,11 @@ class Session {
   std::set<int> warned_dequeues_;                                         // guarded by mu_
   Status tower_inputs_status_;  // guarded by mu_; strict_tower_inputs findings
   std::map<int, std::unique_ptr<OpKernel>> kernels_;                      // guarded by mu_
-  // Per consumer node id, its fused kernel (one producer per consumer).
-  std::map<int, std::unique_ptr<OpKernel>> fused_kernels_;                // guarded by mu_
+  // Fused kernels by consumer node id, fusion and absorbed node ids: plans
+  // of one session may fuse different nodes into one consumer (a step that
+  // fetches a tower's gradient keeps the sum apart, and only Div fuses).
+  std::map<std::tuple<int, const FusionDef*, std::vector<int>>, std::unique_ptr<OpKernel>>
+      fused_kernels_;  // guarded by mu_
   std::map<std::string, std::shared_ptr<const ExecutorPlan>> plans_;      // guarded by mu_
   int64_t next_step_id_ = 0;                                              // guarded by mu_
 };

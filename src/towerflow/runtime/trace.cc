@@ -68,9 +68,9 @@ void TraceRecorder::AddStep(int64_t step, const StepStats& stats, const Placemen
       e.args = {{"op", t.node->op()}, {"device", device}};
       if (!t.fused.empty()) {  // runtime/fusion.h: one kernel ran these nodes, the deepest first
         std::string ops, names;
-        for (auto it = t.fused.rbegin(); it != t.fused.rend(); ++it) {
-          ops += (*it)->op() + "+";
-          names += (names.empty() ? "" : ",") + (*it)->name();
+        for (const Node* n : t.fused) {
+          ops += n->op() + "+";
+          names += (names.empty() ? "" : ",") + n->name();
         }
         e.args[0].second = ops + t.node->op();
         e.args.push_back({"fused", names});
