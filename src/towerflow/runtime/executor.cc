@@ -253,6 +253,15 @@ class StepState {
           newly_ready.push_back(succ);
         }
       }
+      // A blocking-pool thread ran a kernel that may wait (a tower's dequeue,
+      // handed over by an inter-op thread): what it made ready goes back to the
+      // inter-op pool, so that a step computes on as many threads as the pool
+      // has cores for (the tower's nodes ran on this extra thread: three busy
+      // threads on two cores for two towers).
+      if (thread == Thread::kBlocking && pool_ != nullptr) {
+        for (int succ : newly_ready) pool_->Schedule([this, succ] { Process({succ}, Thread::kInterOp); });
+        newly_ready.clear();
+      }
       // Cheap nodes run here; of the expensive ones, one stays on this thread and
       // the others go to the pool so that independent branches run in parallel.
       int kept_expensive = -1;

@@ -1,10 +1,16 @@
 #include "towerflow/runtime/session.h"
 
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
+#include <map>
+#include <mutex>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/graph/ops/array_ops.h"
@@ -46,6 +52,41 @@ class BytesInUseOp : public OpKernel {
   }
 };
 
+// The names of the threads that ran each node of the two ops below.
+std::mutex g_threads_mu;
+std::map<std::string, std::vector<std::string>> g_threads;  // guarded by g_threads_mu
+
+// y = 1 from a kernel that declares it may block (as a queue's dequeue): the
+// executor runs it on the blocking pool when an inter-op thread gets it.
+class MayBlockOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool MayBlock() const override { return true; }
+  void Compute(OpKernelContext* ctx) override {
+    char name[32] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    {
+      std::lock_guard<std::mutex> lock(g_threads_mu);
+      g_threads[ctx->node().name()].push_back(name);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // stays expensive: a root the pool gets
+    ctx->set_output(0, Tensor::Scalar<float>(1));
+  }
+};
+
+// y = x, recording the name of the thread that ran it under the node's name.
+class ThreadNameOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    char name[32] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    std::lock_guard<std::mutex> lock(g_threads_mu);
+    g_threads[ctx->node().name()].push_back(name);
+    ctx->set_output(0, ctx->input(0));
+  }
+};
+
 void RegisterTestOps() {
   static bool done = [] {
     EnsureKernelsRegistered();
@@ -57,6 +98,10 @@ void RegisterTestOps() {
     KernelRegistry::Global().RegisterUntyped<CounterOp>("TestCounter", kDeviceCpu);
     KernelRegistry::Global().RegisterUntyped<BytesInUseOp>("TestBytesInUse", kDeviceCpu);
     KernelRegistry::Global().RegisterUntyped<FailOp>("TestFail", kDeviceCpu);
+    OpRegistry::Global().Register(OpDefBuilder("TestMayBlock").Output("y", "float").Stateful().Build()).Check();
+    OpRegistry::Global().Register(OpDefBuilder("TestThreadName").Input("x", "float").Output("y", "float").Build()).Check();
+    KernelRegistry::Global().RegisterUntyped<MayBlockOp>("TestMayBlock", kDeviceCpu);
+    KernelRegistry::Global().RegisterUntyped<ThreadNameOp>("TestThreadName", kDeviceCpu);
     return true;
   }();
   (void)done;
@@ -246,6 +291,33 @@ namespace {
 // check_numerics: the op that first produces a NaN or Inf fails the run, named
 // with its op, output, shape and device; its consumers never run, and finite
 // values pass. Without the option the NaN flows through.
+// A kernel that may block, handed by an inter-op thread to the blocking pool
+// (a tower's dequeue), hands what it makes ready back to the inter-op pool:
+// the rest of the tower does not run on an extra thread beside the step's own.
+TEST_F(SessionTest, NodesAfterABlockingKernelRunOnTheStepsThreads) {
+  std::vector<Output> fetches;
+  for (int i = 0; i < 2; ++i) {
+    Output block(NodeBuilder(root_.WithOpName("block" + std::to_string(i)), "TestMayBlock").Finalize());
+    fetches.push_back(
+        Output(NodeBuilder(root_.WithOpName("after" + std::to_string(i)), "TestThreadName").Input(block).Finalize()));
+  }
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  SessionOptions options;
+  options.inter_op_threads = 2;  // the caller and one pool thread
+  Session session(graph_, options);
+  for (int step = 0; step < 20; ++step) ASSERT_TRUE(session.Run(fetches).ok());
+  std::lock_guard<std::mutex> lock(g_threads_mu);
+  int blocked = 0;
+  for (const char* node : {"block0", "block1"}) {
+    for (const std::string& t : g_threads[node]) blocked += t.rfind("tw_blocking", 0) == 0;
+  }
+  EXPECT_GT(blocked, 0) << "no dequeue-like kernel went to the blocking pool: the test tests nothing";
+  for (const char* node : {"after0", "after1"}) {
+    ASSERT_EQ(g_threads[node].size(), 20u);
+    for (const std::string& t : g_threads[node]) EXPECT_NE(t.rfind("tw_blocking", 0), 0u) << node << " ran on " << t;
+  }
+}
+
 TEST(SessionCheckNumericsTest, NamesTheFirstOpProducingNaNOrInf) {
   Graph graph;
   Scope root(graph);
