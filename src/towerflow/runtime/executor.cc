@@ -258,8 +258,17 @@ class StepState {
       // inter-op pool, so that a step computes on as many threads as the pool
       // has cores for (the tower's nodes ran on this extra thread: three busy
       // threads on two cores for two towers).
+      // The cheap ones go together, each expensive one apart.
       if (thread == Thread::kBlocking && pool_ != nullptr) {
-        for (int succ : newly_ready) pool_->Schedule([this, succ] { Process({succ}, Thread::kInterOp); });
+        std::vector<int> cheap;
+        for (int succ : newly_ready) {
+          if (IsExpensive(succ)) {
+            pool_->Schedule([this, succ] { Process({succ}, Thread::kInterOp); });
+          } else {
+            cheap.push_back(succ);
+          }
+        }
+        if (!cheap.empty()) pool_->Schedule([this, cheap] { Process(cheap, Thread::kInterOp); });
         newly_ready.clear();
       }
       // Cheap nodes run here; of the expensive ones, one stays on this thread and

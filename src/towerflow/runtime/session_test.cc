@@ -288,9 +288,6 @@ TEST_F(SessionTest, ConcurrentRunsShareOneSession) {
 namespace tw {
 namespace {
 
-// check_numerics: the op that first produces a NaN or Inf fails the run, named
-// with its op, output, shape and device; its consumers never run, and finite
-// values pass. Without the option the NaN flows through.
 // A kernel that may block, handed by an inter-op thread to the blocking pool
 // (a tower's dequeue), hands what it makes ready back to the inter-op pool:
 // the rest of the tower does not run on an extra thread beside the step's own.
@@ -302,6 +299,10 @@ TEST_F(SessionTest, NodesAfterABlockingKernelRunOnTheStepsThreads) {
         Output(NodeBuilder(root_.WithOpName("after" + std::to_string(i)), "TestThreadName").Input(block).Finalize()));
   }
   ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  {
+    std::lock_guard<std::mutex> lock(g_threads_mu);
+    g_threads.clear();  // a repeated run starts afresh
+  }
   SessionOptions options;
   options.inter_op_threads = 2;  // the caller and one pool thread
   Session session(graph_, options);
@@ -318,6 +319,9 @@ TEST_F(SessionTest, NodesAfterABlockingKernelRunOnTheStepsThreads) {
   }
 }
 
+// check_numerics: the op that first produces a NaN or Inf fails the run, named
+// with its op, output, shape and device; its consumers never run, and finite
+// values pass. Without the option the NaN flows through.
 TEST(SessionCheckNumericsTest, NamesTheFirstOpProducingNaNOrInf) {
   Graph graph;
   Scope root(graph);
