@@ -332,8 +332,10 @@ class StepState {
       StepStats::NodeTiming timing{node, start.time_since_epoch().count(), end.time_since_epoch().count()};
       timing.thread = TimingThreadId();
       timing.device = item.device;
-      timing.fused_producer = item.fused_producer;
-      if (item.fused != nullptr) timing.fused = item.fused->nodes;
+      if (item.fused != nullptr) {
+        timing.fused_producer = item.fused->nodes.back();
+        timing.fused = item.fused->nodes;
+      }
       std::lock_guard<std::mutex> lock(timings_mu_);
       timings_.push_back(timing);
     }

@@ -53,15 +53,14 @@ struct ExecutorPlan {
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }
     // A fused item (fusion.h) runs `node` together with the nodes that feed
-    // it in `fused->nodes` (PlannedFusion::Absorbed's order: `fused_producer`,
-    // node's direct producer, last):
+    // it in `fused->nodes` (PlannedFusion::Absorbed's order: node's direct
+    // producer last):
     // its inputs are `fused->inputs` in order, each an input (node, index) of
     // one of them; its outputs are node's.
     struct Fused {
       std::vector<const Node*> nodes;
       std::vector<std::pair<const Node*, int>> inputs;
     };
-    const Node* fused_producer = nullptr;
     std::shared_ptr<const Fused> fused;
     // A node item's inputs: how many, the graph output input `i` reads, and
     // whether the kernel takes it by reference.

@@ -249,7 +249,6 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     item.node = n;
     item.device = placed.device;
     if (auto fused = fusions.find(id); fused != fusions.end()) {
-      item.fused_producer = fused->second.producer;
       auto parts = std::make_shared<ExecutorPlan::Item::Fused>();
       parts->nodes = fused->second.Absorbed();
       parts->inputs = fused->second.Inputs(n);
@@ -280,7 +279,6 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> Session::BuildPlan(const FeedList&
     // Connect appends transfer items: read the item's node and fusion by value.
     ExecutorPlan::Item node_item;
     node_item.node = plan->items[static_cast<size_t>(self)].node;
-    node_item.fused_producer = plan->items[static_cast<size_t>(self)].fused_producer;
     node_item.fused = plan->items[static_cast<size_t>(self)].fused;
     const Node* n = node_item.node;
     std::vector<int> control_items;

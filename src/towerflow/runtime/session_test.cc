@@ -56,6 +56,14 @@ class BytesInUseOp : public OpKernel {
 std::mutex g_threads_mu;
 std::map<std::string, std::vector<std::string>> g_threads;  // guarded by g_threads_mu
 
+// Records the calling thread's name under `node`.
+void RecordThread(const std::string& node) {
+  char name[32] = {};
+  pthread_getname_np(pthread_self(), name, sizeof(name));
+  std::lock_guard<std::mutex> lock(g_threads_mu);
+  g_threads[node].push_back(name);
+}
+
 // y = 1 from a kernel that declares it may block (as a queue's dequeue): the
 // executor runs it on the blocking pool when an inter-op thread gets it.
 class MayBlockOp : public OpKernel {
@@ -63,12 +71,7 @@ class MayBlockOp : public OpKernel {
   using OpKernel::OpKernel;
   bool MayBlock() const override { return true; }
   void Compute(OpKernelContext* ctx) override {
-    char name[32] = {};
-    pthread_getname_np(pthread_self(), name, sizeof(name));
-    {
-      std::lock_guard<std::mutex> lock(g_threads_mu);
-      g_threads[ctx->node().name()].push_back(name);
-    }
+    RecordThread(ctx->node().name());
     std::this_thread::sleep_for(std::chrono::milliseconds(2));  // stays expensive: a root the pool gets
     ctx->set_output(0, Tensor::Scalar<float>(1));
   }
@@ -79,10 +82,7 @@ class ThreadNameOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    char name[32] = {};
-    pthread_getname_np(pthread_self(), name, sizeof(name));
-    std::lock_guard<std::mutex> lock(g_threads_mu);
-    g_threads[ctx->node().name()].push_back(name);
+    RecordThread(ctx->node().name());
     ctx->set_output(0, ctx->input(0));
   }
 };
