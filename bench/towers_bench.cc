@@ -205,31 +205,40 @@ int PrintTimeline(int towers) {
 
 // TOWERFLOW_BENCH_AB=<a>:<b> (TOWERFLOW_BENCH_AB_TOWERS, default 2;
 // TOWERFLOW_BENCH_AB_MODEL=cnn for the CNN): instead of benchmarking, two
-// sessions of N towers that differ in one setting, each side one of pinned
-// (variables on CPU:0), mirrored, nofuse (pinned, SessionOptions::fuse_kernels
-// off), run in chunks of steps A, B, A, B, ... so that the machine's drift
-// hits both alike. Prints each side's median step and the median ratio b/a of
-// the pairs of chunks with its quartiles.
+// sessions that differ in one setting, each side one of pinned (variables on
+// CPU:0), mirrored, nofuse (pinned, SessionOptions::fuse_kernels off), with
+// "/<towers>" for a tower count of its own (pinned/1:pinned/2: one tower on
+// one core against two towers, the scaling), run in chunks of steps A, B, A,
+// B, ... so that the machine's drift hits both alike. Prints each side's
+// median step and the median ratio b/a of the pairs of chunks with its
+// quartiles; for different tower counts also the median ratio of their
+// examples/s.
 int RunAb(const std::string& spec) {
   const size_t colon = spec.find(':');
-  const std::string sides[2] = {spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1)};
+  std::string sides[2] = {spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1)};
   const char* towers_env = std::getenv("TOWERFLOW_BENCH_AB_TOWERS");
-  const int towers = towers_env ? std::max(1, std::atoi(towers_env)) : 2;
+  const int default_towers = towers_env ? std::max(1, std::atoi(towers_env)) : 2;
   const char* model = std::getenv("TOWERFLOW_BENCH_AB_MODEL");
   const bool cnn = model != nullptr && std::string(model) == "cnn";
   std::unique_ptr<Towers> t[2];
+  int towers[2];
   for (int i = 0; i < 2; ++i) {
+    towers[i] = default_towers;
+    if (const size_t slash = sides[i].find('/'); slash != std::string::npos) {
+      towers[i] = std::max(1, std::atoi(sides[i].c_str() + slash + 1));
+      sides[i].resize(slash);
+    }
     if (sides[i] != "pinned" && sides[i] != "mirrored" && sides[i] != "nofuse") {
       std::fprintf(stderr, "TOWERFLOW_BENCH_AB: side '%s' is not pinned, mirrored or nofuse\n", sides[i].c_str());
       return 2;
     }
-    t[i] = std::make_unique<Towers>(towers,
+    t[i] = std::make_unique<Towers>(towers[i],
                                     sides[i] == "mirrored" ? tw::train::VariablePlacement::kMirrored
                                                            : tw::train::VariablePlacement::kSingleDevice,
                                     tw::train::AllReduceAlgorithm::kAuto, cnn, sides[i] != "nofuse");
   }
   const int chunks = cnn ? 60 : 200, per_chunk = cnn ? 4 : 20;
-  std::vector<double> us[2], ratio;
+  std::vector<double> us[2], ratio, examples_ratio;
   for (int c = -1; c < chunks; ++c) {  // chunk -1 warms both up
     for (int i = 0; i < 2; ++i) {
       const auto start = std::chrono::steady_clock::now();
@@ -239,17 +248,24 @@ int RunAb(const std::string& spec) {
                         per_chunk);
       }
     }
-    if (c >= 0) ratio.push_back(us[1].back() / us[0].back());
+    if (c >= 0) {
+      ratio.push_back(us[1].back() / us[0].back());
+      examples_ratio.push_back(towers[1] * us[0].back() / (towers[0] * us[1].back()));
+    }
   }
   auto quantile = [](std::vector<double> v, double q) {
     std::sort(v.begin(), v.end());
     return v[static_cast<size_t>(q * static_cast<double>(v.size() - 1))];
   };
-  std::printf("%s, %d towers: %s median step %.1f us, %s %.1f us; %s/%s median ratio %.3f (quartiles %.3f, %.3f) over "
+  std::printf("%s: %s/%d median step %.1f us, %s/%d %.1f us; step b/a median ratio %.3f (quartiles %.3f, %.3f) over "
               "%d pairs of %d steps\n",
-              cnn ? "CNN" : "MLP", towers, sides[0].c_str(), quantile(us[0], 0.5), sides[1].c_str(),
-              quantile(us[1], 0.5), sides[1].c_str(), sides[0].c_str(), quantile(ratio, 0.5), quantile(ratio, 0.25),
-              quantile(ratio, 0.75), chunks, per_chunk);
+              cnn ? "CNN" : "MLP", sides[0].c_str(), towers[0], quantile(us[0], 0.5), sides[1].c_str(), towers[1],
+              quantile(us[1], 0.5), quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75), chunks,
+              per_chunk);
+  if (towers[0] != towers[1]) {
+    std::printf("examples/s b/a median ratio %.3f (quartiles %.3f, %.3f)\n", quantile(examples_ratio, 0.5),
+                quantile(examples_ratio, 0.25), quantile(examples_ratio, 0.75));
+  }
   return 0;
 }
 

@@ -15,9 +15,11 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <type_traits>
 
 #include "towerflow/core/spin_wait.h"
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/internal/exact_reciprocal.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
@@ -193,6 +195,10 @@ template <typename T>
 void ReduceSlice(Meeting& m, bool mean, int64_t begin, int64_t end, ThreadPool* pool) {
   const size_t n = m.arrived.size();
   const T divisor = static_cast<T>(n);
+  // A power-of-two count divides as a multiplication, the same bits.
+  bool multiply = false;
+  if constexpr (std::is_floating_point_v<T>) multiply = internal::ReciprocalIsExact(divisor);
+  const T scale = multiply ? static_cast<T>(T(1) / divisor) : T(1);
   int64_t offset = 0;  // of tensor k's first element in the whole list
   for (size_t k = 0; k < m.outputs.size() && offset < end; ++k) {
     const int64_t size = m.outputs[k].NumElements();
@@ -219,7 +225,9 @@ void ReduceSlice(Meeting& m, bool mean, int64_t begin, int64_t end, ThreadPool* 
           const T* __restrict x = in[j];
           for (int64_t i = blo; i < bhi; ++i) z[i] = static_cast<T>(z[i] + x[i]);
         }
-        if (mean) {
+        if (mean && multiply) {
+          for (int64_t i = blo; i < bhi; ++i) z[i] = static_cast<T>(z[i] * scale);
+        } else if (mean) {
           for (int64_t i = blo; i < bhi; ++i) z[i] = static_cast<T>(z[i] / divisor);
         }
       }

@@ -11,6 +11,7 @@
 #include <type_traits>
 
 #include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/internal/exact_reciprocal.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
@@ -225,6 +226,15 @@ class BinaryOp : public OpKernel {
       TW_OP_REQUIRES(ctx, std::find(yv, yv + n, T(0)) == yv + n,
                      errors::InvalidArgument("Integer division by zero: the divisor ", ctx->input_name(1),
                                              " of shape ", y.shape().ToString(), " holds a 0"));
+    }
+    if constexpr (std::is_same_v<F, DivF> && std::is_floating_point_v<T>) {
+      // A divisor of one element that is a power of two divides as a
+      // multiplication by its reciprocal, the same bits (exact_reciprocal.h).
+      if (y.NumElements() == 1 && internal::ReciprocalIsExact(yv[0])) {
+        const T reciprocal = T(1) / yv[0];
+        RunPlan<T, Out, MulF>(ctx->intra_op_pool(), *plan, x.data<T>(), &reciprocal, z->data<Out>());
+        return;
+      }
     }
     RunPlan<T, Out, F>(ctx->intra_op_pool(), *plan, x.data<T>(), yv, z->data<Out>());
   }

@@ -1,13 +1,19 @@
 // Element-wise math kernels (cwise_binary.cc, cwise_unary.cc, AddN) against
 // hand-computed values, every broadcasting form, and the errors of bad shapes
-// and integer division by zero.
+// and integer division by zero; the power-of-two divisor that divides as a
+// multiplication against IEEE division, bit for bit.
 #include <gtest/gtest.h>
 
 #include <climits>
 #include <cmath>
+#include <cstring>
+#include <limits>
+#include <random>
 
+#include "towerflow/core/denormal.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/kernels/internal/exact_reciprocal.h"
 #include "towerflow/runtime/session.h"
 
 namespace tw {
@@ -138,6 +144,62 @@ TEST(CwiseBinaryTest, IntegerDivisionTruncatesAndRejectsZero) {
   // Float division by zero is IEEE: inf, not an error.
   Tensor inf = Eval(g, Div(s, Const(s, 1.0f), Const(s, 0.0f)));
   EXPECT_TRUE(std::isinf(inf.scalar<float>()));
+}
+
+TEST(CwiseBinaryTest, ReciprocalIsExactOnlyForPowersOfTwoWithNormalReciprocals) {
+  using internal::ReciprocalIsExact;
+  for (float d : {1.0f, 2.0f, 4.0f, 0.5f, -8.0f, std::ldexp(1.0f, 126), std::ldexp(1.0f, -126)}) {
+    EXPECT_TRUE(ReciprocalIsExact(d)) << d;
+  }
+  for (float d : {3.0f, 10.0f, 0.0f, -0.0f, 1.5f, std::ldexp(1.0f, 127), std::ldexp(1.0f, -140),
+                  std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN()}) {
+    EXPECT_FALSE(ReciprocalIsExact(d)) << d;
+  }
+  EXPECT_TRUE(ReciprocalIsExact(std::ldexp(1.0, 1000)));
+  EXPECT_FALSE(ReciprocalIsExact(std::ldexp(1.0, 1023)));  // 2^-1023 is subnormal
+  EXPECT_FALSE(ReciprocalIsExact(7.0));
+}
+
+// Div by a one-element divisor: every bit of the output is IEEE division's,
+// whether the kernel divides or multiplies by the reciprocal (random bit
+// patterns: subnormals, infinities, NaNs, overflowing and underflowing
+// quotients), under the denormal mode of the engine's threads (denormal.h).
+template <typename T, typename Bits>
+void ExpectDivMatchesIeee(const std::vector<T>& divisors) {
+  std::mt19937_64 rng(7);
+  std::vector<T> x(4096);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const Bits bits = static_cast<Bits>(rng());
+    std::memcpy(&x[i], &bits, sizeof(T));
+  }
+  x[0] = std::numeric_limits<T>::denorm_min();
+  x[1] = std::numeric_limits<T>::max();
+  x[2] = -std::numeric_limits<T>::min();
+  x[3] = std::numeric_limits<T>::infinity();
+  for (T d : divisors) {
+    Graph g;
+    Scope s(g);
+    Output xs = ConstT<T>(s, x, {static_cast<int64_t>(x.size())});
+    Tensor out = Eval(g, Div(s, xs, Const(s, d)), {}, 2);
+    ASSERT_EQ(out.NumElements(), static_cast<int64_t>(x.size()));
+    const volatile T divisor = d;  // divided at run time, as IEEE divides
+    ScopedFlushDenormal flush;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const T want = x[i] / divisor;
+      const T got = out.data<T>()[i];
+      if (std::isnan(want)) {
+        EXPECT_TRUE(std::isnan(got)) << "x " << x[i] << " d " << d;
+      } else {
+        ASSERT_EQ(std::memcmp(&want, &got, sizeof(T)), 0) << "x " << x[i] << " d " << d << " got " << got;
+      }
+    }
+  }
+}
+
+TEST(CwiseBinaryTest, DivByAScalarIsIeeeDivisionBitForBit) {
+  ExpectDivMatchesIeee<float, uint32_t>({2.0f, 4.0f, 0.5f, -8.0f, std::ldexp(1.0f, 120), std::ldexp(1.0f, -120),
+                                         std::ldexp(1.0f, 127), 3.0f, 10.0f, 0.0f});
+  ExpectDivMatchesIeee<double, uint64_t>({2.0, 0.25, -16.0, std::ldexp(1.0, 1000), 6.0});
 }
 
 TEST(CwiseBinaryTest, IntegerTypes) {

@@ -8,7 +8,9 @@
 //   var  -= g * lr + accum * momentum * lr              (Nesterov)
 //
 // where g is grad[i], or grad[i] / divisor for the Divided form (the towers'
-// averaged gradient, divided as the Div kernel divides). Compiled for the
+// averaged gradient, divided as the Div kernel divides: bit for bit, also
+// where a power-of-two divisor is applied as a multiplication by its exact
+// reciprocal, exact_reciprocal.h). Compiled for the
 // host's widest vectors (cpu_clones.h), the same bits on every clone.
 // Internal to kernels/. REQUIRES: the three arrays do not overlap.
 #ifndef TOWERFLOW_KERNELS_INTERNAL_MOMENTUM_UPDATE_H_
