@@ -26,6 +26,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "towerflow/towerflow.h"
@@ -206,9 +207,11 @@ int PrintTimeline(int towers) {
 // TOWERFLOW_BENCH_AB=<a>:<b> (TOWERFLOW_BENCH_AB_TOWERS, default 2;
 // TOWERFLOW_BENCH_AB_MODEL=cnn for the CNN): instead of benchmarking, two
 // sessions that differ in one setting, each side one of pinned (variables on
-// CPU:0), mirrored, nofuse (pinned, SessionOptions::fuse_kernels off), with
-// "/<towers>" for a tower count of its own (pinned/1:pinned/2: one tower on
-// one core against two towers, the scaling), run in chunks of steps A, B, A,
+// CPU:0), mirrored, nofuse (pinned, SessionOptions::fuse_kernels off),
+// independent (N one-tower sessions run side by side on N threads, sharing
+// nothing: what the cores allow), with "/<towers>" for a tower count of its
+// own (pinned/1:pinned/2: one tower on one core against two towers, the
+// scaling; pinned/1:independent/2 its ceiling), run in chunks of steps A, B, A,
 // B, ... so that the machine's drift hits both alike. Prints each side's
 // median step and the median ratio b/a of the pairs of chunks with its
 // quartiles; for different tower counts also the median ratio of their
@@ -220,7 +223,8 @@ int RunAb(const std::string& spec) {
   const int default_towers = towers_env ? std::max(1, std::atoi(towers_env)) : 2;
   const char* model = std::getenv("TOWERFLOW_BENCH_AB_MODEL");
   const bool cnn = model != nullptr && std::string(model) == "cnn";
-  std::unique_ptr<Towers> t[2];
+  // Per side, its sessions: one, or one one-tower session per core for "independent".
+  std::vector<std::unique_ptr<Towers>> t[2];
   int towers[2];
   for (int i = 0; i < 2; ++i) {
     towers[i] = default_towers;
@@ -228,21 +232,35 @@ int RunAb(const std::string& spec) {
       towers[i] = std::max(1, std::atoi(sides[i].c_str() + slash + 1));
       sides[i].resize(slash);
     }
-    if (sides[i] != "pinned" && sides[i] != "mirrored" && sides[i] != "nofuse") {
-      std::fprintf(stderr, "TOWERFLOW_BENCH_AB: side '%s' is not pinned, mirrored or nofuse\n", sides[i].c_str());
+    if (sides[i] != "pinned" && sides[i] != "mirrored" && sides[i] != "nofuse" && sides[i] != "independent") {
+      std::fprintf(stderr, "TOWERFLOW_BENCH_AB: side '%s' is not pinned, mirrored, nofuse or independent\n",
+                   sides[i].c_str());
       return 2;
     }
-    t[i] = std::make_unique<Towers>(towers[i],
-                                    sides[i] == "mirrored" ? tw::train::VariablePlacement::kMirrored
-                                                           : tw::train::VariablePlacement::kSingleDevice,
-                                    tw::train::AllReduceAlgorithm::kAuto, cnn, sides[i] != "nofuse");
+    const bool independent = sides[i] == "independent";
+    for (int k = 0; k < (independent ? towers[i] : 1); ++k) {
+      t[i].push_back(std::make_unique<Towers>(independent ? 1 : towers[i],
+                                              sides[i] == "mirrored" ? tw::train::VariablePlacement::kMirrored
+                                                                     : tw::train::VariablePlacement::kSingleDevice,
+                                              tw::train::AllReduceAlgorithm::kAuto, cnn, sides[i] != "nofuse"));
+    }
   }
+  // Runs `steps` steps of each of a side's sessions, the sessions side by side.
+  auto run = [](std::vector<std::unique_ptr<Towers>>& sessions, int steps) {
+    auto steps_of = [steps](Towers& s) {
+      for (int k = 0; k < steps; ++k) s.session->Run(s.feeds, {}, {s.step.train_op}).status().Check();
+    };
+    std::vector<std::thread> others;
+    for (size_t k = 1; k < sessions.size(); ++k) others.emplace_back(steps_of, std::ref(*sessions[k]));
+    steps_of(*sessions[0]);
+    for (auto& th : others) th.join();
+  };
   const int chunks = cnn ? 60 : 200, per_chunk = cnn ? 4 : 20;
   std::vector<double> us[2], ratio, examples_ratio;
   for (int c = -1; c < chunks; ++c) {  // chunk -1 warms both up
     for (int i = 0; i < 2; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      for (int s = 0; s < per_chunk; ++s) t[i]->session->Run(t[i]->feeds, {}, {t[i]->step.train_op}).status().Check();
+      run(t[i], per_chunk);
       if (c >= 0) {
         us[i].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
                         per_chunk);
