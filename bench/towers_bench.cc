@@ -20,10 +20,12 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <random>
 #include <string>
 #include <thread>
@@ -204,6 +206,68 @@ int PrintTimeline(int towers) {
   return 0;
 }
 
+// One side of an A/B: its sessions, the first run on the calling thread and
+// each other one on a thread of its own that lives as long as the side (so
+// that per-thread state, such as oneDNN's primitive cache, stays warm).
+class AbSide {
+ public:
+  explicit AbSide(std::vector<std::unique_ptr<Towers>> sessions) : sessions_(std::move(sessions)) {
+    for (size_t k = 1; k < sessions_.size(); ++k) threads_.emplace_back([this, k] { Work(*sessions_[k]); });
+  }
+  ~AbSide() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& th : threads_) th.join();
+  }
+
+  // `steps` steps of every session, the sessions side by side.
+  void Run(int steps) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      steps_ = steps;
+      pending_ = static_cast<int>(threads_.size());
+      ++generation_;
+    }
+    cv_.notify_all();
+    Steps(*sessions_[0], steps);
+    std::unique_lock<std::mutex> lock(mu_);
+    cv_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  static void Steps(Towers& t, int steps) {
+    for (int k = 0; k < steps; ++k) t.session->Run(t.feeds, {}, {t.step.train_op}).status().Check();
+  }
+  void Work(Towers& t) {
+    int64_t seen = 0;
+    for (;;) {
+      int steps = 0;
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        cv_.wait(lock, [&] { return stop_ || generation_ != seen; });
+        if (stop_) return;
+        seen = generation_;
+        steps = steps_;
+      }
+      Steps(t, steps);
+      std::lock_guard<std::mutex> lock(mu_);
+      if (--pending_ == 0) cv_.notify_all();
+    }
+  }
+
+  std::vector<std::unique_ptr<Towers>> sessions_;
+  std::vector<std::thread> threads_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t generation_ = 0;  // one more per Run
+  int steps_ = 0;
+  int pending_ = 0;  // threads still running this generation
+  bool stop_ = false;
+};
+
 // TOWERFLOW_BENCH_AB=<a>:<b> (TOWERFLOW_BENCH_AB_TOWERS, default 2;
 // TOWERFLOW_BENCH_AB_MODEL=cnn for the CNN): instead of benchmarking, two
 // sessions that differ in one setting, each side one of pinned (variables on
@@ -224,12 +288,18 @@ int RunAb(const std::string& spec) {
   const char* model = std::getenv("TOWERFLOW_BENCH_AB_MODEL");
   const bool cnn = model != nullptr && std::string(model) == "cnn";
   // Per side, its sessions: one, or one one-tower session per core for "independent".
-  std::vector<std::unique_ptr<Towers>> t[2];
+  std::unique_ptr<AbSide> t[2];
   int towers[2];
   for (int i = 0; i < 2; ++i) {
     towers[i] = default_towers;
     if (const size_t slash = sides[i].find('/'); slash != std::string::npos) {
-      towers[i] = std::max(1, std::atoi(sides[i].c_str() + slash + 1));
+      const std::string count = sides[i].substr(slash + 1);
+      towers[i] = std::atoi(count.c_str());
+      if (towers[i] < 1 || count.find_first_not_of("0123456789") != std::string::npos) {
+        std::fprintf(stderr, "TOWERFLOW_BENCH_AB: side '%s' has no tower count of 1 or more after '/'\n",
+                     sides[i].c_str());
+        return 2;
+      }
       sides[i].resize(slash);
     }
     if (sides[i] != "pinned" && sides[i] != "mirrored" && sides[i] != "nofuse" && sides[i] != "independent") {
@@ -238,29 +308,21 @@ int RunAb(const std::string& spec) {
       return 2;
     }
     const bool independent = sides[i] == "independent";
+    std::vector<std::unique_ptr<Towers>> sessions;
     for (int k = 0; k < (independent ? towers[i] : 1); ++k) {
-      t[i].push_back(std::make_unique<Towers>(independent ? 1 : towers[i],
-                                              sides[i] == "mirrored" ? tw::train::VariablePlacement::kMirrored
-                                                                     : tw::train::VariablePlacement::kSingleDevice,
-                                              tw::train::AllReduceAlgorithm::kAuto, cnn, sides[i] != "nofuse"));
+      sessions.push_back(std::make_unique<Towers>(independent ? 1 : towers[i],
+                                                  sides[i] == "mirrored" ? tw::train::VariablePlacement::kMirrored
+                                                                         : tw::train::VariablePlacement::kSingleDevice,
+                                                  tw::train::AllReduceAlgorithm::kAuto, cnn, sides[i] != "nofuse"));
     }
+    t[i] = std::make_unique<AbSide>(std::move(sessions));
   }
-  // Runs `steps` steps of each of a side's sessions, the sessions side by side.
-  auto run = [](std::vector<std::unique_ptr<Towers>>& sessions, int steps) {
-    auto steps_of = [steps](Towers& s) {
-      for (int k = 0; k < steps; ++k) s.session->Run(s.feeds, {}, {s.step.train_op}).status().Check();
-    };
-    std::vector<std::thread> others;
-    for (size_t k = 1; k < sessions.size(); ++k) others.emplace_back(steps_of, std::ref(*sessions[k]));
-    steps_of(*sessions[0]);
-    for (auto& th : others) th.join();
-  };
   const int chunks = cnn ? 60 : 200, per_chunk = cnn ? 4 : 20;
   std::vector<double> us[2], ratio, examples_ratio;
   for (int c = -1; c < chunks; ++c) {  // chunk -1 warms both up
     for (int i = 0; i < 2; ++i) {
       const auto start = std::chrono::steady_clock::now();
-      run(t[i], per_chunk);
+      t[i]->Run(per_chunk);
       if (c >= 0) {
         us[i].push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count() /
                         per_chunk);

@@ -1,11 +1,15 @@
 // CollectiveAllReduce on virtual CPU devices: sums and means of fused lists,
 // the reduction order (device order, as AddN adds), shared outputs, and the
 // ways a step can go wrong without hanging: mismatched participants, a plan
-// that runs only some of them, and a step that fails while one waits.
+// that runs only some of them, and a step that fails while one waits; the
+// mean against IEEE division, bit for bit (a power-of-two count multiplies).
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cmath>
+#include <random>
 
+#include "towerflow/core/denormal.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/collective_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
@@ -206,6 +210,48 @@ TEST_F(CollectiveTest, RunsWithFewerThreadsThanParticipants) {
       auto r = session.Run(out);
       ASSERT_TRUE(r.ok()) << r.status().ToString();
       for (const Tensor& t : *r) ASSERT_EQ(t.ToVector<float>(), (std::vector<float>{6, 8})) << inter;
+    }
+  }
+}
+
+// The mean of 2 and 4 devices multiplies by the exact reciprocal, of 3
+// divides: each element is the sum in device order divided as IEEE divides,
+// under the engine's flush-to-zero mode, tiny and huge values included.
+TEST_F(CollectiveTest, MeanIsTheSumDividedBitForBit) {
+  for (int n : {2, 3, 4}) {
+    SCOPED_TRACE(::testing::Message() << n << " devices");
+    Graph graph;
+    Scope root(graph);
+    std::mt19937 rng(static_cast<unsigned>(n));
+    std::uniform_real_distribution<float> mantissa(-2.0f, 2.0f);
+    std::uniform_int_distribution<int> exponent(-130, 127);
+    std::vector<std::vector<float>> values(static_cast<size_t>(n), std::vector<float>(777));
+    std::vector<Output> out;
+    for (int i = 0; i < n; ++i) {
+      for (float& v : values[static_cast<size_t>(i)]) v = std::ldexp(mantissa(rng), exponent(rng));
+      Output x = Const(root.WithDevice(Cpu(i)), Tensor::Vec<float>(values[static_cast<size_t>(i)]));
+      out.push_back(CollectiveAllReduce(root.WithDevice(Cpu(i)).WithOpName("p" + std::to_string(i)), {x},
+                                        {.reduction = "mean", .num_devices = n, .shared_name = "m"})[0]);
+    }
+    ASSERT_TRUE(root.ok()) << root.status().ToString();
+    Session session(graph, Cpus(n));
+    auto r = session.Run(out);
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    ScopedFlushDenormal flush;
+    const volatile float divisor = static_cast<float>(n);
+    for (size_t e = 0; e < 777; ++e) {
+      float sum = values[0][e];
+      for (int i = 1; i < n; ++i) sum += values[static_cast<size_t>(i)][e];
+      const float want = sum / divisor;
+      for (int i = 0; i < n; ++i) {
+        const float got = (*r)[static_cast<size_t>(i)].flat<float>()[static_cast<int64_t>(e)];
+        if (std::isnan(want)) {
+          ASSERT_TRUE(std::isnan(got)) << e;
+        } else {
+          ASSERT_EQ(std::signbit(got), std::signbit(want)) << e;
+          ASSERT_EQ(got, want) << "element " << e << " on device " << i;
+        }
+      }
     }
   }
 }

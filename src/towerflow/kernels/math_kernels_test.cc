@@ -180,17 +180,21 @@ void ExpectDivMatchesIeee(const std::vector<T>& divisors) {
     Graph g;
     Scope s(g);
     Output xs = ConstT<T>(s, x, {static_cast<int64_t>(x.size())});
+    // x as [4096] over a scalar divisor and as [64, 64] over a [1, 1] one.
     Tensor out = Eval(g, Div(s, xs, Const(s, d)), {}, 2);
+    Tensor out2 = Eval(g, Div(s, Reshape(s, xs, {64, 64}), Const(s, Tensor::FromVector<T>({d}, {1, 1}))), {}, 2);
+    ASSERT_EQ(out2.ToVector<T>().size(), x.size());
     ASSERT_EQ(out.NumElements(), static_cast<int64_t>(x.size()));
     const volatile T divisor = d;  // divided at run time, as IEEE divides
     ScopedFlushDenormal flush;
     for (size_t i = 0; i < x.size(); ++i) {
       const T want = x[i] / divisor;
-      const T got = out.data<T>()[i];
-      if (std::isnan(want)) {
-        EXPECT_TRUE(std::isnan(got)) << "x " << x[i] << " d " << d;
-      } else {
-        ASSERT_EQ(std::memcmp(&want, &got, sizeof(T)), 0) << "x " << x[i] << " d " << d << " got " << got;
+      for (const T got : {out.data<T>()[i], out2.data<T>()[i]}) {
+        if (std::isnan(want)) {
+          EXPECT_TRUE(std::isnan(got)) << "x " << x[i] << " d " << d;
+        } else {
+          ASSERT_EQ(std::memcmp(&want, &got, sizeof(T)), 0) << "x " << x[i] << " d " << d << " got " << got;
+        }
       }
     }
   }

@@ -2,12 +2,15 @@
 // vectorised momentum update against its scalar formula, and their errors.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <random>
 #include <vector>
 
+#include "towerflow/core/denormal.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/graph/ops/training_ops.h"
+#include "towerflow/kernels/internal/momentum_update.h"
 #include "towerflow/runtime/session.h"
 
 namespace tw {
@@ -145,6 +148,54 @@ TEST(TrainingKernels, MomentumOnVectorsEqualsTheScalarFormulaBitForBit) {
       EXPECT_EQ((*r)[1].ToVector<float>(), a);
     }
   }
+}
+
+// The divided form (the towers' mean fused into the update) against the
+// formula with g / divisor written out as scalar code, bit for bit: a
+// power-of-two divisor multiplies by its reciprocal, others divide; gradients
+// from tiny to huge, under the engine's flush-to-zero mode.
+template <typename T>
+void ExpectDividedUpdateIsExact() {
+  std::mt19937 rng(5);
+  std::uniform_real_distribution<T> mantissa(T(-1), T(1));
+  std::uniform_int_distribution<int> exponent(-140, 100);
+  const T lr = T(0.0137), momentum = T(0.9);
+  ScopedFlushDenormal flush;
+  for (T divisor : {T(2), T(4), T(0.5), T(-8), T(3), T(10)}) {
+    for (bool nesterov : {false, true}) {
+      SCOPED_TRACE(::testing::Message() << "divisor " << divisor << (nesterov ? " nesterov" : ""));
+      const size_t n = 1027;
+      std::vector<T> v(n), a(n), g(n);
+      for (size_t i = 0; i < n; ++i) {
+        v[i] = mantissa(rng);
+        a[i] = mantissa(rng);
+        g[i] = std::ldexp(mantissa(rng), exponent(rng));
+      }
+      std::vector<T> want_v = v, want_a = a;
+      const volatile T d = divisor;
+      for (size_t i = 0; i < n; ++i) {
+        const T gi = g[i] / d;
+        const T acc = want_a[i] * momentum + gi;
+        want_a[i] = acc;
+        if (nesterov) {
+          const T delta = gi * lr + acc * momentum * lr;
+          want_v[i] -= delta;
+        } else {
+          const T delta = acc * lr;
+          want_v[i] -= delta;
+        }
+      }
+      momentum_update::ApplyDivided(v.data(), a.data(), g.data(), static_cast<int64_t>(n), lr, momentum, nesterov,
+                                    divisor);
+      EXPECT_EQ(v, want_v);
+      EXPECT_EQ(a, want_a);
+    }
+  }
+}
+
+TEST(TrainingKernels, DividedMomentumUpdateEqualsTheScalarFormulaBitForBit) {
+  ExpectDividedUpdateIsExact<float>();
+  ExpectDividedUpdateIsExact<double>();
 }
 
 TEST(TrainingKernels, AdamWithBiasCorrection) {

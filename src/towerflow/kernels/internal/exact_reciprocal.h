@@ -2,8 +2,10 @@
 //
 // x / d and x * (1 / d) are equal for every x (zeros, infinities, NaNs,
 // subnormal and overflowing quotients included) when d is plus or minus a
-// power of two whose reciprocal is a normal number: 1 / d is then exact, and
-// both sides are the correctly rounded value of the same real quotient. A
+// power of two and both d and 1 / d are normal numbers: 1 / d is then exact,
+// both sides are the correctly rounded value of the same real quotient, and
+// flushing denormals (FTZ, DAZ: denormal.h) treats both alike (a subnormal d
+// would read as zero to the division alone). A
 // vector division costs several multiplications (on AVX-512 about ten times
 // the throughput cost), and the divisors that matter most are powers of two:
 // the towers' mean divides by their count.

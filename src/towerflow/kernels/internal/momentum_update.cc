@@ -47,7 +47,6 @@ void RunDivided(T* v, T* acc, const T* g, int64_t n, T lr, T momentum, bool nest
 
 }  // namespace
 
-
 void Apply(float* var, float* accum, const float* grad, int64_t n, float lr, float momentum, bool nesterov) {
   Run<float, Grad::kAsIs>(var, accum, grad, n, lr, momentum, nesterov, 1.0f);
 }
