@@ -5,10 +5,10 @@
 // power of two and both d and 1 / d are normal numbers: 1 / d is then exact,
 // both sides are the correctly rounded value of the same real quotient, and
 // flushing denormals (FTZ, DAZ: denormal.h) treats both alike (a subnormal d
-// would read as zero to the division alone). A
-// vector division costs several multiplications (on AVX-512 about ten times
-// the throughput cost), and the divisors that matter most are powers of two:
-// the towers' mean divides by their count.
+// would read as zero to the division alone). A vector division costs several
+// multiplications (on AVX-512 about ten times the throughput cost), and the
+// divisors that matter most are powers of two: the towers' mean divides by
+// their count.
 // Internal to kernels/.
 #ifndef TOWERFLOW_KERNELS_INTERNAL_EXACT_RECIPROCAL_H_
 #define TOWERFLOW_KERNELS_INTERNAL_EXACT_RECIPROCAL_H_
