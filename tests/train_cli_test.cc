@@ -213,13 +213,14 @@ TEST_F(TrainCliTest, ResumeContinuesTheGlobalStepAndTheLossCurve) {
   json a = whole.last(), b = second.last();
   EXPECT_EQ(b["global_step"], 400);
   EXPECT_EQ(b["steps"], 200);
-  // Shuffling differs after a restart (queues are not checkpointed), so the
-  // runs agree within noise, not bit for bit: the loss on the whole data set
-  // (the last batch's loss alone is too noisy to compare).
-  // Measured here over repeated runs: ~0.12 after 200 steps, 0.06-0.09 after
-  // 400 whether interrupted or not.
-  EXPECT_NEAR(b["test_loss"].get<double>(), a["test_loss"].get<double>(), 0.045) << whole.out << second.out;
-  EXPECT_LT(b["test_loss"].get<double>(), first.last()["test_loss"].get<double>() - 0.015) << first.out;
+  // Queues are not checkpointed: the resumed run draws an input order of its
+  // own (not the first run's again), so the runs agree within noise, not bit
+  // for bit, on the loss over the whole data set (the last batch's loss alone is
+  // too noisy to compare). Measured here over repeated runs: 0.113-0.120 after
+  // 200 steps; after 400, 0.058-0.071 in one run and 0.059-0.064 resumed, where
+  // a resumed run that replayed the first run's order reached 0.078-0.100.
+  EXPECT_NEAR(b["test_loss"].get<double>(), a["test_loss"].get<double>(), 0.02) << whole.out << second.out;
+  EXPECT_LT(b["test_loss"].get<double>(), first.last()["test_loss"].get<double>() - 0.03) << first.out;
   EXPECT_GT(b["test_accuracy"].get<double>(), 0.9);
   // A second resume at the total has nothing left to do.
   Result again = Run(args);

@@ -122,6 +122,11 @@ std::vector<std::string> CheckpointManager::Checkpoints() const {
   return paths;
 }
 
+std::optional<int64_t> CheckpointManager::LatestStep() const {
+  const std::vector<std::string> names = CheckpointNames();
+  return names.empty() ? std::nullopt : StepOf(names.back());
+}
+
 Status CheckpointManager::WriteIndex(const std::vector<std::string>& names) const {
   std::string text = StrCat(kIndexFirstLine, "\n");
   for (const std::string& name : names) text += name + "\n";

@@ -57,6 +57,9 @@ class CheckpointManager {
   // The kept checkpoints' paths, newest last, from the index; when the index is
   // missing or corrupt, every "<prefix>-<N>.safetensors" in the directory, by N.
   std::vector<std::string> Checkpoints() const;
+  // The step of the newest kept checkpoint (the first that RestoreLatest tries),
+  // read from its name without opening it; nullopt when there is none.
+  std::optional<int64_t> LatestStep() const;
 
   // Restores the newest checkpoint that reads and validates. A checkpoint that
   // fails to read is logged as a warning, recorded in `rejected`, and the one

@@ -111,6 +111,7 @@ TEST_F(CheckpointManagerTest, SavingAStepAgainMakesItNewestAndZeroKeepsAll) {
   SaveStep(manager, 2);
   EXPECT_EQ(manager.Checkpoints(),
             Paths({"model-1.safetensors", "model-3.safetensors", "model-2.safetensors"}));
+  EXPECT_EQ(manager.LatestStep(), 2);
   auto negative = manager.Save(*session_, *saver_, -1);
   EXPECT_EQ(negative.status().code(), Code::kInvalidArgument);
 }
@@ -179,8 +180,10 @@ TEST_F(CheckpointManagerTest, ScansTheDirectoryWhenTheIndexIsMissingOrCorrupt) {
   }
   const std::vector<std::string> by_step =
       Paths({"ckpt-2.safetensors", "ckpt-9.safetensors", "ckpt-10.safetensors"});
+  EXPECT_EQ(manager.LatestStep(), 9);
   fs::remove(manager.IndexPath());
   EXPECT_EQ(manager.Checkpoints(), by_step);
+  EXPECT_EQ(manager.LatestStep(), 10);
   for (const char* index :
        {"garbage\n", "# towerflow checkpoint index: kept checkpoints, oldest first\nckpt-2.safetensors",
         "# towerflow checkpoint index: kept checkpoints, oldest first\n../ckpt-2.safetensors\n",
@@ -224,6 +227,7 @@ TEST_F(CheckpointManagerTest, NoCheckpointIsNotFoundNamingTheDirectory) {
   EXPECT_NE(restored.status().message().find("no checkpoint in " + Path("absent")), std::string::npos)
       << restored.status().ToString();
   EXPECT_TRUE(missing.Checkpoints().empty());
+  EXPECT_EQ(missing.LatestStep(), std::nullopt);
 
   fs::create_directories(dir_);
   WriteText(Path("ckpt-1.safetensors.tmp-1"), "x");
