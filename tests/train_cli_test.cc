@@ -66,7 +66,9 @@ class TrainCliTest : public testing::CliTest {
   std::vector<std::string> TrainArgs(const std::string& logdir, int64_t steps) {
     return {"train", "--data", data_, "--model", "seed", "--hidden", "32,32", "--devices", "cpu:0,cpu:1",
             "--batch-size", "32", "--steps", std::to_string(steps), "--lr", "0.01", "--logdir",
-            (dir_ / logdir).string(), "--seed", "7", "--min-after-dequeue", "200", "--intra-op-threads", "1"};
+            (dir_ / logdir).string(), "--seed", "7", "--min-after-dequeue", "200", "--intra-op-threads", "1",
+            // Checkpoints by step only, however slow the machine: the tests count them.
+            "--checkpoint-every-secs", "0"};
   }
 
   std::vector<fs::path> Files(const std::string& logdir, const std::string& prefix) {
@@ -219,7 +221,8 @@ TEST_F(TrainCliTest, ResumeContinuesTheGlobalStepAndTheLossCurve) {
   // too noisy to compare). Measured here over repeated runs: 0.113-0.120 after
   // 200 steps; after 400, 0.058-0.071 in one run and 0.059-0.064 resumed, where
   // a resumed run that replayed the first run's order reached 0.078-0.100.
-  EXPECT_NEAR(b["test_loss"].get<double>(), a["test_loss"].get<double>(), 0.02) << whole.out << second.out;
+  // One-sided: a resumed run that does better is not the fault looked for.
+  EXPECT_LT(b["test_loss"].get<double>(), a["test_loss"].get<double>() + 0.02) << whole.out << second.out;
   EXPECT_LT(b["test_loss"].get<double>(), first.last()["test_loss"].get<double>() - 0.03) << first.out;
   EXPECT_GT(b["test_accuracy"].get<double>(), 0.9);
   // A second resume at the total has nothing left to do.

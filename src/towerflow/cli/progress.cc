@@ -58,17 +58,18 @@ void Progress::Draw(const ProgressState& s) {
   drawn_ = true;
 }
 
+bool Progress::Due() const {
+  const double since = std::chrono::duration<double>(std::chrono::steady_clock::now() - last_).count();
+  return terminal_ ? (!drawn_ || since >= kRedrawSeconds) : since >= plain_every_seconds_;
+}
+
 void Progress::Update(const ProgressState& s) {
-  const auto now = std::chrono::steady_clock::now();
-  const double since = std::chrono::duration<double>(now - last_).count();
+  if (!Due()) return;
+  last_ = std::chrono::steady_clock::now();
   if (terminal_) {
-    if (since < kRedrawSeconds && drawn_) return;
-    last_ = now;
     Draw(s);
     return;
   }
-  if (since < plain_every_seconds_) return;
-  last_ = now;
   std::fprintf(out_, "%s\n", Describe(s).c_str());
   std::fflush(out_);
 }

@@ -28,6 +28,8 @@ class Progress {
  public:
   Progress(std::FILE* out, bool terminal, double plain_every_seconds);
 
+  // Whether Update would draw now: the state is worth computing only then.
+  bool Due() const;
   void Update(const ProgressState& state);
   // The final line (always printed; ends the bar's line on a terminal).
   void Finish(const ProgressState& state);

@@ -202,7 +202,8 @@ class Loop {
         if (Status s = WriteSummaries(result, rate); !s.ok()) return s;
         window = Window();
       }
-      progress_.Update(State(*result, rate));
+      // The state reads every queue's size: only when it is drawn.
+      if (progress_.Due()) progress_.Update(State(*result, rate));
       const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
       const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
       if ((by_steps || by_time) && result->global_step < c_.total_steps) {
