@@ -12,9 +12,12 @@
 // variable's ref: the lock orders the enqueue against an Assign that would
 // replace the buffer, and the device's single compute stream orders the work.
 // The locks and checks are the CPU twin's own (variable_args.h).
-// The scalar hyper-parameters (lr, momentum, the betas, epsilon) are host-memory
-// inputs (KernelDef::host_memory_inputs): read here and passed by value.
-#include <cmath>
+// The scalar hyper-parameters (lr, momentum, the betas and their powers,
+// epsilon) stay in device memory, as in TF's GPU kernels: each thread reads them
+// before its loop. In host memory, a GPU-resident value (the optimizer's
+// constants, colocated with the variable; Adam's beta powers, variables on the
+// GPU) would cross to the host, and the step would wait for the GPU at every
+// update; a value from the host crosses the other way, without a wait.
 
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
@@ -31,17 +34,18 @@ using cuda_util::LaunchGridStride;
 // ---- ApplyGradientDescent ------------------------------------------------------
 
 template <typename T>
-__global__ void ApplyGradientDescentKernel(T* __restrict__ var, const T* __restrict__ delta, T alpha,
-                                           int64_t n) {
+__global__ void ApplyGradientDescentKernel(T* __restrict__ var, const T* __restrict__ delta,
+                                           const T* __restrict__ alpha_in, int64_t n) {
+  const T alpha = *alpha_in;
   for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) var[k] -= delta[k] * alpha;
 }
 
 template <typename T>
-Status LaunchApplyGradientDescent(const GpuDevice& gpu, T* var, const T* delta, T alpha, int64_t n) {
+Status LaunchApplyGradientDescent(const GpuDevice& gpu, T* var, const T* delta, const T* alpha, int64_t n) {
   return LaunchGridStride(gpu, n, ApplyGradientDescentKernel<T>, var, delta, alpha, n);
 }
 
-// Inputs: var (ref), alpha (host), delta.
+// Inputs: var (ref), alpha, delta.
 template <typename T>
 class GpuApplyGradientDescentOp : public GpuOpKernel {
  public:
@@ -54,7 +58,7 @@ class GpuApplyGradientDescentOp : public GpuOpKernel {
       const int64_t n = var->NumElements();
       if (n > 0) {
         TW_OP_REQUIRES_OK(ctx, LaunchApplyGradientDescent<T>(gpu, var->data<T>(), ctx->input(2).data<T>(),
-                                                             ctx->input(1).scalar<T>(), n));
+                                                             ctx->input(1).data<T>(), n));
       }
     }
     ctx->forward_ref_input_to_ref_output(0, 0);
@@ -65,7 +69,8 @@ class GpuApplyGradientDescentOp : public GpuOpKernel {
 
 template <typename T, bool kNesterov>
 __global__ void ApplyMomentumKernel(T* __restrict__ var, T* __restrict__ accum, const T* __restrict__ grad,
-                                    T lr, T momentum, int64_t n) {
+                                    const T* __restrict__ lr_in, const T* __restrict__ momentum_in, int64_t n) {
+  const T lr = *lr_in, momentum = *momentum_in;
   for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
     const T g = grad[k];
     const T acc = accum[k] * momentum + g;
@@ -79,12 +84,12 @@ __global__ void ApplyMomentumKernel(T* __restrict__ var, T* __restrict__ accum, 
 }
 
 template <typename T, bool kNesterov>
-Status LaunchApplyMomentum(const GpuDevice& gpu, T* var, T* accum, const T* grad, T lr, T momentum,
-                           int64_t n) {
+Status LaunchApplyMomentum(const GpuDevice& gpu, T* var, T* accum, const T* grad, const T* lr,
+                           const T* momentum, int64_t n) {
   return LaunchGridStride(gpu, n, ApplyMomentumKernel<T, kNesterov>, var, accum, grad, lr, momentum, n);
 }
 
-// Inputs: var (ref), accum (ref), lr (host), grad, momentum (host).
+// Inputs: var (ref), accum (ref), lr, grad, momentum.
 template <typename T>
 class GpuApplyMomentumOp : public GpuOpKernel {
  public:
@@ -97,9 +102,9 @@ class GpuApplyMomentumOp : public GpuOpKernel {
       TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1}, {3}, {2, 4}));
       T* var = ctx->mutable_input(0)->data<T>();
       T* accum = ctx->mutable_input(1)->data<T>();
-      const T lr = ctx->input(2).scalar<T>();
+      const T* lr = ctx->input(2).data<T>();
       const T* grad = ctx->input(3).data<T>();
-      const T momentum = ctx->input(4).scalar<T>();
+      const T* momentum = ctx->input(4).data<T>();
       const int64_t n = ctx->mutable_input(0)->NumElements();
       if (n > 0) {
         TW_OP_REQUIRES_OK(
@@ -116,7 +121,19 @@ class GpuApplyMomentumOp : public GpuOpKernel {
 
 // ---- ApplyAdam -----------------------------------------------------------------------
 
-// The step's constants, computed once on the host.
+// The step's scalars, in device memory.
+template <typename T>
+struct AdamScalars {
+  const T* beta1_power;
+  const T* beta2_power;
+  const T* lr;
+  const T* beta1;
+  const T* beta2;
+  const T* epsilon;
+};
+
+// The step's constants, computed by every thread from the scalars in the CPU
+// twin's order (bias correction of both moments folded into one step size).
 template <typename T>
 struct AdamConstants {
   T alpha;            // lr * sqrt(1 - beta2_power) / (1 - beta1_power)
@@ -124,11 +141,17 @@ struct AdamConstants {
   T beta1;
   T one_minus_beta2;  // 1 - beta2
   T epsilon;
+
+  __device__ explicit AdamConstants(const AdamScalars<T>& s)
+      : alpha(*s.lr * cuda_util::Sqrt(T(1) - *s.beta2_power) / (T(1) - *s.beta1_power)),
+        one_minus_beta1(T(1) - *s.beta1), beta1(*s.beta1), one_minus_beta2(T(1) - *s.beta2),
+        epsilon(*s.epsilon) {}
 };
 
 template <typename T, bool kNesterov>
 __global__ void ApplyAdamKernel(T* __restrict__ var, T* __restrict__ m, T* __restrict__ v,
-                                const T* __restrict__ grad, AdamConstants<T> a, int64_t n) {
+                                const T* __restrict__ grad, AdamScalars<T> scalars, int64_t n) {
+  const AdamConstants<T> a(scalars);
   for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
     const T g = grad[k];
     T mk = m[k];
@@ -143,13 +166,13 @@ __global__ void ApplyAdamKernel(T* __restrict__ var, T* __restrict__ m, T* __res
 }
 
 template <typename T, bool kNesterov>
-Status LaunchApplyAdam(const GpuDevice& gpu, T* var, T* m, T* v, const T* grad, const AdamConstants<T>& a,
+Status LaunchApplyAdam(const GpuDevice& gpu, T* var, T* m, T* v, const T* grad, const AdamScalars<T>& a,
                        int64_t n) {
   return LaunchGridStride(gpu, n, ApplyAdamKernel<T, kNesterov>, var, m, v, grad, a, n);
 }
 
 // Inputs: var, m, v (refs), beta1_power, beta2_power, lr, beta1, beta2,
-// epsilon (host), grad.
+// epsilon, grad.
 template <typename T>
 class GpuApplyAdamOp : public GpuOpKernel {
  public:
@@ -160,14 +183,8 @@ class GpuApplyAdamOp : public GpuOpKernel {
     {
       RefLocks locks(ctx, {0, 1, 2});
       TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2}, {9}, {3, 4, 5, 6, 7, 8}));
-      const T beta1_power = ctx->input(3).scalar<T>();
-      const T beta2_power = ctx->input(4).scalar<T>();
-      const T lr = ctx->input(5).scalar<T>();
-      const T beta1 = ctx->input(6).scalar<T>();
-      const T beta2 = ctx->input(7).scalar<T>();
-      // Bias correction of both moments folded into one step size, as on the CPU.
-      const AdamConstants<T> a{lr * std::sqrt(T(1) - beta2_power) / (T(1) - beta1_power), T(1) - beta1, beta1,
-                               T(1) - beta2, ctx->input(8).scalar<T>()};
+      const AdamScalars<T> a{ctx->input(3).data<T>(), ctx->input(4).data<T>(), ctx->input(5).data<T>(),
+                             ctx->input(6).data<T>(), ctx->input(7).data<T>(), ctx->input(8).data<T>()};
       T* var = ctx->mutable_input(0)->data<T>();
       T* m = ctx->mutable_input(1)->data<T>();
       T* v = ctx->mutable_input(2)->data<T>();
@@ -188,9 +205,9 @@ class GpuApplyAdamOp : public GpuOpKernel {
 }  // namespace
 
 void RegisterTrainingCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
-  RegisterGpuKernels<GpuApplyGradientDescentOp, float, double>(r, "ApplyGradientDescent", {1}, {});
-  RegisterGpuKernels<GpuApplyMomentumOp, float, double>(r, "ApplyMomentum", {2, 4}, {});
-  RegisterGpuKernels<GpuApplyAdamOp, float, double>(r, "ApplyAdam", {3, 4, 5, 6, 7, 8}, {});
+  RegisterGpuKernels<GpuApplyGradientDescentOp, float, double>(r, "ApplyGradientDescent", {}, {});
+  RegisterGpuKernels<GpuApplyMomentumOp, float, double>(r, "ApplyMomentum", {}, {});
+  RegisterGpuKernels<GpuApplyAdamOp, float, double>(r, "ApplyAdam", {}, {});
 }
 
 }  // namespace tw

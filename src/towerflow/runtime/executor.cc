@@ -205,7 +205,7 @@ class StepState {
   // input pipelines, where the wait is usually none.
   void Process(std::vector<int> stack, Thread thread) {
     ScopedFlushDenormal flush_denormal;  // as TF's compute threads: see denormal.h
-    std::vector<int> newly_ready;
+    std::vector<int> newly_ready, waits;
     // Expensive nodes waiting in `stack`: at most one, so that a second expensive
     // branch (another tower's MatMul) goes to the pool instead of queueing here.
     int expensive_in_stack = 0;
@@ -274,7 +274,16 @@ class StepState {
       // Cheap nodes run here; of the expensive ones, one stays on this thread and
       // the others go to the pool so that independent branches run in parallel.
       int kept_expensive = -1;
+      waits.clear();
       for (int succ : newly_ready) {
+        // A copy that waits for a GPU goes under everything else ready here:
+        // this thread first queues the device work that is ready (a fetched
+        // loss would otherwise hold the whole backward pass until the GPU
+        // had finished the forward one), then waits.
+        if (plan_.items[static_cast<size_t>(succ)].waits_for_device()) {
+          waits.push_back(succ);
+          continue;
+        }
         // Transfers are cheap (a shared buffer or one copy, no kernel): inline.
         if (pool_ == nullptr || !IsExpensive(succ)) {
           stack.push_back(succ);
@@ -289,6 +298,7 @@ class StepState {
         stack.insert(stack.begin(), kept_expensive);
         ++expensive_in_stack;
       }
+      stack.insert(stack.begin(), waits.begin(), waits.end());
       if (remaining_.fetch_sub(1, std::memory_order_acq_rel) == 1) {
         std::lock_guard<std::mutex> lock(done_mu_);
         done_ = true;

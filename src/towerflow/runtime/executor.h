@@ -52,6 +52,11 @@ struct ExecutorPlan {
     Device* transfer_from = nullptr;
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }
+    // A copy out of a device's own memory into host memory: it waits for the
+    // device's queued work (a GPU's stream) before the copy returns.
+    bool waits_for_device() const {
+      return is_transfer() && !transfer_from->host_memory() && device->host_memory();
+    }
     // A fused item (fusion.h) runs `node` together with the nodes that feed
     // it in `fused->nodes` (PlannedFusion::Absorbed's order: node's direct
     // producer last):

@@ -251,5 +251,33 @@ TEST(CopyTensorTest, CopiesStringsAndEmptyTensors) {
   EXPECT_EQ(out.shape(), (TensorShape{0, 3}));
 }
 
+// A device with memory of its own (a GPU's kind), for the plan's predicates.
+class DeviceMemoryDevice : public Device {
+ public:
+  DeviceMemoryDevice() : Device(kDeviceGpu, 0, CpuAllocator(), 1) {}
+  bool host_memory() const override { return false; }
+};
+
+// Only a copy out of device memory into host memory waits for the device: the
+// executor runs it after the other ready work of its thread.
+TEST(ExecutorPlanTest, OnlyACopyToHostMemoryWaitsForTheDevice) {
+  Device cpu(kDeviceCpu, 0, CpuAllocator(), 1), host_gpu(kDeviceGpu, 1, CpuAllocator(), 1);
+  DeviceMemoryDevice gpu, other_gpu;
+  auto transfer = [](Device* from, Device* to) {
+    ExecutorPlan::Item item;
+    item.transfer_from = from;
+    item.device = to;
+    return item;
+  };
+  EXPECT_TRUE(transfer(&gpu, &cpu).waits_for_device());
+  EXPECT_TRUE(transfer(&gpu, &host_gpu).waits_for_device());
+  EXPECT_FALSE(transfer(&cpu, &gpu).waits_for_device());        // queued on the device's stream
+  EXPECT_FALSE(transfer(&gpu, &other_gpu).waits_for_device());  // device to device
+  EXPECT_FALSE(transfer(&cpu, &host_gpu).waits_for_device());
+  ExecutorPlan::Item node;
+  node.device = &cpu;
+  EXPECT_FALSE(node.waits_for_device());
+}
+
 }  // namespace
 }  // namespace tw
