@@ -251,7 +251,15 @@ TEST_F(TrainCliTest, ResumeSkipsATruncatedCheckpoint) {
 
 TEST_F(TrainCliTest, CtrlCStopsCleanlyWithAFinalCheckpoint) {
   MakeData(1000);
-  Result r = Run(TrainArgs("run", 100000000), "timeout --preserve-status -s INT 3");
+  // SIGINT once a first checkpoint is saved (however slow the start:
+  // sanitizers, a loaded machine), or after 60 s; the run's status is kept.
+  const std::string interrupt =
+      "sh -c 'f=$1; shift; \"$@\" & p=$!; i=0; while [ ! -e \"$f\" ] && [ $i -lt 600 ]; do sleep 0.1; "
+      "i=$((i+1)); done; kill -INT $p; wait $p' sh " +
+      testing::ShellQuote((dir_ / "run" / "checkpoint").string());  // the index: the first checkpoint saved
+  std::vector<std::string> args = TrainArgs("run", 100000000);
+  args.insert(args.end(), {"--checkpoint-every-steps", "1"});
+  Result r = Run(args, interrupt);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = r.last();
   EXPECT_EQ(j["interrupted"], true);
