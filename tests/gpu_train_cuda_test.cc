@@ -16,7 +16,9 @@
 // and mirrored variables) against --devices cpu:0 on seed-schema data: the
 // JSON line names the GPUs, the test accuracy agrees within noise, eval reads
 // the checkpoints, and a GPU that does not exist is a one-line usage error.
-// Every test skips without a GPU (label cuda).
+// Adam with the variables on the GPU (its moments and beta powers GPU
+// variables, read by the update in device memory) takes the steps of Adam on
+// the CPU. Every test skips without a GPU (label cuda).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -29,6 +31,7 @@
 #include "cli_test_util.h"
 #include "towerflow/cli/models.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
+#include "towerflow/train/adam.h"
 #include "towerflow/train/momentum.h"
 #include "towerflow/train/replicate.h"
 #include "towerflow/train/saver.h"
@@ -78,11 +81,17 @@ struct Curve {
   double accuracy = 0;         // over every step's batch, before its update
 };
 
+// The optimizer and where the variables live.
+struct Setup {
+  bool adam = false;  // else momentum
+  std::string variable_device = "/device:CPU:0";
+};
+
 // Trains kSteps steps with one tower per device, each on its share of the
 // batch. `init` is a checkpoint of the initial values: written when `write_init`
 // (the reference run), else restored.
 Curve Train(const Data& data, const std::vector<std::string>& devices, const SessionOptions& options,
-            const std::string& init, bool write_init) {
+            const std::string& init, bool write_init, const Setup& setup = {}) {
   Curve curve;
   Graph graph;
   graph.set_seed(7);
@@ -98,7 +107,9 @@ Curve Train(const Data& data, const std::vector<std::string>& devices, const Ses
     return tw::Batch{xs.back(), ys.back()};
   };
   cli::ModelConfig config{.name = "mlp", .hidden = {256, 256}};
-  train::Momentum optimizer({.learning_rate = 0.01, .momentum = 0.9});
+  train::Momentum momentum({.learning_rate = 0.01, .momentum = 0.9});
+  train::Adam adam({.learning_rate = 0.001});
+  train::Optimizer& optimizer = setup.adam ? static_cast<train::Optimizer&>(adam) : momentum;
   train::ReplicaStep step = train::Replicate(
       root, devices, source, optimizer,
       [&](const Scope& tower, const tw::Batch& batch) {
@@ -106,7 +117,7 @@ Curve Train(const Data& data, const std::vector<std::string>& devices, const Ses
         if (tower.name_scope().rfind("tower_", 0) == 0) correct.push_back(m.correct);
         return m.loss;
       },
-      {.variable_device = "/device:CPU:0", .global_step = true});
+      {.variable_device = setup.variable_device, .global_step = true});
   train::Saver saver(root);
   EXPECT_TRUE(root.ok()) << root.status().ToString();
   if (!root.ok()) return curve;
@@ -195,6 +206,20 @@ TEST_F(GpuTrainTest, TwoLogicalGpusTakeTheStepsOfOne) {
   Curve both = Train(data_, {"/device:GPU:0", "/device:GPU:1"}, two, init_, false);
   ExpectSameCurve(both, one, "2 towers on 2 logical GPUs vs 1 GPU");
   ExpectSameCurve(both, reference_, "2 towers on 2 logical GPUs vs CPU:0");
+}
+
+TEST_F(GpuTrainTest, AdamWithItsVariablesOnTheGpuTakesTheStepsOfTheCpu) {
+  const std::string adam_init = (dir_ / "adam_init.safetensors").string();
+  SessionOptions cpu_only;
+  cpu_only.max_gpus = 0;
+  Curve cpu = Train(data_, {"/device:CPU:0"}, cpu_only, adam_init, /*write_init=*/true, {.adam = true});
+  ASSERT_EQ(cpu.losses.size(), static_cast<size_t>(kSteps));
+  EXPECT_LT(cpu.losses.back(), cpu.losses.front());  // it learns
+  SessionOptions gpu;
+  gpu.allow_soft_placement = true;
+  Curve one = Train(data_, {"/device:GPU:0"}, gpu, adam_init, false,
+                    {.adam = true, .variable_device = "/device:GPU:0"});
+  ExpectSameCurve(one, cpu, "Adam, variables on GPU:0 vs CPU:0");
 }
 
 // `towerflow train` on GPUs: the binary, its flags and its JSON line.

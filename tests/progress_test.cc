@@ -33,10 +33,10 @@ ProgressState Step(int64_t step) {
 TEST(ProgressTest, PlainOutputPrintsOncePerPeriod) {
   std::FILE* f = std::tmpfile();
   ASSERT_NE(f, nullptr);
-  Progress progress(f, /*terminal=*/false, 0.1);
+  Progress progress(f, /*terminal=*/false, 1.0);
   EXPECT_FALSE(progress.Due());  // the first line comes a period after the start
   progress.Update(Step(1));
-  std::this_thread::sleep_for(std::chrono::milliseconds(120));
+  std::this_thread::sleep_for(std::chrono::milliseconds(1100));
   EXPECT_TRUE(progress.Due());
   progress.Update(Step(2));
   EXPECT_FALSE(progress.Due());
@@ -67,15 +67,22 @@ TEST(ProgressTest, TerminalRedrawsAtMostTenTimesASecond) {
   ASSERT_NE(f, nullptr);
   Progress progress(f, /*terminal=*/true, 3600);
   EXPECT_TRUE(progress.Due());  // the bar is not on screen yet
+  const auto drawn = std::chrono::steady_clock::now();
   progress.Update(Step(1));
-  EXPECT_FALSE(progress.Due());
+  const bool due = progress.Due();
   progress.Update(Step(2));
+  // Within a tenth of a second of the last draw nothing is redrawn (checked
+  // only when this thread was not held up that long, as on a loaded machine).
+  const bool quick = std::chrono::steady_clock::now() - drawn < std::chrono::milliseconds(50);
   std::this_thread::sleep_for(std::chrono::milliseconds(120));
   EXPECT_TRUE(progress.Due());
   progress.Update(Step(4));
   const std::string out = Contents(f);
   EXPECT_NE(out.find("1/10"), std::string::npos) << out;
-  EXPECT_EQ(out.find("2/10"), std::string::npos) << out;
+  if (quick) {
+    EXPECT_FALSE(due);
+    EXPECT_EQ(out.find("2/10"), std::string::npos) << out;
+  }
   EXPECT_NE(out.find("4/10"), std::string::npos) << out;
   std::fclose(f);
 }

@@ -197,33 +197,38 @@ TEST_F(TrainCliTest, OneInterOpThreadRunsTheStepOnOneThread) {
   EXPECT_GT(executor_threads("default", {"--inter-op-threads", "3"}).size(), 1u);
 }
 
+// The loss of step `step` in a run's progress lines (--log-every-secs 0: one per
+// step), or -1 when it is not there.
+double StepLoss(const std::string& out, int64_t step, int64_t total) {
+  const std::string tag = "step " + std::to_string(step) + "/" + std::to_string(total) + " loss ";
+  const size_t at = out.find(tag);
+  return at == std::string::npos ? -1 : std::stod(out.substr(at + tag.size()));
+}
+
 TEST_F(TrainCliTest, ResumeContinuesTheGlobalStepAndTheLossCurve) {
   MakeData();
-  std::vector<std::string> args = TrainArgs("whole", 400);
-  args.insert(args.end(), {"--eval-data", data_});
-  Result whole = Run(args);
-  ASSERT_EQ(whole.exit_code, 0) << whole.err;
-  args = TrainArgs("split", 200);
-  args.insert(args.end(), {"--eval-data", data_});
+  std::vector<std::string> args = TrainArgs("split", 200);
+  args.insert(args.end(), {"--eval-data", data_, "--log-every-secs", "0"});
   Result first = Run(args);
   ASSERT_EQ(first.exit_code, 0) << first.err;
   args = TrainArgs("split", 400);
-  args.insert(args.end(), {"--resume", "--eval-data", data_});
+  args.insert(args.end(), {"--resume", "--eval-data", data_, "--log-every-secs", "0"});
   Result second = Run(args);
   ASSERT_EQ(second.exit_code, 0) << second.err;
   EXPECT_NE(second.out.find("restored"), std::string::npos) << second.out;
-  json a = whole.last(), b = second.last();
+  json b = second.last();
   EXPECT_EQ(b["global_step"], 400);
   EXPECT_EQ(b["steps"], 200);
-  // Queues are not checkpointed: the resumed run draws an input order of its
-  // own (not the first run's again), so the runs agree within noise, not bit
-  // for bit, on the loss over the whole data set (the last batch's loss alone is
-  // too noisy to compare). Measured here over repeated runs: 0.113-0.120 after
-  // 200 steps; after 400, 0.058-0.071 in one run and 0.059-0.064 resumed, where
-  // a resumed run that replayed the first run's order reached 0.078-0.100.
-  // One-sided: a resumed run that does better is not the fault looked for.
-  EXPECT_LT(b["test_loss"].get<double>(), a["test_loss"].get<double>() + 0.02) << whole.out << second.out;
-  EXPECT_LT(b["test_loss"].get<double>(), first.last()["test_loss"].get<double>() - 0.03) << first.out;
+  // The curve goes on where it was: the resumed run's first step (weights and
+  // momentum restored) is far below the first run's first step (measured: 0.69-0.70
+  // from the initial weights, 0.12-0.16 after 200 steps). The loss at a
+  // given step moves with the input order (queues are not checkpointed: a
+  // resumed run draws an order of its own), so losses of whole runs are not
+  // compared here.
+  const double fresh = StepLoss(first.out, 1, 200), resumed = StepLoss(second.out, 201, 400);
+  ASSERT_GT(fresh, 0) << first.out;
+  ASSERT_GT(resumed, 0) << second.out;
+  EXPECT_LT(resumed, 0.5 * fresh) << second.out;
   EXPECT_GT(b["test_accuracy"].get<double>(), 0.9);
   // A second resume at the total has nothing left to do.
   Result again = Run(args);
@@ -254,7 +259,7 @@ TEST_F(TrainCliTest, CtrlCStopsCleanlyWithAFinalCheckpoint) {
   // SIGINT once a first checkpoint is saved (however slow the start:
   // sanitizers, a loaded machine), or after 60 s; the run's status is kept.
   const std::string interrupt =
-      "sh -c 'f=$1; shift; \"$@\" & p=$!; i=0; while [ ! -e \"$f\" ] && [ $i -lt 600 ]; do sleep 0.1; "
+      "sh -c 'f=$1; shift; \"$@\" & p=$!; i=0; while [ ! -e \"$f\" ] && [ $i -lt 600 ] && kill -0 $p 2>/dev/null; do sleep 0.1; "
       "i=$((i+1)); done; kill -INT $p; wait $p' sh " +
       testing::ShellQuote((dir_ / "run" / "checkpoint").string());  // the index: the first checkpoint saved
   std::vector<std::string> args = TrainArgs("run", 100000000);

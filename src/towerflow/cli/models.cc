@@ -202,7 +202,9 @@ tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelC
   // The pixels stay bytes until the tower (BuildModel): the shuffle queue
   // then holds and copies a quarter of the bytes, and a GPU tower receives them.
   const int32_t pixels = static_cast<int32_t>(kImageBytes);
-  return {Reshape(s, io::DecodeRaw(s, f["image"], kUInt8), {-1, pixels}), Cast(s, f["label"], kInt32)};
+  // The labels stay int64 as parsed: the loss and the accuracy both read them
+  // so, with no Cast in the tower (nor a second copy of them to a GPU).
+  return {Reshape(s, io::DecodeRaw(s, f["image"], kUInt8), {-1, pixels}), f["label"]};
 }
 
 ModelOutputs BuildModel(const Scope& scope, const tw::Batch& batch, const ModelConfig& config, bool training,
@@ -229,7 +231,7 @@ ModelOutputs BuildModel(const Scope& scope, const tw::Batch& batch, const ModelC
     out.logits = config.name == "cnn" ? CnnLogits(scope, images, training, &kernels)
                                       : MlpLogits(scope, images, kImageBytes, config.hidden, kClasses, &kernels);
     xent = SparseSoftmaxCrossEntropyWithLogits(scope, out.logits, batch[1]).loss;
-    labels = Cast(scope, batch[1], kInt64);
+    labels = batch[1].dtype() == kInt64 ? batch[1] : Cast(scope, batch[1], kInt64);
   }
   out.loss = Mean(scope.WithOpName("xent"), xent, {0});
   if (l2 > 0) out.loss = Add(scope.WithOpName("total_loss"), out.loss, train::L2Regularization(scope, kernels, l2));

@@ -54,8 +54,9 @@ StatusOr<ModelConfig> ModelFromMetadata(const std::map<std::string, std::string>
 
 // A batch: {input [n, ...], label [n, ...]} from a vector of serialized Examples
 // (training reads them with ReaderReadUpTo; evaluation feeds them through a
-// placeholder). Images stay bytes (uint8 [n, 784]): BuildModel scales them, in
-// the tower, so that queues hold and copy a quarter of the bytes of floats.
+// placeholder). Fashion-MNIST's labels stay int64 [n] as parsed; images stay
+// bytes (uint8 [n, 784]): BuildModel scales them, in the tower, so that queues
+// hold and copy a quarter of the bytes of floats.
 tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config);
 
 struct ModelOutputs {

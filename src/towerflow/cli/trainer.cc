@@ -46,30 +46,28 @@ struct TrainGraph {
   std::optional<train::Saver> saver;
 };
 
-// The op seed of the input pipeline's shuffle number `which` in a run that
-// starts at global step `resume_step`. Queues are not checkpointed, and a run
-// resumed with the graph's own op seeds would draw the first run's order again:
-// it would repeat the examples of steps 1, 2, ... in the same order (measured on
-// the seed model, 200 steps then 200 resumed: test loss 0.08-0.10 against 0.06
-// for 400 steps in one run, and 0.06 again with an order of its own). From step
-// 0 the graph's counter decides, as in a graph without a trainer; a resumed run
-// draws an order that depends on the step (still the same for the same seed).
-int64_t InputSeed(int64_t resume_step, int64_t which) {
-  if (resume_step == 0) return 0;
-  uint64_t z = static_cast<uint64_t>(resume_step) * 4 + static_cast<uint64_t>(which) + 0x9e3779b97f4a7c15ull;
+// The graph seed of a run that starts at global step `resume_step`. Queues
+// are not checkpointed, and a run resumed with the first run's seeds would draw
+// the first run's input order again (and the CNN's towers its dropout masks):
+// a run preempted and resumed every N steps would train on the first N batches
+// of that order over and over. From step 0, `seed` itself; resumed, a seed that
+// depends on the step too (still the same for the same seed and step). The
+// initial values it changes are overwritten by the restore.
+int64_t GraphSeed(int64_t seed, int64_t resume_step) {
+  if (resume_step == 0) return seed;
+  uint64_t z = static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(resume_step);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;  // SplitMix64's finalizer
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   z ^= z >> 31;
-  return static_cast<int64_t>(z % 0x7ffffffe) + 1;  // in [1, 2^31 - 2]: never "no seed", never truncated
+  return static_cast<int64_t>(z >> 1);  // non-negative, as a seed given on the command line
 }
 
 Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
-  g->graph.set_seed(c.seed);
+  g->graph.set_seed(GraphSeed(c.seed, resume_step));
   Scope root(g->graph);
   // The seed's get_input(), on the CPU: every tower dequeues from one queue.
   Scope input = root.WithDevice("/device:CPU:0").NewSubScope("input");
-  io::Queue filenames =
-      train::StringInputProducer(input, c.files, {.shuffle = true, .seed = InputSeed(resume_step, 0)});
+  io::Queue filenames = train::StringInputProducer(input, c.files, {.shuffle = true});
   // TF's fast form of the seed's pipeline: read_up_to + parse_example +
   // decode_raw on whole batches, enqueue_many into the shuffle queue. One step
   // of an input thread handles a batch of records, not one record: the input
@@ -88,7 +86,6 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
       {.batch_size = c.batch_size,
        .capacity = c.min_after_dequeue + (c.input_threads + 2) * c.batch_size * towers,
        .min_after_dequeue = c.min_after_dequeue,
-       .seed = InputSeed(resume_step, 1),
        .enqueue_many = true});
   g->optimizer = MakeOptimizer(c);
   std::vector<Output> correct;
@@ -292,7 +289,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   TrainGraph g;
   train::CheckpointManager checkpoints(c.logdir, c.keep_checkpoints);
   // The step of the checkpoint --resume will restore first (an older one when
-  // that one is unreadable: the order then still differs from the first run's).
+  // that one is unreadable: the seeds then still differ from the first run's).
   const int64_t resume_step = c.resume ? checkpoints.LatestStep().value_or(0) : 0;
   if (Status s = BuildGraph(c, resume_step, &g); !s.ok()) return s;
   TrainResult result;

@@ -47,11 +47,6 @@ class GpuOpKernel : public OpKernel {
     TW_OP_REQUIRES_OK(ctx, gpu->Activate());
     ComputeOnGpu(ctx, *gpu);
   }
-  // Compute queues work on the device's stream and returns: cheaper on the
-  // thread that made it ready than handed to another, and one thread queuing a
-  // branch keeps its launches in order without threads contending for the
-  // stream. (The cost model would time the launch, not the kernel.)
-  bool IsExpensive() const override { return false; }
 
  protected:
   virtual void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) = 0;
