@@ -278,8 +278,9 @@ class AbSide {
 // scaling; pinned/1:independent/2 its ceiling), run in chunks of steps A, B, A,
 // B, ... so that the machine's drift hits both alike. Prints each side's
 // median step and the median ratio b/a of the pairs of chunks with its
-// quartiles; for different tower counts also the median ratio of their
-// examples/s.
+// quartiles, each side's deciles of its chunks' mean step (a machine that
+// switches between fast and slow phases shows as two clusters); for different
+// tower counts also the median ratio of their examples/s.
 int RunAb(const std::string& spec) {
   const size_t colon = spec.find(':');
   std::string sides[2] = {spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1)};
@@ -342,6 +343,11 @@ int RunAb(const std::string& spec) {
               cnn ? "CNN" : "MLP", sides[0].c_str(), towers[0], quantile(us[0], 0.5), sides[1].c_str(), towers[1],
               quantile(us[1], 0.5), quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75), chunks,
               per_chunk);
+  for (int i = 0; i < 2; ++i) {
+    std::printf("%s/%d chunk's mean step, deciles (us):", sides[i].c_str(), towers[i]);
+    for (int d = 0; d <= 10; ++d) std::printf(" %.0f", quantile(us[i], d / 10.0));
+    std::printf("\n");
+  }
   if (towers[0] != towers[1]) {
     std::printf("examples/s b/a median ratio %.3f (quartiles %.3f, %.3f)\n", quantile(examples_ratio, 0.5),
                 quantile(examples_ratio, 0.25), quantile(examples_ratio, 0.75));

@@ -354,18 +354,20 @@ void QueueResource::RestoreLocked(std::vector<uint32_t>* taken) {
   taken->clear();
 }
 
-Status QueueResource::Dequeue(Tuple* tuple) {
+Status QueueResource::Dequeue(Tuple* tuple, bool* would_wait) {
   std::vector<Tuple> elements;
-  TW_RETURN_IF_ERROR(DequeueMany(1, false, &elements));
+  TW_RETURN_IF_ERROR(DequeueMany(1, false, &elements, would_wait));
+  if (would_wait != nullptr && *would_wait) return Status::OK();
   *tuple = std::move(elements.front());
   return Status::OK();
 }
 
-Status QueueResource::DequeueMany(int64_t n, bool allow_small_batch, std::vector<Tuple>* elements) {
+Status QueueResource::DequeueMany(int64_t n, bool allow_small_batch, std::vector<Tuple>* elements,
+                                  bool* would_wait) {
   elements->clear();
   std::vector<uint32_t> slots;
   std::unique_lock<std::mutex> lock(mu_);
-  TW_RETURN_IF_ERROR(TakeSlots(n, allow_small_batch, lock, &slots));
+  TW_RETURN_IF_ERROR(TakeSlots(n, allow_small_batch, lock, &slots, would_wait));
   Status status;
   for (uint32_t slot : slots) {
     if (status.ok()) {
@@ -382,11 +384,12 @@ Status QueueResource::DequeueMany(int64_t n, bool allow_small_batch, std::vector
   return status;
 }
 
-Status QueueResource::DequeueBatch(int64_t n, bool allow_small_batch, Tuple* batch) {
+Status QueueResource::DequeueBatch(int64_t n, bool allow_small_batch, Tuple* batch, bool* would_wait) {
   batch->clear();
   std::vector<uint32_t> slots;
   std::unique_lock<std::mutex> lock(mu_);
-  TW_RETURN_IF_ERROR(TakeSlots(n, allow_small_batch, lock, &slots));
+  TW_RETURN_IF_ERROR(TakeSlots(n, allow_small_batch, lock, &slots, would_wait));
+  if (would_wait != nullptr && *would_wait) return Status::OK();
   const int64_t k = static_cast<int64_t>(slots.size());
   Status status;
   for (int c = 0; c < num_components() && status.ok(); ++c) {
@@ -415,8 +418,16 @@ Status QueueResource::DequeueBatch(int64_t n, bool allow_small_batch, Tuple* bat
 }
 
 Status QueueResource::TakeSlots(int64_t n, bool allow_small_batch, std::unique_lock<std::mutex>& lock,
-                                std::vector<uint32_t>* slots) {
+                                std::vector<uint32_t>* slots, bool* would_wait) {
   const size_t want = static_cast<size_t>(n);
+  if (would_wait != nullptr) {
+    // At once only when first in line and then never waiting: a closed queue
+    // (it serves or fails at once), or all `want` elements there beyond what
+    // a shuffle queue keeps.
+    const size_t keep = static_cast<size_t>(spec_.min_after_dequeue);
+    *would_wait = !cancelled_ && (!dequeue_line_.empty() || (!closed_ && elements_.size() < keep + want));
+    if (*would_wait) return Status::OK();
+  }
   if (cancelled_) return errors::Cancelled("Dequeue operation was cancelled");
   const uint64_t ticket = next_ticket_++;
   dequeue_line_.push_back(ticket);

@@ -99,15 +99,19 @@ class QueueResource final : public ResourceBase {
   Status Enqueue(Tuple tuple);
   // `batch` holds one tensor per component whose dimension 0 indexes elements.
   Status EnqueueMany(const Tuple& batch);
-  // One element; see the file comment for blocking and errors.
-  Status Dequeue(Tuple* tuple);
+  // One element; see the file comment for blocking and errors. The dequeues
+  // take an optional `would_wait`: given, a dequeue that would have to wait
+  // (others are ahead in line, or the elements it needs are not all there and
+  // the queue is open) takes nothing, sets *would_wait and returns OK; one
+  // that completes (or fails) at once sets it false.
+  Status Dequeue(Tuple* tuple, bool* would_wait = nullptr);
   // n >= 1 elements (fewer when allow_small_batch and the queue closed), in
   // dequeue order. REQUIRES: n >= 1.
-  Status DequeueMany(int64_t n, bool allow_small_batch, std::vector<Tuple>* elements);
+  Status DequeueMany(int64_t n, bool allow_small_batch, std::vector<Tuple>* elements, bool* would_wait = nullptr);
   // The same elements stacked: one tensor per component, of shape
   // BatchShape(c, k) for the k elements taken, rows in dequeue order (what
   // QueueDequeueMany / QueueDequeueUpTo output). REQUIRES: n >= 1, has_shapes().
-  Status DequeueBatch(int64_t n, bool allow_small_batch, Tuple* batch);
+  Status DequeueBatch(int64_t n, bool allow_small_batch, Tuple* batch, bool* would_wait = nullptr);
   Status CloseQueue(bool cancel_pending_enqueues);
   // The session closes: every pending and later operation fails with Cancelled.
   void Close() override;
@@ -142,9 +146,9 @@ class QueueResource final : public ResourceBase {
   Status EnqueueElements(size_t count, const std::function<void(size_t i, uint32_t slot)>& store);
   // Waits for and takes n slots (fewer: allow_small_batch on a closed queue) in
   // dequeue order; returns with `lock` held, the slots out of the queue but not
-  // yet free. Shared by the dequeues.
+  // yet free. Shared by the dequeues; `would_wait` as theirs (nothing taken).
   Status TakeSlots(int64_t n, bool allow_small_batch, std::unique_lock<std::mutex>& lock,
-                   std::vector<uint32_t>* slots);
+                   std::vector<uint32_t>* slots, bool* would_wait);
   // Removes one element: the oldest (FIFO) or a uniformly random one. REQUIRES: mu_ held.
   uint32_t TakeOneLocked();
   // Puts back a partial dequeue so that a later dequeue sees the same order.

@@ -126,9 +126,13 @@ class QueueDequeueOp : public QueueAccessOp {
     TW_OP_REQUIRES_OK(ctx, queue.status());
     QueueResource& q = **queue;
     TW_OP_REQUIRES_OK(ctx, CheckTypes(q, types_));
+    // Without waiting when the executor asks (see OpKernel::MayBlock).
+    bool would_wait = false;
+    bool* try_only = ctx->may_wait() ? nullptr : &would_wait;
     if (mode_ == Mode::kOne) {
       QueueResource::Tuple tuple;
-      TW_OP_REQUIRES_OK(ctx, q.Dequeue(&tuple));
+      TW_OP_REQUIRES_OK(ctx, q.Dequeue(&tuple, try_only));
+      if (would_wait) return ctx->SetWouldWait();
       for (size_t i = 0; i < tuple.size(); ++i) ctx->set_output(positions_[i], std::move(tuple[i]));
       return;
     }
@@ -143,7 +147,8 @@ class QueueDequeueOp : public QueueAccessOp {
                                            " requires the components to have specified shapes."));
     QueueResource::Tuple batch;
     if (n > 0) {
-      TW_OP_REQUIRES_OK(ctx, q.DequeueBatch(n, mode_ == Mode::kUpTo, &batch));
+      TW_OP_REQUIRES_OK(ctx, q.DequeueBatch(n, mode_ == Mode::kUpTo, &batch, try_only));
+      if (would_wait) return ctx->SetWouldWait();
       for (size_t i = 0; i < batch.size(); ++i) ctx->set_output(positions_[i], std::move(batch[i]));
       return;
     }
@@ -152,8 +157,10 @@ class QueueDequeueOp : public QueueAccessOp {
       TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(positions_[i], q.BatchShape(static_cast<int>(i), 0), &out));
     }
   }
-  // Waits until enough elements are there.
+  // Waits until enough elements are there; tells under the queue's lock
+  // whether it would.
   bool MayBlock() const override { return true; }
+  bool CanTryWithoutWaiting() const override { return true; }
 
  private:
   Mode mode_ = Mode::kOne;

@@ -579,6 +579,82 @@ TEST(QueueWakeupTest, SingleEnqueuesFeedLargeDequeuesToTheEnd) {
   }
 }
 
+// A dequeue asked not to wait (what an inter-op thread asks) takes its
+// elements when they are all there beyond what a shuffle queue keeps, and
+// otherwise takes nothing and says it would wait; behind another dequeue in
+// line it would wait too; a closed queue answers at once (its short batch or
+// OutOfRange).
+TEST(QueueWouldWaitTest, DequeuesThatNeedNotWaitCompleteAndOthersTakeNothing) {
+  for (auto kind : {QueueResource::Kind::kFIFO, QueueResource::Kind::kRandomShuffle}) {
+    SCOPED_TRACE(QueueResource::KindName(kind));
+    const int64_t keep = kind == QueueResource::Kind::kFIFO ? 0 : 3;
+    QueueResource q({.kind = kind,
+                     .name = "try",
+                     .dtypes = {kInt64},
+                     .shapes = {TensorShape{}},
+                     .capacity = 20,
+                     .min_after_dequeue = keep,
+                     .seed = 1,
+                     .seed2 = 2});
+    auto enqueue = [&](int64_t n) {
+      Tensor b(kInt64, TensorShape{n});
+      for (int64_t i = 0; i < n; ++i) b.data<int64_t>()[i] = i;
+      ASSERT_TRUE(q.EnqueueMany({b}).ok());
+    };
+    bool would_wait = false;
+    QueueResource::Tuple batch;
+    ASSERT_TRUE(q.DequeueBatch(4, false, &batch, &would_wait).ok());
+    EXPECT_TRUE(would_wait) << "empty queue";
+    EXPECT_TRUE(batch.empty());
+    enqueue(keep + 3);
+    ASSERT_TRUE(q.DequeueBatch(4, false, &batch, &would_wait).ok());
+    EXPECT_TRUE(would_wait) << "one element short";
+    EXPECT_EQ(q.Size(), keep + 3) << "nothing taken";
+    std::vector<QueueResource::Tuple> elements;
+    ASSERT_TRUE(q.DequeueMany(4, false, &elements, &would_wait).ok());
+    EXPECT_TRUE(would_wait);
+    EXPECT_TRUE(elements.empty());
+    QueueResource::Tuple one;
+    ASSERT_TRUE(q.Dequeue(&one, &would_wait).ok());
+    EXPECT_FALSE(would_wait) << "one element is there";
+    ASSERT_EQ(one.size(), 1u);
+    enqueue(1);
+    ASSERT_TRUE(q.DequeueBatch(3, false, &batch, &would_wait).ok());
+    EXPECT_FALSE(would_wait);
+    ASSERT_EQ(batch.size(), 1u);
+    EXPECT_EQ(batch[0].dim(0), 3);
+    EXPECT_EQ(q.Size(), keep);
+
+    // A waiting dequeue is ahead in line (it took the 2 elements there and
+    // waits for 3 more): a second one would wait behind it even for
+    // elements that are there.
+    enqueue(2);
+    auto first = std::async(std::launch::async, [&] {
+      QueueResource::Tuple b;
+      return q.DequeueBatch(5, false, &b);
+    });
+    const auto deadline = std::chrono::steady_clock::now() + 30s;
+    while (q.Size() != keep && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+    ASSERT_EQ(q.Size(), keep) << "the first dequeue never took its first elements";
+    enqueue(2);
+    ASSERT_TRUE(q.DequeueBatch(1, false, &batch, &would_wait).ok());
+    EXPECT_TRUE(would_wait) << "behind a dequeue in line";
+    enqueue(3);
+    ASSERT_EQ(std::future_status::ready, first.wait_for(30s));
+    EXPECT_TRUE(first.get().ok());
+    ASSERT_EQ(q.Size(), keep + 2);
+
+    // Closed: a short batch or OutOfRange at once.
+    ASSERT_TRUE(q.CloseQueue(false).ok());
+    ASSERT_TRUE(q.DequeueBatch(keep + 5, true, &batch, &would_wait).ok());
+    EXPECT_FALSE(would_wait);
+    EXPECT_EQ(batch[0].dim(0), keep + 2);
+    const Status s = q.DequeueBatch(1, false, &batch, &would_wait);
+    EXPECT_FALSE(would_wait);
+    EXPECT_EQ(s.code(), Code::kOutOfRange) << s.ToString();
+  }
+}
+
 TEST_F(QueueTest, EveryQueueOpIsRegisteredCompletely) {
   for (const char* op : {"FIFOQueue", "RandomShuffleQueue", "QueueEnqueue", "QueueEnqueueMany", "QueueDequeue",
                          "QueueDequeueMany", "QueueDequeueUpTo", "QueueClose", "QueueSize", "CountUpTo",

@@ -199,10 +199,11 @@ class StepState {
   enum class Thread { kCaller, kInterOp, kBlocking };
 
   // Runs `first` and then, depth first, the successors that become ready on this
-  // thread. A kernel that may block runs here unless this is an inter-op thread;
-  // there it goes to the blocking pool, so waiting never starves other steps.
-  // Running it in place when possible saves two thread hand-offs per record in
-  // input pipelines, where the wait is usually none.
+  // thread. A kernel that may block runs here unless this is an inter-op thread
+  // and it would wait (or cannot tell); then it goes to the blocking pool, so
+  // waiting never starves other steps. Running it in place when possible saves
+  // two thread hand-offs per record in input pipelines, and per tower and step
+  // in training, where the wait is usually none.
   void Process(std::vector<int> stack, Thread thread) {
     ScopedFlushDenormal flush_denormal;  // as TF's compute threads: see denormal.h
     std::vector<int> newly_ready, waits;
@@ -215,8 +216,15 @@ class StepState {
       stack.pop_back();
       const ExecutorPlan::Item& item = plan_.items[static_cast<size_t>(id)];
       if (expensive_in_stack > 0 && IsExpensive(id)) --expensive_in_stack;
+      bool ran = false;
       if (item.kernel != nullptr && item.kernel->MayBlock() && !aborted_.load(std::memory_order_acquire)) {
-        if (thread == Thread::kInterOp) {
+        // First without waiting, where the kernel can tell that it need not
+        // (see OpKernel::MayBlock): then nothing moves to other threads. (A
+        // blocking-pool thread got it because it would wait: it just waits.)
+        ran = thread != Thread::kBlocking && item.kernel->CanTryWithoutWaiting() &&
+              RunNode(id, item, /*may_wait=*/false);
+        if (!ran && thread == Thread::kInterOp) {
+          // An inter-op thread never waits: the kernel goes to a thread of its own.
           blocking_pool_->Schedule([this, id] { Process({id}, Thread::kBlocking); });
           continue;
         }
@@ -225,7 +233,7 @@ class StepState {
         // pool, a kernel waiting for its peers in this step hands them to the
         // blocking pool: one of them may be the peer it waits for.
         const bool peers = item.kernel->WaitsForPeers();
-        while ((pool_ != nullptr || peers) && !stack.empty()) {
+        while (!ran && (pool_ != nullptr || peers) && !stack.empty()) {
           const int other = stack.back();
           stack.pop_back();
           if (pool_ != nullptr) {
@@ -234,13 +242,15 @@ class StepState {
             blocking_pool_->Schedule([this, other] { Process({other}, Thread::kBlocking); });
           }
         }
-        if (pool_ != nullptr || peers) expensive_in_stack = 0;
+        if (!ran && (pool_ != nullptr || peers)) expensive_in_stack = 0;
       }
-      if (!aborted_.load(std::memory_order_acquire)) {
+      if (ran) {
+        ReleaseInputs(item);
+      } else if (!aborted_.load(std::memory_order_acquire)) {
         if (item.is_transfer()) {
           RunTransfer(item);
         } else {
-          RunNode(id, item);
+          RunNode(id, item, /*may_wait=*/true);
         }
         ReleaseInputs(item);
       }
@@ -308,13 +318,20 @@ class StepState {
     }
   }
 
-  void RunNode(int id, const ExecutorPlan::Item& item) {
+  // Runs item's kernel; true when it ran (its outputs stored, or the step
+  // failed). With may_wait false the kernel may decline instead (false: it
+  // would have waited, and nothing changed: its inputs stay in place for the
+  // thread that runs it again).
+  bool RunNode(int id, const ExecutorPlan::Item& item, bool may_wait) {
     const Node* node = item.node;
     std::vector<TensorValue> inputs(item.inputs.size());
     for (size_t i = 0; i < item.inputs.size(); ++i) {
-      if (TakeIfLastReader(item.inputs[i], &inputs[i])) continue;
+      if (may_wait && TakeIfLastReader(item.inputs[i], &inputs[i])) continue;
       Status s = Resolve(item.inputs[i], &item.InputSource(static_cast<int>(i)), &inputs[i]);
-      if (!s.ok()) return Fail(item, s);
+      if (!s.ok()) {
+        Fail(item, s);
+        return true;
+      }
     }
     OpKernelContext::Params params;
     // A fused item's context is its consumer's (whose outputs it makes); its
@@ -329,11 +346,13 @@ class StepState {
     if (item.kernel_def != nullptr && !item.kernel_def->host_memory_outputs.empty()) {
       params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
     }
+    params.may_wait = may_wait;
     OpKernelContext ctx(params);
     const bool sample = item.kernel->IsExpensive() && SampleCost(id);
     const bool timed = collect_stats_ || sample;
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     item.kernel->Compute(&ctx);
+    if (ctx.would_wait()) return false;
     const auto end = timed ? std::chrono::steady_clock::now() : start;
     if (sample) RecordCost(id, std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
     if (collect_stats_) {
@@ -349,11 +368,15 @@ class StepState {
       std::lock_guard<std::mutex> lock(timings_mu_);
       timings_.push_back(timing);
     }
-    if (!ctx.status().ok()) return Fail(item, ctx.status());
+    if (!ctx.status().ok()) {
+      Fail(item, ctx.status());
+      return true;
+    }
     for (int o = 0; o < node->num_outputs(); ++o) {
       TensorValue& out = ctx.output(o);
       if (!out.is_ref() && !out.value.IsInitialized()) {
-        return Fail(item, errors::Internal("kernel did not set output ", o));
+        Fail(item, errors::Internal("kernel did not set output ", o));
+        return true;
       }
       if (check_numerics_ && !out.is_ref() && IsFloat(out.value.dtype())) {
         Status finite;
@@ -366,10 +389,14 @@ class StepState {
           finite = item.device->CopyToHost(out.value, &host);
           if (finite.ok()) finite = CheckNumerics(host, o, item.device);
         }
-        if (!finite.ok()) return Fail(item, finite);
+        if (!finite.ok()) {
+          Fail(item, finite);
+          return true;
+        }
       }
       entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);
     }
+    return true;
   }
 
   // The Recv half of a cross-device edge: the producer's value, copied into

@@ -87,6 +87,33 @@ class ThreadNameOp : public OpKernel {
   }
 };
 
+// y = x from a kernel that may block but can tell when it will not (as a
+// queue's dequeue): it declines every call without waiting while
+// g_try_declines is set. Records each call's thread and may_wait().
+std::atomic<bool> g_try_declines{false};
+struct TryCall {
+  std::string thread;
+  bool may_wait;
+};
+std::map<std::string, std::vector<TryCall>> g_try_calls;  // guarded by g_threads_mu
+class TryOrWaitOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  bool MayBlock() const override { return true; }
+  bool CanTryWithoutWaiting() const override { return true; }
+  void Compute(OpKernelContext* ctx) override {
+    char name[32] = {};
+    pthread_getname_np(pthread_self(), name, sizeof(name));
+    {
+      std::lock_guard<std::mutex> lock(g_threads_mu);
+      g_try_calls[ctx->node().name()].push_back({name, ctx->may_wait()});
+    }
+    if (!ctx->may_wait() && g_try_declines.load()) return ctx->SetWouldWait();
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));  // stays expensive
+    ctx->set_output(0, ctx->input(0));
+  }
+};
+
 void RegisterTestOps() {
   static bool done = [] {
     EnsureKernelsRegistered();
@@ -102,6 +129,9 @@ void RegisterTestOps() {
     OpRegistry::Global().Register(OpDefBuilder("TestThreadName").Input("x", "float").Output("y", "float").Build()).Check();
     KernelRegistry::Global().RegisterUntyped<MayBlockOp>("TestMayBlock", kDeviceCpu);
     KernelRegistry::Global().RegisterUntyped<ThreadNameOp>("TestThreadName", kDeviceCpu);
+    OpRegistry::Global().Register(OpDefBuilder("TestTryOrWait").Input("x", "float").Output("y", "float")
+                                      .Stateful().Build()).Check();
+    KernelRegistry::Global().RegisterUntyped<TryOrWaitOp>("TestTryOrWait", kDeviceCpu);
     return true;
   }();
   (void)done;
@@ -317,6 +347,62 @@ TEST_F(SessionTest, NodesAfterABlockingKernelRunOnTheStepsThreads) {
     ASSERT_EQ(g_threads[node].size(), 20u);
     for (const std::string& t : g_threads[node]) EXPECT_NE(t.rfind("tw_blocking", 0), 0u) << node << " ran on " << t;
   }
+}
+
+// A kernel that may block but can tell when it will not (a dequeue from a
+// queue that holds enough) runs first without waiting on whatever step thread
+// has it, inter-op threads included: no hand-off to the blocking pool. When
+// it would wait, it runs again, with waiting allowed, on the caller or (from
+// an inter-op thread) on the blocking pool, its inputs intact.
+TEST_F(SessionTest, KernelsThatNeedNotWaitRunInPlaceAndOthersMove) {
+  std::vector<Output> fetches;
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = std::to_string(i);
+    // x: a value computed in the step, read once (its reader may take it).
+    Output x = Add(root_.WithOpName("x" + n), Const(root_, static_cast<float>(i)), Const(root_, 10.0f));
+    fetches.push_back(Output(NodeBuilder(root_.WithOpName("try" + n), "TestTryOrWait").Input(x).Finalize()));
+  }
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  SessionOptions options;
+  options.inter_op_threads = 2;  // the caller and one pool thread
+  Session session(graph_, options);
+  for (bool declines : {false, true}) {
+    SCOPED_TRACE(declines ? "declining" : "completing");
+    g_try_declines = declines;
+    {
+      std::lock_guard<std::mutex> lock(g_threads_mu);
+      g_try_calls.clear();
+    }
+    constexpr int kSteps = 20;
+    for (int step = 0; step < kSteps; ++step) {
+      auto out = session.Run(fetches);
+      ASSERT_TRUE(out.ok()) << out.status().ToString();
+      EXPECT_EQ((*out)[0].scalar<float>(), 10.0f);
+      EXPECT_EQ((*out)[1].scalar<float>(), 11.0f);
+    }
+    std::lock_guard<std::mutex> lock(g_threads_mu);
+    int on_inter_op = 0, on_blocking = 0;
+    for (const char* node : {"try0", "try1"}) {
+      const std::vector<TryCall>& calls = g_try_calls[node];
+      ASSERT_EQ(calls.size(), static_cast<size_t>(declines ? 2 * kSteps : kSteps)) << node;
+      for (size_t c = 0; c < calls.size(); ++c) {
+        const bool retry = declines && c % 2 == 1;
+        EXPECT_EQ(calls[c].may_wait, retry) << node << " call " << c << " on " << calls[c].thread;
+        on_inter_op += calls[c].thread.rfind("tw_inter_op", 0) == 0 && !retry;
+        on_blocking += calls[c].thread.rfind("tw_blocking", 0) == 0;
+        if (retry) {
+          EXPECT_NE(calls[c].thread.rfind("tw_inter_op", 0), 0u) << "an inter-op thread waited";
+        }
+      }
+    }
+    EXPECT_GT(on_inter_op, 0) << "no try ran on an inter-op thread: the test tests nothing";
+    if (declines) {
+      EXPECT_GT(on_blocking, 0) << "a declined try on an inter-op thread moves to the blocking pool";
+    } else {
+      EXPECT_EQ(on_blocking, 0) << "a kernel that need not wait went to the blocking pool";
+    }
+  }
+  g_try_declines = false;
 }
 
 // check_numerics: the op that first produces a NaN or Inf fails the run, named
