@@ -391,6 +391,17 @@ Status QueueResource::DequeueBatch(int64_t n, bool allow_small_batch, Tuple* bat
   TW_RETURN_IF_ERROR(TakeSlots(n, allow_small_batch, lock, &slots, would_wait));
   if (would_wait != nullptr && *would_wait) return Status::OK();
   const int64_t k = static_cast<int64_t>(slots.size());
+  // Rows are copied without the lock: the taken slots are this dequeue's
+  // until freed, and slabs never move, so enqueues and other dequeues (a
+  // tower's beside this one) go on meanwhile. Tuples are read under it.
+  std::vector<const char*> rows;
+  if (rows_) {
+    rows.reserve(static_cast<size_t>(k) * row_bytes_.size());
+    for (int c = 0; c < num_components(); ++c) {
+      for (uint32_t slot : slots) rows.push_back(RowLocked(c, slot));
+    }
+    lock.unlock();
+  }
   Status status;
   for (int c = 0; c < num_components() && status.ok(); ++c) {
     StatusOr<Tensor> out = Tensor::Allocate(CpuAllocator(), spec_.dtypes[static_cast<size_t>(c)], BatchShape(c, k));
@@ -401,9 +412,8 @@ Status QueueResource::DequeueBatch(int64_t n, bool allow_small_batch, Tuple* bat
     if (rows_) {
       const size_t bytes = row_bytes_[static_cast<size_t>(c)];
       char* dst = static_cast<char*>(out->raw_data());
-      for (int64_t i = 0; i < k && bytes > 0; ++i) {
-        std::memcpy(dst + static_cast<size_t>(i) * bytes, RowLocked(c, slots[static_cast<size_t>(i)]), bytes);
-      }
+      const char* const* src = rows.data() + static_cast<size_t>(c) * static_cast<size_t>(k);
+      for (int64_t i = 0; i < k && bytes > 0; ++i) std::memcpy(dst + static_cast<size_t>(i) * bytes, src[i], bytes);
     } else {
       const int64_t per = spec_.shapes[static_cast<size_t>(c)].num_elements();
       for (int64_t i = 0; i < k; ++i) {
@@ -412,6 +422,7 @@ Status QueueResource::DequeueBatch(int64_t n, bool allow_small_batch, Tuple* bat
     }
     batch->push_back(std::move(out).value());
   }
+  if (!lock.owns_lock()) lock.lock();
   for (uint32_t slot : slots) FreeSlotLocked(slot);
   if (!status.ok()) batch->clear();
   return status;
