@@ -19,6 +19,7 @@
 #include <sys/resource.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -206,6 +207,35 @@ int PrintTimeline(int towers) {
   return 0;
 }
 
+// The round trip of one cache line between this thread and a new one (a
+// counter handed back and forth), in ns. On a virtual machine whose vCPUs the
+// host moves between core complexes it switches between about 90 ns (the
+// cores share an L3) and about 330 ns (they do not), and every cache line a
+// tower reads from the other core (shared weights, the other tower's
+// activations in the fused update) costs accordingly: the A/B reports its
+// chunks by the distance measured before them.
+constexpr double kFarRoundTripNs = 200;
+double CacheLineRoundTripNs() {
+  constexpr int kTrips = 2000;
+  alignas(64) std::atomic<int> flag{0};
+  std::thread peer([&] {
+    for (int i = 0; i < kTrips; ++i) {
+      while (flag.load(std::memory_order_acquire) != 2 * i + 1) {
+      }
+      flag.store(2 * i + 2, std::memory_order_release);
+    }
+  });
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < kTrips; ++i) {
+    flag.store(2 * i + 1, std::memory_order_release);
+    while (flag.load(std::memory_order_acquire) != 2 * i + 2) {
+    }
+  }
+  const double ns = std::chrono::duration<double, std::nano>(std::chrono::steady_clock::now() - start).count() / kTrips;
+  peer.join();
+  return ns;
+}
+
 // One side of an A/B: its sessions, the first run on the calling thread and
 // each other one on a thread of its own that lives as long as the side (so
 // that per-thread state, such as oneDNN's primitive cache, stays warm).
@@ -280,7 +310,9 @@ class AbSide {
 // median step and the median ratio b/a of the pairs of chunks with its
 // quartiles, each side's deciles of its chunks' mean step (a machine that
 // switches between fast and slow phases shows as two clusters); for different
-// tower counts also the median ratio of their examples/s.
+// tower counts also the median ratio of their examples/s; and all of it again
+// for the pairs of chunks run while the two cores were near and far
+// (CacheLineRoundTripNs).
 int RunAb(const std::string& spec) {
   const size_t colon = spec.find(':');
   std::string sides[2] = {spec.substr(0, colon), colon == std::string::npos ? "" : spec.substr(colon + 1)};
@@ -319,8 +351,13 @@ int RunAb(const std::string& spec) {
     t[i] = std::make_unique<AbSide>(std::move(sessions));
   }
   const int chunks = cnn ? 60 : 200, per_chunk = cnn ? 4 : 20;
-  std::vector<double> us[2], ratio, examples_ratio;
+  std::vector<double> us[2], ratio, examples_ratio, round_trip;
   for (int c = -1; c < chunks; ++c) {  // chunk -1 warms both up
+    if (c >= 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // the pools' threads stop spinning
+      CacheLineRoundTripNs();  // the helper thread's first run places it
+      round_trip.push_back(CacheLineRoundTripNs());
+    }
     for (int i = 0; i < 2; ++i) {
       const auto start = std::chrono::steady_clock::now();
       t[i]->Run(per_chunk);
@@ -343,6 +380,24 @@ int RunAb(const std::string& spec) {
               cnn ? "CNN" : "MLP", sides[0].c_str(), towers[0], quantile(us[0], 0.5), sides[1].c_str(), towers[1],
               quantile(us[1], 0.5), quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75), chunks,
               per_chunk);
+  // The chunks by the cores' distance measured before them.
+  std::printf("cache-line round trip before each pair, deciles (ns):");
+  for (int d = 0; d <= 10; ++d) std::printf(" %.0f", quantile(round_trip, d / 10.0));
+  std::printf("\n");
+  for (const bool far : {false, true}) {
+    std::vector<double> side[2], examples;
+    for (size_t c = 0; c < round_trip.size(); ++c) {
+      if ((round_trip[c] >= kFarRoundTripNs) != far) continue;
+      for (int i = 0; i < 2; ++i) side[i].push_back(us[i][c]);
+      examples.push_back(examples_ratio[c]);
+    }
+    if (examples.empty()) continue;
+    std::printf("%s (round trip %s %.0f ns): %zu pairs, median step %s/%d %.0f us, %s/%d %.0f us", far ? "far" : "near",
+                far ? ">=" : "<", kFarRoundTripNs, examples.size(), sides[0].c_str(), towers[0], quantile(side[0], 0.5),
+                sides[1].c_str(), towers[1], quantile(side[1], 0.5));
+    if (towers[0] != towers[1]) std::printf(", examples/s b/a median ratio %.3f", quantile(examples, 0.5));
+    std::printf("\n");
+  }
   for (int i = 0; i < 2; ++i) {
     std::printf("%s/%d chunk's mean step, deciles (us):", sides[i].c_str(), towers[i]);
     for (int d = 0; d <= 10; ++d) std::printf(" %.0f", quantile(us[i], d / 10.0));
