@@ -352,7 +352,7 @@ class StepState {
     const bool timed = collect_stats_ || sample;
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     item.kernel->Compute(&ctx);
-    if (ctx.would_wait()) return false;
+    if (!may_wait && ctx.would_wait()) return false;  // (a kernel allowed to wait has no say)
     const auto end = timed ? std::chrono::steady_clock::now() : start;
     if (sample) RecordCost(id, std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
     if (collect_stats_) {
