@@ -117,15 +117,17 @@ TEST(ThreadPoolTest, ParallelForCoversEveryIndexOnce) {
 // work (which here would wait for this very call: a deadlock). The helpers
 // queued meanwhile find nothing left when they run.
 TEST(ThreadPoolTest, ParallelForDoesNotWaitForABusyPool) {
-  ThreadPool pool("test", 1);
   std::mutex mu;
   std::condition_variable cv;
   bool release = false, covered = false;
+  std::vector<std::atomic<int>> hits(4096);
+  // Declared after what its thread reads, so that it is destroyed (its thread
+  // joined, the blocker's wait returned) before those are.
+  ThreadPool pool("test", 1);
   pool.Schedule([&] {  // occupies the pool's only thread until the loop is done
     std::unique_lock<std::mutex> lock(mu);
     cv.wait(lock, [&] { return release; });
   });
-  std::vector<std::atomic<int>> hits(4096);
   std::thread caller([&] {
     pool.ParallelFor(4096, 100000, [&](int64_t b, int64_t e) {
       for (int64_t i = b; i < e; ++i) hits[static_cast<size_t>(i)]++;
