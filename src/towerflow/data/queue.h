@@ -37,7 +37,8 @@
 // Enqueues wait on one condition variable, dequeues on another (a dequeue is
 // woken once it can take all it still needs); every wait ends on close or
 // cancellation.
-// Thread-safe: all state is guarded by one mutex, held only to move tuples.
+// Thread-safe: all state is guarded by one mutex, held only to move tuples
+// and slots (a dequeue copies the rows of the slots it took without it).
 #ifndef TOWERFLOW_DATA_QUEUE_H_
 #define TOWERFLOW_DATA_QUEUE_H_
 
