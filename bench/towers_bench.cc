@@ -380,10 +380,13 @@ int RunAb(const std::string& spec) {
               cnn ? "CNN" : "MLP", sides[0].c_str(), towers[0], quantile(us[0], 0.5), sides[1].c_str(), towers[1],
               quantile(us[1], 0.5), quantile(ratio, 0.5), quantile(ratio, 0.25), quantile(ratio, 0.75), chunks,
               per_chunk);
+  auto print_deciles = [&quantile](const std::vector<double>& v) {
+    for (int d = 0; d <= 10; ++d) std::printf(" %.0f", quantile(v, d / 10.0));
+    std::printf("\n");
+  };
   // The chunks by the cores' distance measured before them.
   std::printf("cache-line round trip before each pair, deciles (ns):");
-  for (int d = 0; d <= 10; ++d) std::printf(" %.0f", quantile(round_trip, d / 10.0));
-  std::printf("\n");
+  print_deciles(round_trip);
   for (const bool far : {false, true}) {
     std::vector<double> side[2], examples;
     for (size_t c = 0; c < round_trip.size(); ++c) {
@@ -400,8 +403,7 @@ int RunAb(const std::string& spec) {
   }
   for (int i = 0; i < 2; ++i) {
     std::printf("%s/%d chunk's mean step, deciles (us):", sides[i].c_str(), towers[i]);
-    for (int d = 0; d <= 10; ++d) std::printf(" %.0f", quantile(us[i], d / 10.0));
-    std::printf("\n");
+    print_deciles(us[i]);
   }
   if (towers[0] != towers[1]) {
     std::printf("examples/s b/a median ratio %.3f (quartiles %.3f, %.3f)\n", quantile(examples_ratio, 0.5),

@@ -167,8 +167,9 @@ class OpKernel {
   // dequeue from a queue that holds enough), it may honour
   // OpKernelContext::may_wait() == false: finish at once, or SetWouldWait and
   // return with nothing taken, no output and no error. The executor then
-  // tries it first on the inter-op thread that has it, and hands it to a
-  // thread of its own only when it would wait: a tower's dequeue from a full
+  // tries it first on the step thread that has it (the caller or an inter-op
+  // thread), and an inter-op thread hands it to a thread of its own only when
+  // it would wait: a tower's dequeue from a full
   // shuffle queue costs no thread hand-offs (two wake-ups of sleeping
   // threads, hundreds of microseconds each on a virtual machine). A kernel
   // that ignores may_wait() is never run with it false.
