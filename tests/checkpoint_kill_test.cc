@@ -1,6 +1,8 @@
 // Checkpoints survive SIGKILL (issue 8, item 4): a process killed at a random
 // moment while it writes checkpoints always leaves the newest checkpoint that
 // it finished loadable and whole, and `towerflow train --resume` goes on from it.
+// A checkpoint whose tensor bytes are then damaged is rejected by its CRC32C and
+// the one before it restored.
 //
 // Library: a forked child fills every variable of a ~4 MB model with the step
 // number and saves it through Saver + CheckpointManager (keep 3), step after
@@ -23,9 +25,11 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -60,6 +64,13 @@ int64_t LastTagged(const std::string& text, const std::string& tag) {
     if (line.rfind(tag, 0) == 0 && line.size() > tag.size()) last = std::stoll(line.substr(tag.size()));
   }
   return last;
+}
+
+std::string ReadAll(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
 }
 
 // A model of 4 float variables of 1 MiB each and an int64 "step"; `set` fills
@@ -127,7 +138,8 @@ TEST(CheckpointKillTest, SigkillDuringSavesNeverLosesTheNewestFinishedCheckpoint
   int64_t next = 1;            // the step the next child starts from
   int64_t restored_last = -1;  // the step restored after the last trial (-1: none yet)
   double save_seconds = 0.05;  // measured on the first trial
-  int index_in_place = 0, killed_in_write = 0;
+  int index_in_place = 0, killed_in_write = 0, corrupted_trials = 0;
+  std::set<int64_t> corrupted;  // steps whose newest file was damaged and not saved again since
   const Clock::time_point start = Clock::now();
   for (int trial = 0; trial < kTrials; ++trial) {
     SCOPED_TRACE(StrCat("trial ", trial));
@@ -172,6 +184,7 @@ TEST(CheckpointKillTest, SigkillDuringSavesNeverLosesTheNewestFinishedCheckpoint
 
     // What the child finished, and what it may have been finishing.
     const int64_t saved = LastTagged(text, "saved ");
+    for (int64_t step = next; step <= saved; ++step) corrupted.erase(step);  // saved again, whole
     const int64_t finished = saved >= 0 ? saved : restored_last;
     const int64_t writing = (saved >= 0 ? saved : next - 1) + 1;
     if (saved < 0 && restored_last < 0) {
@@ -186,12 +199,45 @@ TEST(CheckpointKillTest, SigkillDuringSavesNeverLosesTheNewestFinishedCheckpoint
     Session session(model->graph, OneThread());
     ASSERT_TRUE(session.Run(model->init).ok());
     train::CheckpointManager manager(dir, 3);
+    // Every fourth trial, one byte of the newest checkpoint's tensor data is
+    // flipped as well (a bad disk, a bad copy): its CRC32C must reject it and
+    // the one before it must be restored, whole.
+    int64_t corrupted_step = -1, previous_step = -1;
+    if (trial % 4 == 3 && manager.Checkpoints().size() >= 2) {
+      const std::vector<std::string> kept = manager.Checkpoints();
+      const std::string newest = kept.back();
+      std::string bytes = ReadAll(newest);
+      uint64_t header = 0;
+      std::memcpy(&header, bytes.data(), sizeof(header));
+      const size_t at = std::uniform_int_distribution<size_t>(8 + header, bytes.size() - 1)(rng);
+      bytes[at] = static_cast<char>(bytes[at] ^ (1 << std::uniform_int_distribution<int>(0, 7)(rng)));
+      std::ofstream(newest, std::ios::binary | std::ios::trunc) << bytes;
+      corrupted_step = *manager.StepOf(fs::path(newest).filename().string());
+      previous_step = *manager.StepOf(fs::path(kept[kept.size() - 2]).filename().string());
+      ++corrupted_trials;
+      corrupted.insert(corrupted_step);
+    }
     auto restored = manager.RestoreLatest(session, *model->saver);
     ASSERT_TRUE(restored.ok()) << restored.status().ToString() << "\nchild: " << text;
-    EXPECT_TRUE(restored->rejected.empty()) << restored->rejected[0].ToString();
-    EXPECT_GE(restored->step, finished) << text;
-    EXPECT_LE(restored->step, writing) << text;
-    if (restored->step == writing) ++index_in_place;  // killed after the index's rename, before the report
+    if (corrupted_step >= 0) {
+      ASSERT_EQ(restored->rejected.size(), 1u);
+      EXPECT_EQ(restored->rejected[0].code(), Code::kDataLoss) << restored->rejected[0].ToString();
+      EXPECT_NE(restored->rejected[0].message().find("the data is corrupt"), std::string::npos)
+          << restored->rejected[0].ToString();
+      EXPECT_EQ(restored->step, previous_step) << "step " << corrupted_step << " was corrupted";
+    } else {
+      // Only a checkpoint corrupted in an earlier trial, and not yet saved
+      // again, may be rejected.
+      for (const Status& r : restored->rejected) {
+        EXPECT_EQ(r.code(), Code::kDataLoss) << r.ToString();
+        bool earlier = false;
+        for (int64_t step : corrupted) earlier |= r.message().find(StrCat("ckpt-", step, ".safetensors")) != std::string::npos;
+        EXPECT_TRUE(earlier) << r.ToString();
+      }
+      EXPECT_GE(restored->step, finished) << text;
+      EXPECT_LE(restored->step, writing) << text;
+      if (restored->step == writing) ++index_in_place;  // killed after the index's rename, before the report
+    }
     EXPECT_LE(manager.Checkpoints().size(), 3u);
     // Every variable holds the step, in every element: a whole checkpoint.
     std::vector<Output> fetches;
@@ -221,8 +267,9 @@ TEST(CheckpointKillTest, SigkillDuringSavesNeverLosesTheNewestFinishedCheckpoint
   std::printf(
       "[ checkpoint kill ] %d trials in %.1f s, one save %.1f ms: %d kills landed inside a file write "
       "(a tmp file left), %d after the index's rename but before the save returned (that step restored); "
-      "every restore whole, none rejected; last step %lld\n",
-      kTrials, SecondsSince(start), save_seconds * 1000, killed_in_write, index_in_place,
+      "%d with a flipped byte in the newest checkpoint (rejected by its CRC32C, the one before restored); "
+      "every restore whole; last step %lld\n",
+      kTrials, SecondsSince(start), save_seconds * 1000, killed_in_write, index_in_place, corrupted_trials,
       static_cast<long long>(restored_last));
   fs::remove_all(dir);
 }
@@ -233,12 +280,6 @@ fs::path Binary() {
   return fs::canonical("/proc/self/exe").parent_path().parent_path() / "bin" / "towerflow";
 }
 
-std::string ReadAll(const fs::path& p) {
-  std::ifstream f(p, std::ios::binary);
-  std::stringstream ss;
-  ss << f.rdbuf();
-  return ss.str();
-}
 
 // Starts the binary with `args`, stdout and stderr to files; returns its pid.
 pid_t Spawn(const std::vector<std::string>& args, const fs::path& out, const fs::path& err) {

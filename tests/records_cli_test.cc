@@ -2,6 +2,7 @@
 // binary (build/bin/towerflow, found next to this test's build/tests/) on files
 // written here, and checks exit statuses, stdout and stderr.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -108,6 +109,27 @@ TEST_F(RecordsCliTest, ShowRejectsRecordsThatAreNotExamples) {
   EXPECT_NE(r.err.find("offset 0"), std::string::npos) << r.err;
 }
 
+TEST_F(RecordsCliTest, PipesAndFifosAreReadAsStreamsWithTheirCompressionDetected) {
+  const std::string plain = WriteExamples("a.tfrecord", 3), gz = WriteExamples("b.tfrecord", 4, Compression::kGzip);
+  // A pipe: the bytes that detect the compression are the reader's first bytes.
+  for (const auto& [file, want] : {std::pair{plain, "3\n"}, std::pair{gz, "4\n"}}) {
+    Result piped = Run({"records", "count", "/dev/stdin"}, "cat " + testing::ShellQuote(file) + " | timeout -s KILL 20");
+    EXPECT_EQ(piped.exit_code, 0) << file << ": " << piped.err;
+    EXPECT_EQ(piped.out, want) << file;
+    Result shown = Run({"records", "show", "/dev/stdin", "--limit", "1"},
+                       "cat " + testing::ShellQuote(file) + " | timeout -s KILL 20");
+    EXPECT_EQ(shown.exit_code, 0) << shown.err;
+    EXPECT_EQ(shown.out.rfind("{\"label\": {\"int64_list\": [0]}", 0), 0u) << shown.out;
+  }
+  // A named FIFO with a writer: read once, no hang.
+  const std::string fifo = (dir_ / "fifo").string();
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  Result from_fifo = Run({"records", "verify", fifo}, "(cat " + testing::ShellQuote(gz) + " > " +
+                                                          testing::ShellQuote(fifo) + " &); timeout -s KILL 20");
+  EXPECT_EQ(from_fifo.exit_code, 0) << from_fifo.err;
+  EXPECT_NE(from_fifo.out.find(fifo + ": OK, 4 records"), std::string::npos) << from_fifo.out;
+}
+
 TEST_F(RecordsCliTest, BadUsageExitsWithTwo) {
   EXPECT_EQ(Run({"records"}).exit_code, 2);
   EXPECT_EQ(Run({"records", "count"}).exit_code, 2);
@@ -115,6 +137,10 @@ TEST_F(RecordsCliTest, BadUsageExitsWithTwo) {
   EXPECT_EQ(Run({"records", "count", "--compression", "lz4", "x"}).exit_code, 2);
   EXPECT_EQ(Run({"convert", "seed-synthetic", "--out", dir_.string()}).exit_code, 2);
   EXPECT_EQ(Run({"records", "--help"}).exit_code, 0);
+  // Range errors say the bound in words (not DBL_MAX in 309 digits), on one line.
+  Result negative = Run({"records", "show", "x", "--limit", "-1"});
+  EXPECT_EQ(negative.exit_code, 2);
+  EXPECT_EQ(negative.err, "towerflow records: --limit: '-1' is not an integer >= 0 (see --help)\n");
 }
 
 TEST_F(RecordsCliTest, SeedSyntheticWritesTheSeedSchema) {

@@ -15,6 +15,9 @@
 #include <sstream>
 
 #include "towerflow/data/record_writer.h"
+#include "example.pb.h"
+#include "towerflow/train/checkpoint_manager.h"
+#include "towerflow/train/logdir_lock.h"
 #include "towerflow/train/safetensors.h"
 #include "cli_test_util.h"
 
@@ -339,11 +342,135 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--inter-op-threads", "-1"}, "inter-op-threads"},
       {{"train", "--data", MixedCompression(), "--logdir", logdir, "--model", "seed"},
        "b.tfrecord is GZIP but " + (dir_ / "mixed" / "a.tfrecord").string() + " is not compressed"},
+      // Regressions found by probing: an empty device list crashed (SIGSEGV),
+      // a huge CPU index allocated 10^8 devices, NaN flags were taken, range
+      // errors printed DBL_MAX in 309 digits.
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", ""}, "names no device"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", " , "}, "--devices"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--devices", "cpu:100000000"},
+       "past the last virtual CPU device a run may have (/device:CPU:1023)"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--lr", "nan"},
+       "--lr: 'nan' is not a finite number > 0"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--lr", "0"}, "'0' is not a finite number > 0"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--lr", "inf"}, "'inf' is not a finite"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--l2", "nan"}, "--l2: 'nan' is not a finite"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--l2", "-1"}, "'-1' is not a finite number >= 0"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--checkpoint-every-secs", "nan"},
+       "--checkpoint-every-secs: 'nan'"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--log-every-secs", "-inf"},
+       "--log-every-secs: '-inf'"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--deterministic", "--input-threads", "2"},
+       "--deterministic reads with one input thread"},
+      {{"train", "--data", dir_.string(), "--logdir", logdir, "--model", "seed"}, "is a directory"},
   };
   for (const Case& c : cases) {
     Result r = Run(c.args);
     EXPECT_EQ(r.exit_code, 2) << c.want << ": " << r.err;
     EXPECT_NE(r.err.find(c.want), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_LT(r.err.size(), 400u) << r.err;
+  }
+}
+
+TEST_F(TrainCliTest, ANanLossStopsNamingTheStepAndKeepsTheLastFiniteCheckpoint) {
+  MakeData(1000);
+  std::vector<std::string> args = TrainArgs("run", 200);
+  *(std::find(args.begin(), args.end(), "--lr") + 1) = "1e30";  // diverges within a few steps
+  args.insert(args.end(), {"--checkpoint-every-steps", "1", "--keep-checkpoints", "2"});
+  Result r = Run(args);
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("the loss is NaN at global step "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--on-nan-loss continue"), std::string::npos) << r.err;
+  // Every checkpoint written is finite (the step that diverged wrote none).
+  train::CheckpointManager manager((dir_ / "run").string());
+  for (const std::string& ckpt : manager.Checkpoints()) {
+    auto file = train::ReadSafetensors(ckpt);
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    EXPECT_TRUE(train::CheckFinite(ckpt, *file).ok()) << ckpt;
+  }
+
+  // Asked to go on, it trains to the end; the JSON line stays JSON (null for NaN).
+  args = TrainArgs("on", 30);
+  *(std::find(args.begin(), args.end(), "--lr") + 1) = "1e30";
+  args.insert(args.end(), {"--on-nan-loss", "continue", "--checkpoint-every-steps", "10", "--keep-checkpoints", "1"});
+  Result on = Run(args);
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  json j = on.last();
+  ASSERT_FALSE(j.is_discarded()) << on.out;
+  EXPECT_TRUE(j["final_loss"].is_null()) << on.out;
+  EXPECT_EQ(j["global_step"], 30);
+  // The newest is NaN; the last finite one (step 0's weights were finite, the
+  // first checkpoint at step 10 may already be NaN) is never rotated out, and a
+  // resume restores it rather than the NaN weights.
+  train::CheckpointManager kept((dir_ / "on").string());
+  auto latest = kept.ReadLatest();
+  if (latest.ok()) {
+    EXPECT_TRUE(train::CheckFinite(latest->path, latest->file).ok());
+    EXPECT_FALSE(latest->rejected.empty());
+  } else {
+    EXPECT_EQ(latest.status().code(), Code::kNotFound) << latest.status().ToString();
+  }
+}
+
+TEST_F(TrainCliTest, ARecordOfAnotherSchemaNamesItsFileAndOffset) {
+  MakeData(400);
+  // The second file (by name) holds Fashion-MNIST-schema records.
+  fs::create_directories(dir_ / "mixed");
+  fs::copy_file(dir_ / "data" / "train-00000-of-00002.tfrecord", dir_ / "mixed" / "a.tfrecord");
+  {
+    auto writer = RecordWriter::Open((dir_ / "mixed" / "b.tfrecord").string());
+    ASSERT_TRUE(writer.ok());
+    for (int i = 0; i < 300; ++i) {
+      tensorflow::Example ex;
+      (*ex.mutable_features()->mutable_feature())["label"].mutable_int64_list()->add_value(i % 10);
+      std::string bytes;
+      ex.SerializeToString(&bytes);
+      ASSERT_TRUE((*writer)->WriteRecord(bytes).ok());
+    }
+    ASSERT_TRUE((*writer)->Close().ok());
+  }
+  data_ = (dir_ / "mixed" / "*.tfrecord").string();
+  Result r = Run(TrainArgs("run", 1000));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  const std::string b = (dir_ / "mixed" / "b.tfrecord").string();
+  EXPECT_NE(r.err.find("Name: " + b + ":"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("is required but could not be found"), std::string::npos) << r.err;
+}
+
+TEST_F(TrainCliTest, ASecondTrainingInTheSameLogdirIsRefused) {
+  MakeData(200);
+  auto lock = train::LogdirLock::Acquire((dir_ / "run").string());  // as a running training holds it
+  ASSERT_TRUE(lock.ok()) << lock.status().ToString();
+  Result r = Run(TrainArgs("run", 5));
+  EXPECT_EQ(r.exit_code, 1) << r.out;
+  EXPECT_NE(r.err.find("is in use by another training (pid " + std::to_string(::getpid())), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(dir_ / "run" / "checkpoint"));
+  lock->reset();
+  EXPECT_EQ(Run(TrainArgs("run", 5)).exit_code, 0);
+}
+
+TEST_F(TrainCliTest, DeterministicRunsAreBitIdentical) {
+  MakeData(2000);
+  std::vector<std::string> args = TrainArgs("a", 60);
+  args.push_back("--deterministic");
+  Result a = Run(args);
+  ASSERT_EQ(a.exit_code, 0) << a.err;
+  *(std::find(args.begin(), args.end(), (dir_ / "a").string())) = (dir_ / "b").string();
+  Result b = Run(args);
+  ASSERT_EQ(b.exit_code, 0) << b.err;
+  EXPECT_EQ(a.last()["deterministic"], true);
+  EXPECT_EQ(a.last()["final_loss"], b.last()["final_loss"]);
+  // Every weight and slot, bit for bit.
+  EXPECT_EQ(ReadFile(dir_ / "a" / "ckpt-60.safetensors"), ReadFile(dir_ / "b" / "ckpt-60.safetensors"));
+}
+
+TEST_F(TrainCliTest, EvalRefusesACheckpointThatIsNotAFile) {
+  MakeData(200);
+  for (const std::string path : {"/dev/zero", "/dev/null"}) {
+    Result r = Run({"eval", "--checkpoint", path, "--data", data_});
+    EXPECT_EQ(r.exit_code, 2) << r.err;
+    EXPECT_NE(r.err.find(path + " is a character device"), std::string::npos) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
   }
 }

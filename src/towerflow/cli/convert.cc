@@ -29,6 +29,8 @@
 
 #include "example.pb.h"
 #include "towerflow/cli/commands.h"
+#include "towerflow/core/file_checks.h"
+#include "towerflow/cli/flags.h"
 #include "towerflow/data/record_writer.h"
 
 namespace tw::cli {
@@ -211,7 +213,37 @@ Status MakeOutDir(const std::string& out) {
   return Status::OK();
 }
 
+// Bad usage, before anything is written: --out names something that is not a
+// directory, or --source is not a directory.
+int CheckDirectories(const std::string& out, const std::string* source) {
+  std::error_code ec;
+  if (fs::exists(out, ec) && !fs::is_directory(out, ec)) {
+    std::fprintf(stderr, "towerflow convert: --out %s is %s, not a directory\n", out.c_str(),
+                 DescribeFileKind(out).c_str());
+    return 2;
+  }
+  if (source != nullptr && !fs::is_directory(*source, ec)) {
+    std::fprintf(stderr, "towerflow convert: --source %s is %s, not a directory of Fashion-MNIST's IDX files\n",
+                 source->c_str(), fs::exists(*source, ec) ? DescribeFileKind(*source).c_str() : "missing");
+    return 2;
+  }
+  if (source != nullptr) {
+    for (const char* split : {"train", "t10k"}) {
+      for (const char* kind : {"-images-idx3-ubyte", "-labels-idx1-ubyte"}) {
+        const fs::path plain = fs::path(*source) / (std::string(split) + kind);
+        if (!fs::exists(plain, ec) && !fs::exists(plain.string() + ".gz", ec)) {
+          std::fprintf(stderr, "towerflow convert: --source %s has no %s(.gz)\n", source->c_str(),
+                       plain.filename().c_str());
+          return 2;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
 int FashionMnist(const std::string& source, const std::string& out, int shards) {
+  if (int rc = CheckDirectories(out, &source); rc != 0) return rc;
   if (Status s = MakeOutDir(out); !s.ok()) return Fail(s);
   Summary summary;
   for (const char* split : {"train", "t10k"}) {
@@ -244,6 +276,7 @@ int SeedSynthetic(const std::string& out, int64_t n_features, int64_t examples, 
                  static_cast<long long>(examples));
     return 2;
   }
+  if (int rc = CheckDirectories(out, nullptr); rc != 0) return rc;
   if (Status s = MakeOutDir(out); !s.ok()) return Fail(s);
   SplitMix64 rng{seed};
   std::vector<double> w(static_cast<size_t>(n_features));
@@ -287,15 +320,16 @@ int RunConvert(int argc, char** argv) {
   int64_t n_features = 0, examples = 0;
   uint64_t seed = 1;
   CLI::App* fashion = app.add_subcommand("fashion-mnist", "Fashion-MNIST IDX files -> train-*/test-* shards");
-  fashion->add_option("--out", out, "output directory")->required();
+  fashion->add_option("--out", out, "output directory")->required()->check(NonEmptyText());
   fashion->add_option("--shards", shards, "files per split")->check(CLI::Range(1, 99999));
-  fashion->add_option("--source", source, "directory of the *-idx?-ubyte.gz files");
+  fashion->add_option("--source", source, "directory of the *-idx?-ubyte.gz files")->check(NonEmptyText());
   CLI::App* synthetic = app.add_subcommand("seed-synthetic", "the seed program's x/labels schema, learnable");
-  synthetic->add_option("--out", out, "output directory")->required();
+  synthetic->add_option("--out", out, "output directory")->required()->check(NonEmptyText());
   synthetic->add_option("--n-features", n_features, "F: x is int32 [2, F]")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   synthetic->add_option("--examples", examples, "number of records")->required()->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   synthetic->add_option("--shards", shards, "number of files")->check(CLI::Range(1, 99999));
-  synthetic->add_option("--seed", seed, "seed of the weights and the rows");
+  synthetic->add_option("--seed", seed, "seed of the weights and the rows")->check(IntegerIn(0, INT64_MAX));
+  OneLineErrors(app, "convert");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

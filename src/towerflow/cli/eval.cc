@@ -11,6 +11,7 @@
 #include <string>
 
 #include "towerflow/cli/commands.h"
+#include "towerflow/cli/flags.h"
 #include "towerflow/cli/evaluate.h"
 #include "towerflow/cli/json.h"
 #include "towerflow/train/checkpoint_manager.h"
@@ -24,27 +25,37 @@ struct Checkpoint {
   std::map<std::string, std::string> metadata;
 };
 
-// A file, or the newest checkpoint of a directory whose file reads back whole.
+// A file, or the newest checkpoint of a directory that validates (its CRCs,
+// its global step, finite weights: CheckpointManager::ReadLatest). A file
+// named alone is checked for its CRCs and its global step, and evaluated even
+// when its weights are not finite (the loss then prints as null).
 StatusOr<Checkpoint> FindCheckpoint(const std::string& where) {
   std::error_code ec;
-  std::vector<std::string> candidates;
   if (std::filesystem::is_directory(where, ec)) {
-    candidates = train::CheckpointManager(where).Checkpoints();
-    if (candidates.empty()) return errors::NotFound("--checkpoint ", where, ": no checkpoints in this directory");
-  } else {
-    candidates = {where};
+    train::CheckpointManager manager(where);
+    if (manager.Checkpoints().empty()) {
+      return errors::NotFound("--checkpoint ", where, ": no checkpoints in this directory");
+    }
+    auto latest = manager.ReadLatest();
+    if (!latest.ok()) return latest.status();
+    for (const Status& rejected : latest->rejected) {
+      std::fprintf(stderr, "towerflow eval: skipping %s\n", rejected.ToString().c_str());
+    }
+    return Checkpoint{latest->path, latest->file.metadata};
   }
-  Status last;
-  for (auto it = candidates.rbegin(); it != candidates.rend(); ++it) {
-    auto file = train::ReadSafetensors(*it);
-    if (file.ok()) return Checkpoint{*it, file->metadata};
-    last = file.status();
-    if (candidates.size() > 1) std::fprintf(stderr, "towerflow eval: skipping %s\n", last.ToString().c_str());
-  }
-  return last;
+  auto file = train::ReadSafetensors(where);
+  if (!file.ok()) return file.status();
+  const std::string name = std::filesystem::path(where).filename().string();
+  TW_RETURN_IF_ERROR(train::CheckGlobalStep(where, *file, train::CheckpointManager(".").StepOf(name)));
+  return Checkpoint{where, file->metadata};
 }
 
 }  // namespace
+
+int UsageError(const std::string& flag, const Status& status) {
+  std::fprintf(stderr, "towerflow eval: %s: %s\n", flag.c_str(), status.message().c_str());
+  return 2;
+}
 
 int RunEval(int argc, char** argv) {
   CLI::App app{"Evaluate a checkpoint on TFRecord files", "towerflow eval"};
@@ -53,17 +64,16 @@ int RunEval(int argc, char** argv) {
   bool skip_corrupt = false;
   int intra_op_threads = 0;
   app.add_option("--checkpoint", checkpoint, "a checkpoint file, or a logdir (its newest valid checkpoint)")
-      ->required();
-  app.add_option("--data", data, "TFRecord files to evaluate on (a glob)")->required();
+      ->required()
+      ->check(NonEmptyText());
+  app.add_option("--data", data, "TFRecord files to evaluate on (a glob)")->required()->check(NonEmptyText());
   app.add_option("--model", model, "mlp | cnn | seed: must match the checkpoint")
       ->check(CLI::IsMember({"mlp", "cnn", "seed"}));
   app.add_option("--batch-size", batch_size, "examples per evaluation step")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_flag("--skip-corrupt-records", skip_corrupt, "skip records with bad CRCs (counted, logged)");
   app.add_option("--intra-op-threads", intra_op_threads, "threads for MatMul/Conv2D (0: all)")->check(CLI::Range(0, 1024));
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("towerflow eval: ") + e.what() + " (see --help)\n";  // one line
-  });
+  OneLineErrors(app, "eval");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -71,6 +81,11 @@ int RunEval(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
   auto found = FindCheckpoint(checkpoint);
+  // A path that holds no checkpoint (missing, a device, a FIFO) is bad usage;
+  // a checkpoint that is corrupt is a failure (DataLoss, exit 1).
+  if (errors::IsInvalidArgument(found.status()) || errors::IsNotFound(found.status())) {
+    return UsageError("--checkpoint", found.status());
+  }
   if (!found.ok()) return Fail(found.status());
   auto config = ModelFromMetadata(found->metadata);
   if (!config.ok()) return Fail(errors::DataLoss(found->path, ": ", config.status().message()));
@@ -84,6 +99,14 @@ int RunEval(int argc, char** argv) {
     std::fprintf(stderr, "towerflow eval: --data %s: no files match\n", data.c_str());
     return 2;
   }
+  // Files, pipes and FIFOs are read (once, as streams); a directory is bad usage.
+  for (const std::string& f : files) {
+    std::error_code ec;
+    if (std::filesystem::is_directory(f, ec)) {
+      std::fprintf(stderr, "towerflow eval: --data %s is a directory, not a TFRecord file\n", f.c_str());
+      return 2;
+    }
+  }
   // A checkpoint of mirrored variables (train --variables mirrored) names
   // tower 0's copies: the model is rebuilt in that variable scope.
   const auto scope = found->metadata.find("variable_scope");
@@ -96,11 +119,14 @@ int RunEval(int argc, char** argv) {
   const auto step = found->metadata.find("global_step");
   std::printf("%lld examples: loss %.4f, accuracy %.4f (%.2f s)\n", static_cast<long long>(result->examples),
               result->loss, result->accuracy, result->seconds);
-  std::string json;
-  char buf[256];
-  std::snprintf(buf, sizeof(buf), "{\"examples\": %lld, \"loss\": %.6f, \"accuracy\": %.4f, \"seconds\": %.3f, ",
-                static_cast<long long>(result->examples), result->loss, result->accuracy, result->seconds);
-  json = buf;
+  // The loss of a checkpoint that diverged is NaN, written as null: JSON has none.
+  std::string json = "{\"examples\": " + std::to_string(result->examples) + ", \"loss\": ";
+  AppendJsonNumber(result->loss, "%.6f", &json);
+  json += ", \"accuracy\": ";
+  AppendJsonNumber(result->accuracy, "%.4f", &json);
+  json += ", \"seconds\": ";
+  AppendJsonNumber(result->seconds, "%.3f", &json);
+  json += ", ";
   json += "\"model\": ";
   AppendJsonString(config->name, &json);
   json += ", \"checkpoint\": ";

@@ -1,8 +1,10 @@
 // Small helpers for the `towerflow` subcommands that print JSON: string
-// escaping and base64. Header-only, pure functions, thread-safe.
+// escaping, numbers (null for NaN and infinities) and base64. Header-only,
+// pure functions, thread-safe.
 #ifndef TOWERFLOW_CLI_JSON_H_
 #define TOWERFLOW_CLI_JSON_H_
 
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -32,6 +34,19 @@ inline void AppendJsonString(std::string_view s, std::string* out) {
     }
   }
   *out += '"';
+}
+
+// Appends `v` printed with `format` (a printf format of one double, such as
+// "%.6f"), or `null` when `v` is NaN or infinite: JSON has no NaN, and a
+// reader of the last line must be able to parse it whatever the loss was.
+inline void AppendJsonNumber(double v, const char* format, std::string* out) {
+  if (!std::isfinite(v)) {
+    *out += "null";
+    return;
+  }
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), format, v);
+  *out += buf;
 }
 
 // Standard base64 (RFC 4648, with '=' padding).

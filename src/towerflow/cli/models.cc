@@ -190,9 +190,10 @@ StatusOr<ModelConfig> ModelFromMetadata(const std::map<std::string, std::string>
   return config;
 }
 
-tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config) {
+tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config,
+                      const Output& names) {
   Scope s = scope.NewSubScope("decode");
-  io::ParsedFeatures f = io::ParseExample(s, serialized, Features(config));
+  io::ParsedFeatures f = io::ParseExample(s, serialized, Features(config), names);
   if (config.name == "seed") {
     const int32_t width = static_cast<int32_t>(config.n_features);
     Output x = Reshape(s, io::DecodeRaw(s, f["x"], kInt32), {-1, 2, width});

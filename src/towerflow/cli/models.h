@@ -57,7 +57,10 @@ StatusOr<ModelConfig> ModelFromMetadata(const std::map<std::string, std::string>
 // placeholder). Fashion-MNIST's labels stay int64 [n] as parsed; images stay
 // bytes (uint8 [n, 784]): BuildModel scales them, in the tower, so that queues
 // hold and copy a quarter of the bytes of floats.
-tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config);
+// `names` (string [B], optional) are the records' "<file>:<offset>" keys,
+// named by a parse error.
+tw::Batch DecodeBatch(const Scope& scope, const Output& serialized, const ModelConfig& config,
+                      const Output& names = Output());
 
 struct ModelOutputs {
   Output loss;     // scalar: mean cross-entropy (+ L2 when asked)

@@ -13,6 +13,7 @@
 #include <set>
 
 #include "towerflow/cli/commands.h"
+#include "towerflow/cli/flags.h"
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/graph/gradients.h"
 #include "towerflow/data/register.h"
@@ -145,11 +146,13 @@ int RunOps(int argc, char** argv) {
   uint64_t seed = std::random_device{}();
   app.add_flag("--json", json, "print a JSON array of {op, kernels, gradient}");
   app.add_flag("--check-gradients", check, "check every gradient against finite differences");
-  app.add_option("--seed", seed, "seed for the random inputs of --check-gradients");
+  app.add_option("--seed", seed, "seed for the random inputs of --check-gradients")->check(IntegerIn(0, INT64_MAX));
+  OneLineErrors(app, "ops");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
   }
   EnsureDataRegistered();  // every op: the core's and the input pipeline's
   if (check) return CheckGradients(seed);

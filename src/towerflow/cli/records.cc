@@ -4,7 +4,8 @@
 //   show FILE [--limit N]      one JSON object per record: its tf.train.Example's
 //                              features by name, bytes as base64
 // Each takes --compression auto|none|gzip|zlib (auto: detected per file from its
-// first bytes and name, record_reader.h's DetectFileCompression).
+// first bytes and name, read through the one open of the file: pipes, FIFOs
+// and /dev/stdin are read as streams).
 // A file that cannot be read gives one line on stderr, "<file>: <Code>: <what>"
 // with the record number and byte offset for corrupt data, and exit status 1;
 // bad usage exits with 2.
@@ -19,15 +20,25 @@
 
 #include "example.pb.h"
 #include "towerflow/cli/commands.h"
+#include "towerflow/cli/flags.h"
 #include "towerflow/cli/json.h"
 #include "towerflow/data/record_reader.h"
 
 namespace tw::cli {
 namespace {
 
-StatusOr<Compression> ResolveCompression(const std::string& flag, const std::string& path) {
-  if (flag == "auto") return DetectFileCompression(path);
-  return ParseCompression(flag == "none" ? "" : flag);
+// How to open a file for --compression `flag`: "auto" detects from the bytes
+// the reader reads first, on its one open of the file (a pipe or FIFO reads
+// as a stream).
+StatusOr<RecordReaderOptions> ReaderOptions(const std::string& flag) {
+  RecordReaderOptions options;
+  options.inflate_ahead = true;
+  if (flag == "auto") {
+    options.detect_compression = true;
+  } else {
+    TW_ASSIGN_OR_RETURN(options.compression, ParseCompression(flag == "none" ? "" : flag));
+  }
+  return options;
 }
 
 // "<file>: <Code>: <message>" (the reader's messages already start with the
@@ -51,12 +62,12 @@ void PrintError(const std::string& line) {
 // Reads every record of `path`. OK, or *error_line set and the error returned.
 Status VerifyOne(const std::string& path, const std::string& compression_flag, RecordFileStats* stats,
                  std::string* error_line) {
-  auto compression = ResolveCompression(compression_flag, path);
-  if (!compression.ok()) {
-    *error_line = ErrorLine(path, compression.status(), 0, 0);
-    return compression.status();
+  auto options = ReaderOptions(compression_flag);
+  if (!options.ok()) {
+    *error_line = ErrorLine(path, options.status(), 0, 0);
+    return options.status();
   }
-  Status s = VerifyFile(path, *compression, stats);
+  Status s = VerifyFile(path, *options, stats);
   if (!s.ok()) *error_line = ErrorLine(path, s, stats->records, stats->stream_bytes);
   return s;
 }
@@ -151,12 +162,13 @@ std::string ExampleJson(const tensorflow::Example& ex) {
 }
 
 int Show(const std::string& path, const std::string& compression_flag, int64_t limit) {
-  auto compression = ResolveCompression(compression_flag, path);
-  if (!compression.ok()) {
-    PrintError(ErrorLine(path, compression.status(), 0, 0));
+  auto options = ReaderOptions(compression_flag);
+  if (!options.ok()) {
+    PrintError(ErrorLine(path, options.status(), 0, 0));
     return 1;
   }
-  auto reader = RecordReader::Open(path, {.compression = *compression});
+  options->inflate_ahead = false;  // records are printed as they are read
+  auto reader = RecordReader::Open(path, *options);
   if (!reader.ok()) {
     PrintError(ErrorLine(path, reader.status(), 0, 0));
     return 1;
@@ -203,8 +215,9 @@ int RunRecords(int argc, char** argv) {
   add_compression(verify);
   CLI::App* show = app.add_subcommand("show", "print each record's tf.train.Example as one JSON object");
   show->add_option("file", file, "a TFRecord file")->required();
-  show->add_option("--limit", limit, "print at most N records")->check(CLI::NonNegativeNumber);
+  show->add_option("--limit", limit, "print at most N records")->check(IntegerIn(0, INT64_MAX));
   add_compression(show);
+  OneLineErrors(app, "records");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

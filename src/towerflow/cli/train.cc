@@ -24,15 +24,20 @@
 
 #include <atomic>
 #include <csignal>
+#include <cstdlib>
+#include <filesystem>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "towerflow/cli/commands.h"
 #include "towerflow/cli/evaluate.h"
+#include "towerflow/cli/flags.h"
 #include "towerflow/cli/json.h"
 #include "towerflow/cli/trainer.h"
+#include "towerflow/core/file_checks.h"
 #include "towerflow/data/record_reader.h"
 #include "towerflow/device/device_set.h"
 
@@ -43,9 +48,11 @@ struct Flags {
   std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
   std::string trace, variables = "auto";
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
-  double lr = -1, l2 = 0;
+  std::optional<double> lr;
+  double l2 = 0;
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
-  bool check_numerics = false, allow_tf32 = false;
+  bool check_numerics = false, allow_tf32 = false, deterministic = false;
+  std::string on_nan_loss = "stop";
   int input_threads = 1, intra_op_threads = 0, inter_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
   int64_t gpu_memory_mb = 0;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
@@ -90,15 +97,26 @@ StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int l
     auto parsed = ParseDevices(flag);
     if (!parsed.ok()) return errors::InvalidArgument("--devices: ", parsed.status().message());
     devices = *parsed;
+    if (devices.empty()) {
+      return errors::InvalidArgument("--devices '", flag, "' names no device; give auto, gpu, or a list such as cpu:0,cpu:1");
+    }
   }
   *num_cpu_devices = 1;
   *uses_gpus = false;
   for (const std::string& d : devices) {
-    if (d.rfind("/device:CPU:", 0) == 0) *num_cpu_devices = std::max(*num_cpu_devices, std::stoi(d.substr(12)) + 1);
+    // Canonical names end in the index, which DeviceSpec parsed as an int.
+    const int64_t index = std::strtoll(d.c_str() + d.rfind(':') + 1, nullptr, 10);
+    if (d.rfind("/device:CPU:", 0) == 0) {
+      if (index >= kMaxCpuDevices) {
+        return errors::InvalidArgument("--devices ", flag, ": ", d, " is past the last virtual CPU device a run may ",
+                                       "have (/device:CPU:", kMaxCpuDevices - 1, ")");
+      }
+      *num_cpu_devices = std::max(*num_cpu_devices, static_cast<int>(index) + 1);
+    }
     if (d.rfind("/device:GPU:", 0) == 0) {
       *uses_gpus = true;
       if (gpus == 0) return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", NoGpuReason());
-      if (std::stoi(d.substr(12)) >= gpus) {
+      if (index >= gpus) {
         return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", VisibleCudaGpuCount(),
                                        " GPU(s) visible x ", logical_gpus, " logical (--logical-gpus) = /device:GPU:0",
                                        gpus > 1 ? "../device:GPU:" + std::to_string(gpus - 1) : std::string());
@@ -120,6 +138,21 @@ StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob) {
   DataFiles d;
   d.files = io::Glob(glob);
   if (d.files.empty()) return errors::NotFound(flag, " ", glob, ": no files match");
+  // Training reads its files more than once (the count, then every epoch),
+  // and a FIFO would block its first open until a writer came: files only.
+  for (const std::string& f : d.files) {
+    std::error_code ec;
+    const std::filesystem::file_status st = std::filesystem::status(f, ec);
+    if (ec) return errors::NotFound(flag, " ", f, ": ", ec.message());
+    if (!std::filesystem::is_regular_file(st)) {
+      const char* kind = std::filesystem::is_directory(st) ? "a directory"
+                         : std::filesystem::is_fifo(st)    ? "a FIFO"
+                         : std::filesystem::is_character_file(st) ? "a character device"
+                                                                  : "not a regular file";
+      return errors::InvalidArgument(flag, " ", f, " is ", kind,
+                                     ": training reads its files more than once (write a stream to a file first)");
+    }
+  }
   auto first = DetectFileCompression(d.files[0]);
   if (!first.ok()) return first.status();
   d.compression = *first;
@@ -184,17 +217,23 @@ void OnSignal(int sig) {
 }
 
 std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResult* eval) {
-  char buf[512];
-  std::snprintf(buf, sizeof(buf),
-                "{\"steps\": %lld, \"global_step\": %lld, \"examples\": %lld, \"seconds\": %.3f, "
-                "\"examples_per_sec\": %.1f, \"final_loss\": %.6f, \"train_accuracy\": %.4f, ",
-                static_cast<long long>(r.steps), static_cast<long long>(r.global_step),
-                static_cast<long long>(r.examples), r.seconds, r.examples_per_sec, r.final_loss, r.final_accuracy);
-  std::string out = buf;
+  // Numbers that may be NaN (a diverged loss) are written as null: JSON has none.
+  std::string out = "{\"steps\": " + std::to_string(r.steps) + ", \"global_step\": " + std::to_string(r.global_step) +
+                    ", \"examples\": " + std::to_string(r.examples) + ", \"seconds\": ";
+  AppendJsonNumber(r.seconds, "%.3f", &out);
+  out += ", \"examples_per_sec\": ";
+  AppendJsonNumber(r.examples_per_sec, "%.1f", &out);
+  out += ", \"final_loss\": ";
+  AppendJsonNumber(r.final_loss, "%.6f", &out);
+  out += ", \"train_accuracy\": ";
+  AppendJsonNumber(r.final_accuracy, "%.4f", &out);
+  out += ", ";
   if (eval != nullptr) {
-    std::snprintf(buf, sizeof(buf), "\"test_loss\": %.6f, \"test_accuracy\": %.4f, \"test_examples\": %lld, ",
-                  eval->loss, eval->accuracy, static_cast<long long>(eval->examples));
-    out += buf;
+    out += "\"test_loss\": ";
+    AppendJsonNumber(eval->loss, "%.6f", &out);
+    out += ", \"test_accuracy\": ";
+    AppendJsonNumber(eval->accuracy, "%.4f", &out);
+    out += ", \"test_examples\": " + std::to_string(eval->examples) + ", ";
   }
   out += "\"model\": ";
   AppendJsonString(c.model.name, &out);
@@ -216,6 +255,7 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
   AppendJsonString(r.checkpoint, &out);
   out += ", \"logdir\": ";
   AppendJsonString(c.logdir, &out);
+  out += std::string(", \"deterministic\": ") + (c.deterministic ? "true" : "false");
   out += std::string(", \"interrupted\": ") + (r.interrupted ? "true" : "false") + "}";
   return out;
 }
@@ -223,6 +263,10 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
 // Checks the flags and the data; fills the configuration. Errors are usage errors.
 Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   if (f.epochs > 0 && f.steps > 0) return errors::InvalidArgument("give --epochs or --steps, not both");
+  if (f.deterministic && f.input_threads > 1) {
+    return errors::InvalidArgument("--deterministic reads with one input thread: --input-threads ", f.input_threads,
+                                   " would race for the shuffle queue");
+  }
   c->model.name = f.model;
   if (f.model != "cnn") {
     auto hidden = ParseHidden(f.hidden.empty() ? (f.model == "seed" ? "64,64" : "256,256") : f.hidden);
@@ -252,15 +296,32 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   c->compression = data->compression;
   c->batch_size = f.batch_size;
   c->optimizer = f.optimizer;
-  c->learning_rate = f.lr > 0 ? f.lr : DefaultLearningRate(f.optimizer);
+  c->learning_rate = f.lr ? *f.lr : DefaultLearningRate(f.optimizer);
   c->l2 = f.l2;
   c->logdir = f.logdir;
+  {
+    // Checked now, not after the training: where its outputs go.
+    std::error_code ec;
+    if (std::filesystem::exists(f.logdir, ec) && !std::filesystem::is_directory(f.logdir, ec)) {
+      return errors::InvalidArgument("--logdir ", f.logdir, " is ", DescribeFileKind(f.logdir), ", not a directory");
+    }
+  }
+  if (!f.trace.empty()) {
+    if (Status s = CheckReplaceableFile(f.trace); !s.ok()) return errors::InvalidArgument("--trace ", s.message());
+    const std::filesystem::path parent = std::filesystem::path(f.trace).parent_path();
+    std::error_code ec;
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
+      return errors::InvalidArgument("--trace ", f.trace, ": the directory ", parent.string(), " does not exist");
+    }
+  }
   c->seed = f.seed;
   c->resume = f.resume;
   c->log_device_placement = f.log_device_placement;
   c->allow_soft_placement = f.allow_soft_placement;
   c->skip_corrupt = f.skip_corrupt;
   c->check_numerics = f.check_numerics;
+  c->stop_on_nan_loss = f.on_nan_loss == "stop";
+  c->deterministic = f.deterministic;
   c->input_threads = f.input_threads;
   c->min_after_dequeue = f.min_after_dequeue;
   c->intra_op_threads = f.intra_op_threads;
@@ -280,11 +341,13 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
 int RunTrain(int argc, char** argv) {
   CLI::App app{"Train a model on TFRecord files on every device", "towerflow train"};
   Flags f;
-  app.add_option("--data", f.data, "training TFRecord files (a glob)")->required();
-  app.add_option("--eval-data", f.eval_data, "test TFRecord files (a glob), evaluated at the end");
+  app.add_option("--data", f.data, "training TFRecord files (a glob)")->required()->check(NonEmptyText());
+  app.add_option("--eval-data", f.eval_data, "test TFRecord files (a glob), evaluated at the end")
+      ->check(NonEmptyText());
   app.add_option("--model", f.model, "mlp | cnn (Fashion-MNIST schema) | seed (the seed's schema)")
       ->check(CLI::IsMember({"mlp", "cnn", "seed"}));
-  app.add_option("--hidden", f.hidden, "hidden layer widths of mlp/seed (default 256,256; seed 64,64)");
+  app.add_option("--hidden", f.hidden, "hidden layer widths of mlp/seed (default 256,256; seed 64,64)")
+      ->check(NonEmptyText());
   app.add_option("--devices", f.devices,
                  "one tower per device: auto (every GPU, else every core) | gpu (every GPU) | cpu:0,cpu:1 | gpu:0,gpu:1");
   app.add_option("--logical-gpus", f.logical_gpus, "logical GPUs (devices, towers) per physical GPU")
@@ -304,15 +367,18 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--optimizer", f.optimizer, "sgd | momentum (0.9) | adam")
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--lr", f.lr, "learning rate (default: sgd 0.1, momentum 0.01, adam 0.001)")
-      ->check(CLI::PositiveNumber);
-  app.add_option("--l2", f.l2, "L2 weight decay on the kernels")->check(CLI::NonNegativeNumber);
-  app.add_option("--logdir", f.logdir, "where TensorBoard events and checkpoints go")->required();
-  app.add_option("--seed", f.seed, "graph seed: initial weights, shuffling, dropout");
+      ->check(PositiveFiniteNumber());
+  app.add_option("--l2", f.l2, "L2 weight decay on the kernels")->check(NonNegativeFiniteNumber());
+  app.add_option("--logdir", f.logdir, "where TensorBoard events and checkpoints go")
+      ->required()
+      ->check(NonEmptyText());
+  app.add_option("--seed", f.seed, "graph seed: initial weights, shuffling, dropout")->check(AnyInteger());
   app.add_flag("--log-device-placement", f.log_device_placement, "print the device of every op");
   app.add_flag("--allow-soft-placement", f.allow_soft_placement,
                "move ops without a kernel on their device (always on with GPU towers)");
   app.add_flag("--resume", f.resume, "continue from the newest valid checkpoint in --logdir");
-  app.add_option("--trace", f.trace, "write a Chrome trace (Perfetto) of a few steps to FILE");
+  app.add_option("--trace", f.trace, "write a Chrome trace (Perfetto) of a few steps to FILE")
+      ->check(NonEmptyText());
   app.add_option("--trace-steps", f.trace_steps, "steps traced after the first three")
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   app.add_flag("--skip-corrupt-records", f.skip_corrupt, "skip records with bad CRCs (counted, logged)");
@@ -328,15 +394,20 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--checkpoint-every-steps", f.checkpoint_every_steps, "also checkpoint every N steps (0: off)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 40));
   app.add_option("--checkpoint-every-secs", f.checkpoint_every_secs, "checkpoint every N seconds (0: off)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(NonNegativeFiniteNumber());
   app.add_option("--keep-checkpoints", f.keep_checkpoints, "checkpoints kept")->check(CLI::Range(1, 1 << 20));
   app.add_option("--summary-every-steps", f.summary_every_steps, "TensorBoard scalars every N steps")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
   app.add_option("--log-every-secs", f.log_every_secs, "progress line period when stdout is not a terminal")
-      ->check(CLI::NonNegativeNumber);
-  app.failure_message([](const CLI::App*, const CLI::Error& e) {
-    return std::string("towerflow train: ") + e.what() + " (see --help)\n";  // one line
-  });
+      ->check(NonNegativeFiniteNumber());
+  app.add_option("--on-nan-loss", f.on_nan_loss,
+                 "stop: a NaN or infinite loss ends the run with an error naming the step, the newest "
+                 "checkpoint kept (default) | continue: train on")
+      ->check(CLI::IsMember({"stop", "continue"}));
+  app.add_flag("--deterministic", f.deterministic,
+               "two runs with the same --seed, data and --devices are bit-identical (one input thread, "
+               "towers take their batches in order; slower)");
+  OneLineErrors(app, "train");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <optional>
@@ -14,6 +15,7 @@
 #include "towerflow/runtime/trace.h"
 #include "towerflow/train/checkpoint_manager.h"
 #include "towerflow/train/event_writer.h"
+#include "towerflow/train/logdir_lock.h"
 #include "towerflow/train/saver.h"
 
 namespace tw::cli {
@@ -78,7 +80,7 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
   for (int t = 0; t < c.input_threads; ++t) {
     io::TFRecordReader reader(input, {.compression = c.compression, .skip_corrupt = c.skip_corrupt});
     auto [keys, values] = reader.ReadUpTo(filenames, c.batch_size);
-    per_thread.push_back(DecodeBatch(input, values, c.model));
+    per_thread.push_back(DecodeBatch(input, values, c.model, keys));
   }
   const int64_t towers = static_cast<int64_t>(c.devices.size());
   g->batches = train::ShuffleBatchSource::Join(
@@ -86,6 +88,7 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
       {.batch_size = c.batch_size,
        .capacity = c.min_after_dequeue + (c.input_threads + 2) * c.batch_size * towers,
        .min_after_dequeue = c.min_after_dequeue,
+       .deterministic = c.deterministic,
        .enqueue_many = true});
   g->optimizer = MakeOptimizer(c);
   std::vector<Output> correct;
@@ -100,7 +103,8 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
       {.variable_placement = c.mirrored_variables ? train::VariablePlacement::kMirrored
                                                   : train::VariablePlacement::kSingleDevice,
        .variable_device = c.variable_device,
-       .global_step = true});
+       .global_step = true,
+       .ordered_batches = c.deterministic});
   if (!root.ok()) return root.status();
   // Beside the mean loss (on the variable device): a GPU run's step then
   // waits for the GPU once, when its fetches are copied to the host.
@@ -192,6 +196,16 @@ class Loop {
       window.examples += examples_per_step_;
       result->final_loss = (*out)[0].scalar<float>();
       result->final_accuracy = (*out)[1].scalar<float>();
+      if (c_.stop_on_nan_loss && !std::isfinite(result->final_loss)) {
+        // Before anything is written from the diverged weights: the newest
+        // checkpoint stays the last one of a finite training.
+        return errors::InvalidArgument(
+            "the loss is ", std::isnan(result->final_loss) ? "NaN" : "infinite", " at global step ",
+            result->global_step, ": training diverged; ",
+            result->checkpoint.empty() ? std::string("no checkpoint was written")
+                                       : "the newest checkpoint is " + result->checkpoint,
+            " (lower --lr, or pass --on-nan-loss continue to train on)");
+      }
       if (result->steps == warmup) timed_from = Clock::now();
       if (result->steps > warmup) ++timed_steps;
       const double rate = window.Rate();
@@ -286,6 +300,9 @@ std::string CheckpointVariableScope(const TrainConfig& config) {
 }
 
 StatusOr<TrainResult> Train(const TrainConfig& c) {
+  // One training per logdir: a second one would interleave its checkpoints.
+  auto lock = train::LogdirLock::Acquire(c.logdir);
+  if (!lock.ok()) return lock.status();
   TrainGraph g;
   train::CheckpointManager checkpoints(c.logdir, c.keep_checkpoints);
   // The step of the checkpoint --resume will restore first (an older one when

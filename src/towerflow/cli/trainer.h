@@ -66,6 +66,14 @@ struct TrainConfig {
   bool allow_soft_placement = false;
   bool skip_corrupt = false;
   bool check_numerics = false;  // SessionOptions::check_numerics
+  // A loss that is NaN or infinite ends the run with InvalidArgument naming the
+  // step, before any checkpoint of the diverged weights is written.
+  bool stop_on_nan_loss = true;
+  // Bit-identical runs for the same seed, data and devices: one input thread,
+  // a shuffle that draws from a buffer filled to the same size before every
+  // draw, and the towers' dequeues in tower order (each tower's batch is then
+  // a function of the seed alone).
+  bool deterministic = false;
   int input_threads = 1;
   int64_t min_after_dequeue = 5000;
   int intra_op_threads = 0;

@@ -57,6 +57,7 @@ BatchSource::Args BatchSource::MakeArgs(const ShuffleBatchOptions& options, bool
   a.queue.shuffle = true;
   a.queue.min_after_dequeue = options.min_after_dequeue;
   a.queue.seed = options.seed;
+  a.queue.deterministic = options.deterministic;
   return a;
 }
 

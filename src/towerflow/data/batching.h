@@ -58,6 +58,9 @@ struct ShuffleBatchOptions {
   int64_t min_after_dequeue = 0;
   int num_threads = 1;
   int64_t seed = 0;  // op seed, as in random_ops.h
+  // The queue draws from a fixed-size window (RandomShuffleQueueOptions): with
+  // a seed and one enqueuing thread, the batches are the same in every run.
+  bool deterministic = false;
   bool enqueue_many = false;
   std::vector<TensorShape> shapes = {};
   bool allow_smaller_final_batch = false;

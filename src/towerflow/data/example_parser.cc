@@ -58,11 +58,16 @@ std::string CEscape(std::string_view s) {
   return out;
 }
 
-Status CouldNotParse(std::string_view serialized) {
+// TF's text for an example without a name.
+constexpr std::string_view kUnknownName = "<unknown>";
+
+// TF's message has no name; with one it is put first, as in the other errors.
+Status CouldNotParse(std::string_view serialized, std::string_view name) {
+  const std::string named = name == kUnknownName ? std::string() : StrCat("Name: ", name, ", ");
   if (serialized.size() <= kShownBytes) {
-    return errors::InvalidArgument("Could not parse example input, value: '", CEscape(serialized), "'");
+    return errors::InvalidArgument(named, "Could not parse example input, value: '", CEscape(serialized), "'");
   }
-  return errors::InvalidArgument("Could not parse example input, value: '",
+  return errors::InvalidArgument(named, "Could not parse example input, value: '",
                                  CEscape(serialized.substr(0, kShownBytes)), "...' (", serialized.size(),
                                  " bytes)");
 }
@@ -72,26 +77,26 @@ Status BytesChanged() { return errors::Internal("a serialized Example changed wh
 // TF's word for the list type in value count errors.
 std::string_view ListTypeName(DataType dtype) { return dtype == kString ? "bytes" : DataTypeName(dtype); }
 
-Status CheckDtype(const std::string& key, DataType dtype, const FeatureRef& ref) {
+Status CheckDtype(const std::string& key, DataType dtype, const FeatureRef& ref, std::string_view name) {
   const DataType wire = example_wire::KindDataType(ref.kind);
   if (ref.kind == Kind::kNone || wire == dtype) return Status::OK();
-  return errors::InvalidArgument("Name: <unknown>, Feature: ", key,
+  return errors::InvalidArgument("Name: ", name, ", Feature: ", key,
                                  ".  Data types don't match. Data type: ", DataTypeName(wire),
                                  " Expected type: ", DataTypeName(dtype));
 }
 
 // TF's checks on one dense feature of example `index`: present or defaulted, of
 // the configured type, with exactly as many values as the shape holds.
-Status CheckDense(const FixedLenFeature& f, const FeatureRef& ref, int64_t index) {
+Status CheckDense(const FixedLenFeature& f, const FeatureRef& ref, int64_t index, std::string_view name) {
   if (ref.kind == Kind::kNone) {
     if (f.default_value.has_value()) return Status::OK();
-    return errors::InvalidArgument("Name: <unknown>, Feature: ", f.key,
+    return errors::InvalidArgument("Name: ", name, ", Feature: ", f.key,
                                    " (data type: ", DataTypeName(f.dtype),
                                    ") is required but could not be found.");
   }
-  TW_RETURN_IF_ERROR(CheckDtype(f.key, f.dtype, ref));
+  TW_RETURN_IF_ERROR(CheckDtype(f.key, f.dtype, ref, name));
   if (ref.count != f.shape.num_elements()) {
-    return errors::InvalidArgument("Name: <unknown>, Key: ", f.key, ", Index: ", index, ".  Number of ",
+    return errors::InvalidArgument("Name: ", name, ", Key: ", f.key, ", Index: ", index, ".  Number of ",
                                    ListTypeName(f.dtype), " values != expected.  Values size: ", ref.count,
                                    " but output shape: ", f.shape.ToString());
   }
@@ -183,17 +188,17 @@ std::vector<std::string_view> ConfigKeys(const ParseConfig& config) {
 }
 
 Status ParseSingleImpl(const ParseConfig& config, const KeyIndex& index, std::string_view serialized,
-                       ParseResult* out) {
+                       ParseResult* out, std::string_view name) {
   RefBuffer refs(index.size());
-  if (!example_wire::ScanExample(serialized, index, refs.data())) return CouldNotParse(serialized);
+  if (!example_wire::ScanExample(serialized, index, refs.data())) return CouldNotParse(serialized, name);
   const size_t num_dense = config.dense.size();
   // Check first, allocate after: every size below is then bounded by the bytes
   // present or by a default the config already holds.
   for (size_t d = 0; d < num_dense; ++d) {
-    TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], 0));
+    TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], 0, name));
   }
   for (size_t s = 0; s < config.sparse.size(); ++s) {
-    TW_RETURN_IF_ERROR(CheckDtype(config.sparse[s].key, config.sparse[s].dtype, refs[num_dense + s]));
+    TW_RETURN_IF_ERROR(CheckDtype(config.sparse[s].key, config.sparse[s].dtype, refs[num_dense + s], name));
   }
   out->dense.clear();
   out->dense.reserve(num_dense);
@@ -223,7 +228,8 @@ Status ParseSingleImpl(const ParseConfig& config, const KeyIndex& index, std::st
 }
 
 Status ParseBatchImpl(const ParseConfig& config, const KeyIndex& index,
-                      const std::vector<std::string_view>& serialized, ParseResult* out, ThreadPool* pool) {
+                      const std::vector<std::string_view>& serialized, ParseResult* out, ThreadPool* pool,
+                      const std::vector<std::string_view>* names) {
   const auto batch = static_cast<int64_t>(serialized.size());
   const size_t num_dense = config.dense.size();
   const size_t num_sparse = config.sparse.size();
@@ -256,15 +262,16 @@ Status ParseBatchImpl(const ParseConfig& config, const KeyIndex& index,
       if (first_error.Before(e)) return;
       Status status = [&]() -> Status {
         const std::string_view bytes = serialized[static_cast<size_t>(e)];
-        if (!example_wire::ScanExample(bytes, index, refs.data())) return CouldNotParse(bytes);
+        const std::string_view name = names != nullptr ? (*names)[static_cast<size_t>(e)] : kUnknownName;
+        if (!example_wire::ScanExample(bytes, index, refs.data())) return CouldNotParse(bytes, name);
         for (size_t d = 0; d < num_dense; ++d) {
-          TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], e));
+          TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], e, name));
           TW_RETURN_IF_ERROR(
               WriteDense(config.dense[d], refs[d], ElementPtr(out->dense[d], e * row_size[d])));
         }
         for (size_t s = 0; s < num_sparse; ++s) {
           const FeatureRef& ref = refs[num_dense + s];
-          TW_RETURN_IF_ERROR(CheckDtype(config.sparse[s].key, config.sparse[s].dtype, ref));
+          TW_RETURN_IF_ERROR(CheckDtype(config.sparse[s].key, config.sparse[s].dtype, ref, name));
           sparse_refs[static_cast<size_t>(e) * num_sparse + s] = ref;
         }
         return Status::OK();
@@ -326,24 +333,27 @@ StatusOr<ExampleParser> ExampleParser::Create(ParseConfig config) {
   return ExampleParser(std::move(config), std::move(index));
 }
 
-Status ExampleParser::ParseSingle(std::string_view serialized, ParseResult* out) const {
-  return ParseSingleImpl(config_, index_, serialized, out);
+Status ExampleParser::ParseSingle(std::string_view serialized, ParseResult* out, std::string_view name) const {
+  return ParseSingleImpl(config_, index_, serialized, out, name.empty() ? kUnknownName : name);
 }
 
 Status ExampleParser::ParseBatch(const std::vector<std::string_view>& serialized, ParseResult* out,
-                                 ThreadPool* pool) const {
-  return ParseBatchImpl(config_, index_, serialized, out, pool);
+                                 ThreadPool* pool, const std::vector<std::string_view>* names) const {
+  if (names != nullptr && names->size() != serialized.size()) {
+    return errors::InvalidArgument("ParseBatch: ", names->size(), " names for ", serialized.size(), " examples");
+  }
+  return ParseBatchImpl(config_, index_, serialized, out, pool, names);
 }
 
 Status ParseSingleExample(std::string_view serialized, const ParseConfig& config, ParseResult* out) {
   TW_RETURN_IF_ERROR(config.Validate());
-  return ParseSingleImpl(config, KeyIndex(ConfigKeys(config)), serialized, out);
+  return ParseSingleImpl(config, KeyIndex(ConfigKeys(config)), serialized, out, kUnknownName);
 }
 
 Status ParseExampleBatch(const std::vector<std::string_view>& serialized, const ParseConfig& config,
                          ParseResult* out, ThreadPool* pool) {
   TW_RETURN_IF_ERROR(config.Validate());
-  return ParseBatchImpl(config, KeyIndex(ConfigKeys(config)), serialized, out, pool);
+  return ParseBatchImpl(config, KeyIndex(ConfigKeys(config)), serialized, out, pool, nullptr);
 }
 
 }  // namespace tw

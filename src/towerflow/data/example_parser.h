@@ -24,11 +24,13 @@
 //
 // Errors are InvalidArgument Statuses, never crashes, whatever the bytes:
 //   Could not parse example input, value: '<first 40 bytes, C-escaped>'
+//       (preceded by "Name: <name>, " when the example has a name)
 //   Name: <unknown>, Feature: <key> (data type: int64) is required but could not be found.
 //   Name: <unknown>, Key: <key>, Index: <i>.  Number of int64 values != expected.
 //       Values size: 3 but output shape: [2]        (one line in the message)
 //   Name: <unknown>, Feature: <key>.  Data types don't match. Data type: float Expected type: int64
-// (<i> is the example's index in the batch, 0 for a single example; "bytes" and
+// (<unknown> is the example's name when one is given; <i> is the example's
+// index in the batch, 0 for a single example; "bytes" and
 // "float" replace "int64" for those lists.) Output tensors are allocated only
 // after the checks that bound their size by the bytes present, so hostile bytes
 // cannot make the parser allocate more than the config and input imply.
@@ -57,8 +59,10 @@ class ExampleParser {
   const ParseConfig& config() const { return config_; }
 
   // One Example. out->dense[i] has shape config.dense[i].shape; out->sparse[i]
-  // indices [n, 1], values [n], dense_shape [1]. On error *out is unspecified.
-  Status ParseSingle(std::string_view serialized, ParseResult* out) const;
+  // indices [n, 1], values [n], dense_shape [1]. Errors name the example
+  // `name` (TF's parse_example `names`: the reader's "<file>:<offset>" key),
+  // "<unknown>" when empty. On error *out is unspecified.
+  Status ParseSingle(std::string_view serialized, ParseResult* out, std::string_view name = {}) const;
 
   // A batch of Examples, parallel over examples on `pool` when given (inline
   // otherwise). out->dense[i] has shape [batch] + config.dense[i].shape;
@@ -66,9 +70,11 @@ class ExampleParser {
   // [batch, longest list]. An empty batch gives empty outputs. When several
   // examples are bad the error is that of the first one. InvalidArgument also when
   // [batch] + shape overflows int64; ResourceExhausted when an output does not
-  // fit in memory. On error *out is unspecified.
+  // fit in memory. Errors name example e as (*names)[e] when `names` is given
+  // (InvalidArgument when it does not hold one name per example), else
+  // "<unknown>". On error *out is unspecified.
   Status ParseBatch(const std::vector<std::string_view>& serialized, ParseResult* out,
-                    ThreadPool* pool = nullptr) const;
+                    ThreadPool* pool = nullptr, const std::vector<std::string_view>* names = nullptr) const;
 
  private:
   ExampleParser(ParseConfig config, example_wire::KeyIndex index)

@@ -108,12 +108,18 @@ class ParsedFeatures {
 };
 
 // One serialized Example (a string scalar) -> dense tensors of each
-// FixedLenFeature's shape; sparse triples with indices [n, 1].
-ParsedFeatures ParseSingleExample(const Scope& scope, const Output& serialized, const FeatureMap& features);
+// FixedLenFeature's shape; sparse triples with indices [n, 1]. `name`, a
+// string scalar when given (the reader's key, "<file>:<offset>"), is named in
+// errors instead of TF's "<unknown>".
+ParsedFeatures ParseSingleExample(const Scope& scope, const Output& serialized, const FeatureMap& features,
+                                  const Output& name = Output());
 // A vector of B serialized Examples -> dense [B] + shape; sparse indices [n, 2]
 // = (example, position) and dense_shape {B, longest list}. Parallel over the
-// device's intra-op threads.
-ParsedFeatures ParseExample(const Scope& scope, const Output& serialized_batch, const FeatureMap& features);
+// device's intra-op threads. `names` (TF's parse_example `names`), a string
+// vector of B when given (the keys of ReadUpTo), names the failing example in
+// errors: "Name: data/b.tfrecord:1234, Feature: x ... is required ...".
+ParsedFeatures ParseExample(const Scope& scope, const Output& serialized_batch, const FeatureMap& features,
+                            const Output& names = Output());
 
 // ---- Readers --------------------------------------------------------------
 
@@ -134,7 +140,8 @@ struct TFRecordReaderOptions {
 
 // A reader node (tf.TFRecordReader). Read() takes file names from a queue of
 // strings (a FIFOQueue, such as tw::train::StringInputProducer's) and
-// yields (key, value) scalars: key "<file>:<record index>", value the record.
+// yields (key, value) scalars: key "<file>:<offset>" (TF's: the byte offset
+// where the record starts, in the uncompressed stream), value the record.
 // A read fails with OutOfRange once the queue is closed and empty; a corrupt
 // record is DataLoss naming the file and byte offset (the next read retries it,
 // as TF's does; see skip_corrupt); a file that cannot be opened fails one read

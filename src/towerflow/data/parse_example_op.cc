@@ -87,6 +87,11 @@ Status ParseShapeFn(InferenceContext* c, bool batched) {
   TW_ASSIGN_OR_RETURN(AttrMap attrs, ParseAttrs(c));
   TW_ASSIGN_OR_RETURN(ParseExampleLayout layout, ParseExampleLayoutFromAttrs(attrs));
   TW_RETURN_IF_ERROR(c->WithRank(0, batched ? 1 : 0));
+  // names: one per example, or none (an empty vector).
+  if (c->input(1).known_rank() && c->input(1).rank() > 1) {
+    return errors::InvalidArgument("names must be a vector (one name per example, or empty), got shape ",
+                                   c->input(1).ToString());
+  }
   const int64_t batch = batched && c->input(0).known_rank() ? c->input(0).dim(0) : -1;
   const int sparse_rank = batched ? 2 : 1;
   for (int s = 0; s < layout.NumSparse(); ++s) {
@@ -127,6 +132,12 @@ class ParseExampleOp : public OpKernel {
     TW_OP_REQUIRES(ctx, serialized.rank() == (batched_ ? 1 : 0),
                    errors::InvalidArgument("Expected serialized to be a ", batched_ ? "vector" : "scalar",
                                            ", got shape: ", serialized.shape().ToString()));
+    // The examples' names for errors (TF's `names`): empty, or one per example.
+    const Tensor& names = ctx->input(1);
+    const bool named = names.NumElements() > 0;
+    TW_OP_REQUIRES(ctx, !named || (names.rank() == 1 && names.NumElements() == std::max<int64_t>(serialized.NumElements(), 1)),
+                   errors::InvalidArgument("Expected names to be empty or a vector of ", serialized.NumElements(),
+                                           " (one per example), got shape: ", names.shape().ToString()));
     auto parser = GetParser(ctx);
     TW_OP_REQUIRES_OK(ctx, parser.status());
     ParseResult result;
@@ -134,9 +145,15 @@ class ParseExampleOp : public OpKernel {
       std::vector<std::string_view> views;
       views.reserve(static_cast<size_t>(serialized.NumElements()));
       for (const std::string& s : serialized.flat<std::string>()) views.emplace_back(s);
-      TW_OP_REQUIRES_OK(ctx, (*parser)->ParseBatch(views, &result, ctx->intra_op_pool()));
+      std::vector<std::string_view> name_views;
+      if (named) {
+        name_views.reserve(views.size());
+        for (const std::string& n : names.flat<std::string>()) name_views.emplace_back(n);
+      }
+      TW_OP_REQUIRES_OK(ctx, (*parser)->ParseBatch(views, &result, ctx->intra_op_pool(), named ? &name_views : nullptr));
     } else {
-      TW_OP_REQUIRES_OK(ctx, (*parser)->ParseSingle(serialized.scalar<std::string>(), &result));
+      TW_OP_REQUIRES_OK(ctx, (*parser)->ParseSingle(serialized.scalar<std::string>(), &result,
+                                                    named ? std::string_view(names.flat<std::string>()[0]) : ""));
     }
     for (int s = 0; s < layout_.NumSparse(); ++s) {
       SparseTensorValue& v = result.sparse[static_cast<size_t>(s)];
@@ -200,6 +217,7 @@ class ParseExampleBatchOp : public ParseExampleOp {
 OpDef ParseOpDef(const std::string& name, bool batched) {
   OpDefBuilder b(name);
   b.Input("serialized", "string");
+  b.Input("names", "string");
   for (int g = 0; g < 3; ++g) {
     b.ListInput(std::string("dense_defaults_") + kGroupNames[g], kGroupNames[g],
                 std::string("Ndense_") + kGroupNames[g]);
@@ -247,7 +265,7 @@ int ParseExampleLayout::DenseOutput(int d) const {
 }
 int ParseExampleLayout::DenseDefaultInput(int d) const {
   const int g = ParseExampleDtypeGroup(config.dense[static_cast<size_t>(d)].dtype);
-  return 1 + GroupOffset(num_dense, g) + dense_slot[static_cast<size_t>(d)];
+  return 2 + GroupOffset(num_dense, g) + dense_slot[static_cast<size_t>(d)];
 }
 
 StatusOr<ParseExampleLayout> ParseExampleLayoutFromAttrs(const AttrMap& attrs) {
@@ -316,7 +334,7 @@ namespace io {
 namespace {
 
 ParsedFeatures BuildParse(const Scope& scope, const std::string& op, const Output& serialized,
-                          const FeatureMap& features) {
+                          const FeatureMap& features, const Output& names) {
   EnsureDataRegistered();
   ParsedFeatures result(scope);
   // Config order: the keys sorted (FeatureMap is ordered), dense then sparse.
@@ -370,6 +388,7 @@ ParsedFeatures BuildParse(const Scope& scope, const std::string& op, const Outpu
   }
   NodeBuilder b(scope, op);
   b.Input(serialized);
+  b.Input(names.valid() ? names : Const(scope.WithOpName(""), Tensor(kString, TensorShape{0})));
   for (int g = 0; g < 3; ++g) {
     b.Inputs(defaults[g]);
     b.Attr(std::string("Ndense_") + kGroupNames[g], static_cast<int64_t>(defaults[g].size()));
@@ -427,12 +446,15 @@ ParsedFeature ParsedFeatures::operator[](const std::string& key) const {
   return ParsedFeature();
 }
 
-ParsedFeatures ParseSingleExample(const Scope& scope, const Output& serialized, const FeatureMap& features) {
-  return BuildParse(scope, "ParseSingleExample", serialized, features);
+ParsedFeatures ParseSingleExample(const Scope& scope, const Output& serialized, const FeatureMap& features,
+                                  const Output& name) {
+  return BuildParse(scope, "ParseSingleExample", serialized, features,
+                    name.valid() ? Reshape(scope.WithOpName(""), name, {-1}) : Output());
 }
 
-ParsedFeatures ParseExample(const Scope& scope, const Output& serialized_batch, const FeatureMap& features) {
-  return BuildParse(scope, "ParseExample", serialized_batch, features);
+ParsedFeatures ParseExample(const Scope& scope, const Output& serialized_batch, const FeatureMap& features,
+                            const Output& names) {
+  return BuildParse(scope, "ParseExample", serialized_batch, features, names);
 }
 
 }  // namespace io

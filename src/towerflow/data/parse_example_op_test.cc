@@ -187,6 +187,45 @@ TEST_F(ParseExampleOpTest, DtypeMismatchAndBadBytesAreInvalidArgument) {
       << garbage.status().ToString();
 }
 
+TEST_F(ParseExampleOpTest, NamesNameTheFailingExample) {
+  tensorflow::Example good, bad;
+  AddInt64s(&good, "label", {1});
+  AddFloats(&bad, "other", {1.0f});
+  auto serialized = Placeholder(root_, kString);
+  auto names = Placeholder(root_, kString);
+  auto f = io::ParseExample(root_, serialized, {{"label", io::FixedLenFeature(kInt64)}}, names);
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  Session session(graph_);
+  const Tensor batch = Tensor::FromVector<std::string>({Serialize(good), Serialize(bad)}, TensorShape{2});
+  auto out = session.Run({{serialized, batch}, {names, Tensor::FromVector<std::string>({"a.tfrecord:0", "b.tfrecord:52"},
+                                                                                        TensorShape{2})}},
+                         {f["label"]});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(out.status().message().find("Name: b.tfrecord:52, Feature: label (data type: int64) is required"),
+            std::string::npos)
+      << out.status().ToString();
+  // Garbage bytes are named too.
+  auto garbage = session.Run(
+      {{serialized, Tensor::FromVector<std::string>({"\xff\xff"}, TensorShape{1})},
+       {names, Tensor::FromVector<std::string>({"c.tfrecord:16"}, TensorShape{1})}},
+      {f["label"]});
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.status().message().find("Name: c.tfrecord:16, Could not parse example input"), std::string::npos)
+      << garbage.status().ToString();
+  // Empty names: TF's "<unknown>"; a wrong count is an error of its own.
+  auto unnamed = session.Run({{serialized, batch}, {names, Tensor(kString, TensorShape{0})}}, {f["label"]});
+  ASSERT_FALSE(unnamed.ok());
+  EXPECT_NE(unnamed.status().message().find("Name: <unknown>, Feature: label"), std::string::npos)
+      << unnamed.status().ToString();
+  auto miscounted = session.Run(
+      {{serialized, batch}, {names, Tensor::FromVector<std::string>({"only-one"}, TensorShape{1})}}, {f["label"]});
+  ASSERT_FALSE(miscounted.ok());
+  EXPECT_EQ(miscounted.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(miscounted.status().message().find("Expected names to be empty or a vector of 2"), std::string::npos)
+      << miscounted.status().ToString();
+}
+
 TEST_F(ParseExampleOpTest, SerializedOfTheWrongRankIsInvalidArgument) {
   auto serialized = Placeholder(root_, kString);
   auto f = io::ParseSingleExample(root_, serialized, {{"a", io::FixedLenFeature(kInt64)}});
@@ -209,8 +248,9 @@ TEST_F(ParseExampleOpTest, DefaultsComeFromTheGraphAndMayChange) {
   auto f = io::ParseSingleExample(root_, serialized, {{"a", io::FixedLenFeature(kInt64, {2}, Tensor::Vec<int64_t>({4, 5}))}});
   ASSERT_TRUE(root_.ok());
   Output a = f["a"];
-  // Input 1 is the default of the first int64 feature (the layout in parse_example_op.h).
-  const Output default_input = a.node->input(1);
+  // Input 2 is the default of the first int64 feature (after serialized and
+  // names: the layout in parse_example_op.h).
+  const Output default_input = a.node->input(2);
   ASSERT_EQ(default_input.node->op(), "Const");
   Session session(graph_);
   auto first = session.Run({{serialized, Tensor::String(Serialize(empty))}}, {a});
@@ -293,8 +333,9 @@ TEST(ParseExampleLayoutTest, AttrsRoundTripAndBadCountsAreRejected) {
   EXPECT_EQ(layout->DenseOutput(1), 3);  // the float
   EXPECT_EQ(layout->DenseOutput(0), 4);  // first string
   EXPECT_EQ(layout->DenseOutput(2), 5);
-  EXPECT_EQ(layout->DenseDefaultInput(1), 1);
-  EXPECT_EQ(layout->DenseDefaultInput(2), 3);
+  // Inputs: serialized, names, then the defaults by dtype group.
+  EXPECT_EQ(layout->DenseDefaultInput(1), 2);
+  EXPECT_EQ(layout->DenseDefaultInput(2), 4);
 
   attrs.Set("Ndense_string", int64_t{1});
   auto bad = ParseExampleLayoutFromAttrs(attrs);

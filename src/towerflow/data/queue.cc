@@ -334,6 +334,15 @@ uint32_t QueueResource::TakeOneLocked() {
   if (kind() == Kind::kFIFO) {
     out = elements_.front();
     elements_.pop_front();
+  } else if (spec_.deterministic) {
+    // A uniform pick among the oldest min_after_dequeue + 1 (the window), its
+    // place taken by the oldest: the window then holds the others and the next
+    // arrival, whatever else has arrived.
+    const size_t window = std::min(elements_.size(), static_cast<size_t>(spec_.min_after_dequeue) + 1);
+    const size_t i = static_cast<size_t>(rng_() % window);
+    out = elements_[i];
+    elements_[i] = elements_.front();
+    elements_.pop_front();
   } else {
     // A uniform pick, moved to the back so that removal is O(1).
     const size_t i = static_cast<size_t>(rng_() % elements_.size());
@@ -345,8 +354,9 @@ uint32_t QueueResource::TakeOneLocked() {
 }
 
 void QueueResource::RestoreLocked(std::vector<uint32_t>* taken) {
-  // FIFO: back to the front in the original order. Shuffle: order is irrelevant.
-  if (kind() == Kind::kFIFO) {
+  // FIFO: back to the front in the original order; a deterministic shuffle
+  // too (into its window). Otherwise order is irrelevant.
+  if (kind() == Kind::kFIFO || spec_.deterministic) {
     for (auto it = taken->rbegin(); it != taken->rend(); ++it) elements_.push_front(*it);
   } else {
     for (uint32_t slot : *taken) elements_.push_back(slot);

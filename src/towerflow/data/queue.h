@@ -74,6 +74,12 @@ class QueueResource final : public ResourceBase {
     int64_t capacity = -1;  // negative: unbounded
     int64_t min_after_dequeue = 0;  // RandomShuffleQueue only
     int64_t seed = 0, seed2 = 0;  // RandomShuffleQueue only; both 0: nondeterministic
+    // RandomShuffleQueue only. Each element is drawn from the oldest
+    // min_after_dequeue + 1 elements (a shuffle buffer of fixed size, as
+    // tf.data's shuffle) instead of from all the queue holds, which depends on
+    // how far the enqueuers have got: with a seed, the order then depends on
+    // the order of the enqueues alone, not on the threads' timing.
+    bool deterministic = false;
   };
 
   // "FIFOQueue" or "RandomShuffleQueue": the op name, and how messages name the kind.

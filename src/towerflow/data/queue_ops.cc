@@ -74,6 +74,7 @@ StatusOr<QueueResource::Spec> SpecFromAttrs(const std::string& op, const AttrMap
     TW_ASSIGN_OR_RETURN(spec.min_after_dequeue, attrs.Get<int64_t>("min_after_dequeue"));
     TW_ASSIGN_OR_RETURN(spec.seed, attrs.Get<int64_t>("seed"));
     TW_ASSIGN_OR_RETURN(spec.seed2, attrs.Get<int64_t>("seed2"));
+    TW_ASSIGN_OR_RETURN(spec.deterministic, attrs.Get<bool>("deterministic"));
   }
   return spec;
 }
@@ -120,6 +121,10 @@ Status QueueShape(InferenceContext* c, const std::string& op) {
   for (const char* name : ints) {
     TW_ASSIGN_OR_RETURN(int64_t v, c->GetAttr<int64_t>(name));
     attrs.Set(name, v);
+  }
+  if (op == "RandomShuffleQueue") {
+    TW_ASSIGN_OR_RETURN(bool deterministic, c->GetAttr<bool>("deterministic"));
+    attrs.Set("deterministic", deterministic);
   }
   TW_ASSIGN_OR_RETURN(QueueResource::Spec spec, queue_internal::SpecFromAttrs(op, attrs));
   TW_RETURN_IF_ERROR(QueueResource::Validate(spec));
@@ -220,6 +225,7 @@ void RegisterQueueOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegistry
                    .Attr("min_after_dequeue", int64_t{0})
                    .Attr("seed", int64_t{0})
                    .Attr("seed2", int64_t{0})
+                   .Attr("deterministic", false)
                    .Doc("A queue that dequeues elements in a random order.")
                    .Build())
       .Check();
@@ -283,6 +289,7 @@ Queue BuildQueue(const Scope& scope, const QueueArgs& a) {
     attrs.Set("min_after_dequeue", a.min_after_dequeue);
     attrs.Set("seed", seeds.seed);
     attrs.Set("seed2", seeds.seed2);
+    attrs.Set("deterministic", a.deterministic);
   }
   if (!a.fill_summary.empty()) attrs.Set("_fill_summary", a.fill_summary);
   Node* node = nullptr;
@@ -331,6 +338,7 @@ Queue RandomShuffleQueue(const Scope& scope, int64_t capacity, int64_t min_after
   a.dtypes = dtypes;
   a.shapes = options.shapes;
   a.seed = options.seed;
+  a.deterministic = options.deterministic;
   a.shared_name = options.shared_name;
   a.container = options.container;
   return internal::BuildQueue(scope, a);

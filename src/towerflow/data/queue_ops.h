@@ -101,6 +101,9 @@ struct RandomShuffleQueueOptions {
   // Op seed, combined with the graph seed as random_ops.h's GetSeeds does; with
   // neither the order is nondeterministic.
   int64_t seed = 0;
+  // Draws from a fixed-size window (QueueResource::Spec::deterministic): with a
+  // seed, the order depends on the enqueue order alone. towerflow's own attr.
+  bool deterministic = false;
   std::string shared_name = "";
   std::string container = "";
 };
@@ -121,6 +124,7 @@ struct QueueArgs {
   std::vector<DataType> dtypes;
   std::vector<TensorShape> shapes;
   int64_t seed = 0;  // op seed
+  bool deterministic = false;  // RandomShuffleQueueOptions::deterministic
   std::string shared_name, container;
   // The node gets exactly this name (already reserved as a name scope, as TF's
   // input_producer names its queue after its scope); empty: the default name.

@@ -584,6 +584,60 @@ TEST(QueueWakeupTest, SingleEnqueuesFeedLargeDequeuesToTheEnd) {
 // otherwise takes nothing and says it would wait; behind another dequeue in
 // line it would wait too; a closed queue answers at once (its short batch or
 // OutOfRange).
+// The order a shuffle queue of 100 elements (min_after_dequeue 10) gives when
+// the enqueuer is `ahead` elements in front of the dequeues: a deterministic
+// queue gives one order whatever `ahead` is; TF's draw (from everything the
+// queue holds) depends on it.
+std::vector<int64_t> OrderWithEnqueuerAhead(bool deterministic, int64_t ahead) {
+  const int64_t n = 100, keep = 10;
+  QueueResource q({.kind = QueueResource::Kind::kRandomShuffle,
+                   .name = "window",
+                   .dtypes = {kInt64},
+                   .shapes = {TensorShape{}},
+                   .capacity = n,
+                   .min_after_dequeue = keep,
+                   .seed = 5,
+                   .seed2 = 6,
+                   .deterministic = deterministic});
+  int64_t enqueued = 0;
+  auto enqueue_to = [&](int64_t total) {
+    for (; enqueued < std::min(total, n); ++enqueued) {
+      EXPECT_TRUE(q.Enqueue({Tensor::Scalar<int64_t>(enqueued)}).ok());
+    }
+  };
+  std::vector<int64_t> order;
+  bool closed = false;
+  enqueue_to(keep + ahead);
+  while (static_cast<int64_t>(order.size()) < n) {
+    if (enqueued == n && !closed) {
+      EXPECT_TRUE(q.CloseQueue(false).ok());
+      closed = true;
+    }
+    QueueResource::Tuple one;
+    EXPECT_TRUE(q.Dequeue(&one).ok());
+    order.push_back(one[0].scalar<int64_t>());
+    enqueue_to(enqueued + 1);
+  }
+  return order;
+}
+
+TEST(QueueDeterministicTest, TheOrderDependsOnTheEnqueuesAloneNotOnHowFarAheadTheyAre) {
+  const std::vector<int64_t> reference = OrderWithEnqueuerAhead(true, 1);
+  std::vector<int64_t> sorted = reference;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<int64_t> all(100);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(sorted, all);     // every element once
+  EXPECT_NE(reference, all);  // shuffled
+  for (int64_t ahead : {2, 7, 30, 90}) {
+    EXPECT_EQ(OrderWithEnqueuerAhead(true, ahead), reference) << "enqueuer " << ahead << " ahead";
+  }
+  // The window holds min_after_dequeue + 1: no element leaves before 10 later ones arrived.
+  for (size_t i = 0; i < reference.size(); ++i) EXPECT_LE(reference[i], static_cast<int64_t>(i) + 10) << i;
+  // TF's draw from the whole queue changes with the timing.
+  EXPECT_NE(OrderWithEnqueuerAhead(false, 1), OrderWithEnqueuerAhead(false, 90));
+}
+
 TEST(QueueWouldWaitTest, DequeuesThatNeedNotWaitCompleteAndOthersTakeNothing) {
   for (auto kind : {QueueResource::Kind::kFIFO, QueueResource::Kind::kRandomShuffle}) {
     SCOPED_TRACE(QueueResource::KindName(kind));

@@ -91,8 +91,8 @@ struct RecordReader::Decoder {
 };
 
 RecordReader::RecordReader(std::string name, int fd, bool size_known, std::span<const uint8_t> bytes,
-                           const RecordReaderOptions& options)
-    : name_(std::move(name)), fd_(fd), options_(options) {
+                           const RecordReaderOptions& options, std::string probe)
+    : name_(std::move(name)), fd_(fd), options_(options), probe_(std::move(probe)) {
   if (options_.buffer_size == 0) options_.buffer_size = 1;
   if (options_.compression == Compression::kNone) {
     if (fd_ < 0) {
@@ -136,6 +136,24 @@ RecordReader::~RecordReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+namespace {
+
+// Reads up to `n` bytes into `dst`, stopping early only at the end of the file;
+// *got is how many arrived.
+Status ReadUpTo(int fd, const std::string& path, uint8_t* dst, size_t n, size_t* got) {
+  *got = 0;
+  while (*got < n) {
+    const ssize_t r = ::read(fd, dst + *got, n - *got);
+    if (r < 0 && errno == EINTR) continue;
+    if (r < 0) return internal::FileError(path, "read", errno);
+    if (r == 0) break;
+    *got += static_cast<size_t>(r);
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& path,
                                                            const RecordReaderOptions& options) {
   int fd;
@@ -155,7 +173,21 @@ StatusOr<std::unique_ptr<RecordReader>> RecordReader::Open(const std::string& pa
   }
   const bool regular = S_ISREG(st.st_mode);
   if (regular) ::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-  std::unique_ptr<RecordReader> reader(new RecordReader(path, fd, regular, {}, options));
+  RecordReaderOptions opened = options;
+  std::string probe;
+  if (options.detect_compression) {
+    // Read once, from this descriptor: a second open of a pipe would find
+    // these bytes gone, and of a FIFO would wait for a writer forever.
+    uint8_t head[kRecordHeaderSize];
+    size_t got = 0;
+    if (Status s = ReadUpTo(fd, path, head, sizeof(head), &got); !s.ok()) {
+      ::close(fd);
+      return s;
+    }
+    opened.compression = DetectCompression(path, std::span<const uint8_t>(head, got));
+    probe.assign(reinterpret_cast<const char*>(head), got);
+  }
+  std::unique_ptr<RecordReader> reader(new RecordReader(path, fd, regular, {}, opened, std::move(probe)));
   reader->file_size_ = regular ? static_cast<uint64_t>(st.st_size) : 0;
   TW_RETURN_IF_ERROR(reader->init_status_);
   return reader;
@@ -175,6 +207,13 @@ std::unique_ptr<RecordReader> RecordReader::FromBytes(std::string_view bytes,
 bool RecordReader::decoding_ahead() const { return decoder_ && decoder_->ahead; }
 
 Status RecordReader::ReadFile(uint8_t* dst, size_t n, size_t* got) {
+  if (probe_pos_ < probe_.size()) {
+    *got = std::min(n, probe_.size() - probe_pos_);
+    std::memcpy(dst, probe_.data() + probe_pos_, *got);
+    probe_pos_ += *got;
+    file_read_ += *got;
+    return Status::OK();
+  }
   ssize_t r;
   do {
     r = ::read(fd_, dst, n);
@@ -496,13 +535,17 @@ StatusOr<int64_t> CountRecords(const std::string& path, Compression compression)
 
 Status VerifyFile(const std::string& path, Compression compression, RecordFileStats* stats,
                   bool skip_corrupt) {
-  RecordFileStats local;
-  if (stats == nullptr) stats = &local;
-  *stats = RecordFileStats();
   RecordReaderOptions options;
   options.compression = compression;
   options.skip_corrupt = skip_corrupt;
   options.inflate_ahead = true;
+  return VerifyFile(path, options, stats);
+}
+
+Status VerifyFile(const std::string& path, const RecordReaderOptions& options, RecordFileStats* stats) {
+  RecordFileStats local;
+  if (stats == nullptr) stats = &local;
+  *stats = RecordFileStats();
   TW_ASSIGN_OR_RETURN(std::unique_ptr<RecordReader> reader, RecordReader::Open(path, options));
   std::string_view record;
   Status status;
@@ -530,18 +573,9 @@ StatusOr<Compression> DetectFileCompression(const std::string& path) {
   if (fd < 0) return internal::FileError(path, "cannot open for reading", errno);
   uint8_t head[kRecordHeaderSize];
   size_t have = 0;
-  while (have < sizeof(head)) {
-    const ssize_t r = ::read(fd, head + have, sizeof(head) - have);
-    if (r < 0 && errno == EINTR) continue;
-    if (r < 0) {
-      const int err = errno;
-      ::close(fd);
-      return internal::FileError(path, "read", err);
-    }
-    if (r == 0) break;
-    have += static_cast<size_t>(r);
-  }
+  Status read = ReadUpTo(fd, path, head, sizeof(head), &have);
   ::close(fd);
+  if (!read.ok()) return read;
   return DetectCompression(path, std::span<const uint8_t>(head, have));
 }
 

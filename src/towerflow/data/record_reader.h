@@ -52,6 +52,11 @@ std::string_view InflateLibraryName(InflateLibrary library);
 
 struct RecordReaderOptions {
   Compression compression = Compression::kNone;
+  // Open only: `compression` is ignored and detected instead, by
+  // DetectCompression (record_writer.h) on the file's first bytes and its name.
+  // The bytes are read through the reader's own open file and handed to it, so
+  // the file is opened once: pipes, FIFOs and /dev/stdin read as streams.
+  bool detect_compression = false;
   // Bytes asked of each read(2), and the size of the compressed input buffer. Any
   // value >= 1 works; the window grows to hold the largest record seen.
   size_t buffer_size = 256 << 10;
@@ -107,6 +112,8 @@ class RecordReader {
   int64_t skipped_records() const { return skipped_records_; }
   uint64_t skipped_bytes() const { return skipped_bytes_; }
   const std::string& name() const { return name_; }
+  // The compression the reader decodes (the detected one with detect_compression).
+  Compression compression() const { return options_.compression; }
   // Whether a thread of the reader's own decodes ahead (inflate_ahead was asked
   // for, the stream is compressed and a decoder slot was free).
   bool decoding_ahead() const;
@@ -125,7 +132,7 @@ class RecordReader {
   struct Decoder;
 
   RecordReader(std::string name, int fd, bool size_known, std::span<const uint8_t> bytes,
-               const RecordReaderOptions& options);
+               const RecordReaderOptions& options, std::string probe = {});
   // Classifies the bytes at the window's front, reading as many as the record
   // needs; consumes nothing. Non-OK only for I/O, memory and decompression
   // errors.
@@ -167,6 +174,10 @@ class RecordReader {
   bool size_known_ = false;
   uint64_t file_size_ = 0;           // st_size at the last fstat
   uint64_t file_read_ = 0;           // bytes read from fd_ so far
+  // With detect_compression: the first bytes of the file, read to detect its
+  // compression, which ReadFile hands out before reading fd_ again.
+  std::string probe_;
+  size_t probe_pos_ = 0;
   std::span<const uint8_t> memory_;  // a compressed memory reader's input
   std::unique_ptr<Decoder> decoder_;  // compressed streams only
   uint64_t produced_ = 0;  // uncompressed bytes produced so far
@@ -196,8 +207,13 @@ struct RecordFileStats {
 // then DataLoss "<file>: N corrupted record(s) skipped (B bytes)" if any were.
 Status VerifyFile(const std::string& path, Compression compression, RecordFileStats* stats = nullptr,
                   bool skip_corrupt = false);
+// As VerifyFile, reading with `options` (detect_compression, skip_corrupt,
+// inflate_ahead and the rest as the caller sets them).
+Status VerifyFile(const std::string& path, const RecordReaderOptions& options, RecordFileStats* stats = nullptr);
 
 // DetectCompression (record_writer.h) on the file's first bytes and its name.
+// Opens the file and closes it: for regular files (a pipe or FIFO would lose
+// the bytes read; open those with RecordReaderOptions::detect_compression).
 StatusOr<Compression> DetectFileCompression(const std::string& path);
 
 }  // namespace tw

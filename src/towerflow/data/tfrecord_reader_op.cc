@@ -71,7 +71,6 @@ std::string TFRecordReaderResource::DebugString() const {
 
 Status TFRecordReaderResource::OnWorkStarted(const std::string& work) {
   TW_ASSIGN_OR_RETURN(reader_, RecordReader::Open(work, options_));
-  next_index_ = 0;
   skipped_seen_ = 0;
   return Status::OK();
 }
@@ -83,7 +82,9 @@ Status TFRecordReaderResource::ReadRecord(const std::string& work, std::string* 
     skipped_seen_ = skipped;
   }
   TW_RETURN_IF_ERROR(s);
-  *key = StrCat(work, ":", next_index_++);
+  // TF's key: the file and the byte offset where the record starts (in the
+  // uncompressed stream), which DataLoss and parse errors can then point at.
+  *key = StrCat(work, ":", reader_->offset() - kRecordHeaderSize - value->size() - kRecordFooterSize);
   return Status::OK();
 }
 

@@ -92,7 +92,6 @@ class TFRecordReaderResource final : public ReaderResource {
   const RecordReaderOptions options_;
   // Guarded by the base class's mutex (only touched from the hooks).
   std::unique_ptr<RecordReader> reader_;
-  int64_t next_index_ = 0;
   int64_t skipped_seen_ = 0;  // reader_->skipped_records() already counted
   std::atomic<int64_t> skipped_records_{0};
 };

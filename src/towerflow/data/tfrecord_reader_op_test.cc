@@ -25,6 +25,14 @@ namespace fs = std::filesystem;
 
 std::string RecordValue(int file, int record) { return "file" + std::to_string(file) + "-record" + std::to_string(record); }
 
+// TF's key of a record: "<file>:<byte offset of its start>"; each record before
+// it takes 12 header bytes, its value and 4 footer bytes.
+std::string KeyOf(const std::string& path, int file, int record) {
+  size_t offset = 0;
+  for (int r = 0; r < record; ++r) offset += 16 + RecordValue(file, r).size();
+  return path + ":" + std::to_string(offset);
+}
+
 class TFRecordReaderOpTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -90,7 +98,7 @@ TEST_F(TFRecordReaderOpTest, ReadsEveryRecordOfEveryFileInOrderThenOutOfRange) {
   for (auto [file, record] : expected) {
     auto kv = Read();
     ASSERT_TRUE(kv.ok()) << kv.status().ToString();
-    EXPECT_EQ(kv->first, files[static_cast<size_t>(file)] + ":" + std::to_string(record));
+    EXPECT_EQ(kv->first, KeyOf(files[static_cast<size_t>(file)], file, record));
     EXPECT_EQ(kv->second, RecordValue(file, record));
   }
   auto end = Read();
@@ -108,7 +116,7 @@ TEST_F(TFRecordReaderOpTest, GzipFiles) {
   for (auto [file, record] : std::vector<std::pair<int, int>>{{10, 0}, {10, 1}, {10, 2}, {11, 0}}) {
     auto kv = Read();
     ASSERT_TRUE(kv.ok()) << kv.status().ToString();
-    EXPECT_EQ(kv->first, files[static_cast<size_t>(file - 10)] + ":" + std::to_string(record));
+    EXPECT_EQ(kv->first, KeyOf(files[static_cast<size_t>(file - 10)], file, record));  // uncompressed offsets
     EXPECT_EQ(kv->second, RecordValue(file, record));
   }
   EXPECT_EQ(Read().status().code(), Code::kOutOfRange);
@@ -176,7 +184,7 @@ TEST_F(TFRecordReaderOpTest, SkipCorruptSkipsAndCounts) {
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   EXPECT_EQ(a->second, RecordValue(0, 0));
   EXPECT_EQ(b->second, RecordValue(0, 2));
-  EXPECT_EQ(b->first, path + ":1");  // keys count the records returned
+  EXPECT_EQ(b->first, KeyOf(path, 0, 2));  // the skipped record changes no offset
   EXPECT_EQ(Read().status().code(), Code::kOutOfRange);
   auto reader = session_->resource_mgr()->LookupOrCreate<TFRecordReaderResource>(
       "reader", []() -> StatusOr<std::shared_ptr<TFRecordReaderResource>> { return errors::NotFound("no reader"); });
@@ -196,7 +204,7 @@ TEST_F(TFRecordReaderOpTest, MissingFileIsNotFoundThenReadingGoesOn) {
   EXPECT_NE(bad.status().message().find(missing), std::string::npos) << bad.status().ToString();
   auto next = Read();
   ASSERT_TRUE(next.ok()) << next.status().ToString();
-  EXPECT_EQ(next->first, good + ":0");
+  EXPECT_EQ(next->first, KeyOf(good, 1, 0));
 }
 
 // Keys and values of one ReaderReadUpTo run of up to `n` records.
@@ -225,7 +233,7 @@ TEST_F(TFRecordReaderOpTest, ReadUpToCrossesFilesAndEndsShortThenOutOfRange) {
   ASSERT_EQ(keys.size(), expected.size());
   for (size_t i = 0; i < expected.size(); ++i) {
     auto [file, record] = expected[i];
-    EXPECT_EQ(keys[i], files[static_cast<size_t>(file)] + ":" + std::to_string(record));
+    EXPECT_EQ(keys[i], KeyOf(files[static_cast<size_t>(file)], file, record));
     EXPECT_EQ(values[i], RecordValue(file, record));
   }
   auto end = ReadUpTo(*session_, batch);
@@ -261,14 +269,14 @@ TEST_F(TFRecordReaderOpTest, ReadUpToReportsAMissingFileAfterTheRecordsBeforeIt)
   ASSERT_TRUE(root_.ok());
   auto first = ReadUpTo(*session_, batch);
   ASSERT_TRUE(first.ok()) << first.status().ToString();
-  EXPECT_EQ(first->first, (std::vector<std::string>{files[0] + ":0"}));
+  EXPECT_EQ(first->first, (std::vector<std::string>{KeyOf(files[0], 0, 0)}));
   auto bad = ReadUpTo(*session_, batch);
   ASSERT_FALSE(bad.ok());
   EXPECT_EQ(bad.status().code(), Code::kNotFound);
   EXPECT_NE(bad.status().message().find(missing), std::string::npos) << bad.status().ToString();
   auto rest = ReadUpTo(*session_, batch);
   ASSERT_TRUE(rest.ok()) << rest.status().ToString();
-  EXPECT_EQ(rest->first, (std::vector<std::string>{files[2] + ":0", files[2] + ":1"}));
+  EXPECT_EQ(rest->first, (std::vector<std::string>{KeyOf(files[2], 2, 0), KeyOf(files[2], 2, 1)}));
 }
 
 TEST_F(TFRecordReaderOpTest, ReadUpToRejectsACountBelowOne) {
@@ -359,6 +367,7 @@ TEST_F(TFRecordReaderOpTest, UnknownCompressionTypeFailsTheReader) {
 // parse_single_example, decode_raw and reshape, driven by queue runners.
 TEST_F(TFRecordReaderOpTest, SeedInputPipeline) {
   std::vector<std::string> files;
+  size_t framed = 0;  // bytes of one framed record
   for (int f = 0; f < 2; ++f) {
     const std::string path = (dir_ / ("seed-" + std::to_string(f) + ".tfrecord")).string();
     auto writer = RecordWriter::Open(path);
@@ -372,6 +381,7 @@ TEST_F(TFRecordReaderOpTest, SeedInputPipeline) {
       features["x"].mutable_bytes_list()->add_value(std::string(reinterpret_cast<const char*>(x.data()), 24));
       features["labels"].mutable_bytes_list()->add_value(std::string(reinterpret_cast<const char*>(labels.data()), 8));
       ASSERT_TRUE((*writer)->WriteRecord(ex.SerializeAsString()).ok());
+      framed = 16 + ex.SerializeAsString().size();  // the same for every record: fixed-size values
     }
     ASSERT_TRUE((*writer)->Close().ok());
     files.push_back(path);
@@ -402,7 +412,7 @@ TEST_F(TFRecordReaderOpTest, SeedInputPipeline) {
     }
     const std::string k = (*out)[0].scalar<std::string>();
     const int file = k.find("seed-0") != std::string::npos ? 0 : 1;
-    const int record = k.back() - '0';
+    const int record = static_cast<int>(std::stoull(k.substr(k.rfind(':') + 1)) / framed);  // key: file:offset
     const int32_t base = 100 * file + 10 * record;
     EXPECT_EQ((*out)[1].shape(), (TensorShape{2, 3}));
     EXPECT_EQ((*out)[1].ToVector<int32_t>(),
@@ -417,7 +427,7 @@ TEST_F(TFRecordReaderOpTest, SeedInputPipeline) {
   std::vector<std::string> want;
   for (int epoch = 0; epoch < 2; ++epoch) {
     for (const auto& file : files) {
-      for (int r = 0; r < 3; ++r) want.push_back(file + ":" + std::to_string(r));
+      for (int r = 0; r < 3; ++r) want.push_back(file + ":" + std::to_string(r * framed));
     }
   }
   EXPECT_EQ(keys, want);

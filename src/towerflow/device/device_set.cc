@@ -90,8 +90,8 @@ void EnsureDeviceFactoriesRegistered() {
 
 StatusOr<std::unique_ptr<DeviceSet>> DeviceSet::Create(const DeviceOptions& options) {
   EnsureDeviceFactoriesRegistered();
-  if (options.num_cpu_devices < 1) {
-    return errors::InvalidArgument("SessionOptions.num_cpu_devices must be at least 1, got ",
+  if (options.num_cpu_devices < 1 || options.num_cpu_devices > kMaxCpuDevices) {
+    return errors::InvalidArgument("SessionOptions.num_cpu_devices must be 1 to ", kMaxCpuDevices, ", got ",
                                    options.num_cpu_devices);
   }
   if (options.num_fake_gpus < 0) {

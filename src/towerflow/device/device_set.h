@@ -25,11 +25,16 @@
 
 namespace tw {
 
+// The most virtual CPU devices a DeviceSet makes: each costs memory and
+// threads, and a number past this is a typo, not a machine.
+inline constexpr int kMaxCpuDevices = 1024;
+
 struct DeviceOptions {
   // Total intra-op threads of the host; 0: one per hardware thread. Each CPU
   // device gets max(1, intra_op_threads / num_cpu_devices).
   int intra_op_threads = 0;
-  // Virtual CPU devices /device:CPU:0 .. N-1 (TF's device_count {"CPU": N}).
+  // Virtual CPU devices /device:CPU:0 .. N-1 (TF's device_count {"CPU": N}),
+  // 1 to kMaxCpuDevices.
   int num_cpu_devices = 1;
   // Test-only fake GPUs /device:GPU:0 .. N-1 (type "GPU", host memory).
   int num_fake_gpus = 0;

@@ -149,7 +149,14 @@ TEST_F(SessionPlacementTest, BadDeviceOptionsFailEveryRun) {
   auto out = session.Run({a});
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().code(), Code::kInvalidArgument);
-  EXPECT_THAT(out.status().message(), HasSubstr("num_cpu_devices must be at least 1, got 0"));
+  EXPECT_THAT(out.status().message(), HasSubstr("num_cpu_devices must be 1 to 1024, got 0"));
+  // Past the bound: an error, not 10^8 devices' worth of memory.
+  options.num_cpu_devices = 100'000'000;
+  Session huge(graph_, options);
+  out = huge.Run({a});
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().code(), Code::kInvalidArgument);
+  EXPECT_THAT(out.status().message(), HasSubstr("num_cpu_devices must be 1 to 1024, got 100000000"));
 }
 
 TEST_F(SessionPlacementTest, OneCpuDeviceByDefault) {

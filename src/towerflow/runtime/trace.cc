@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "towerflow/core/file_checks.h"
 #include "towerflow/device/device.h"
 #include "towerflow/graph/graph.h"
 
@@ -137,6 +138,8 @@ Status TraceRecorder::Write(const std::string& path) const {
   // Names are bytes; invalid UTF-8 becomes U+FFFD rather than an exception.
   const std::string text = trace.dump(-1, ' ', false, Json::error_handler_t::replace);
 
+  // The rename must never put the trace in the place of a device or a FIFO.
+  TW_RETURN_IF_ERROR(CheckReplaceableFile(path));
   const std::string tmp = StrCat(path, ".tmp.", static_cast<int64_t>(::getpid()));
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   if (f == nullptr) return FileError(tmp, "cannot open for writing", errno);

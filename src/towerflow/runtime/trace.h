@@ -50,8 +50,10 @@ class TraceRecorder {
   int num_events() const;
 
   // Writes the trace to `path` through `path`.tmp.<pid> and a rename, so a
-  // reader never sees half a file. The error of the failing file operation,
-  // naming the file (NotFound for a missing directory, PermissionDenied, ...).
+  // reader never sees half a file. InvalidArgument when `path` exists and is not
+  // a regular file (a device or FIFO is never replaced); else the error of the
+  // failing file operation, naming the file (NotFound for a missing directory,
+  // PermissionDenied, ...).
   [[nodiscard]] Status Write(const std::string& path) const;
 
  private:

@@ -5,6 +5,7 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -203,10 +204,23 @@ TEST_F(TraceTest, WriteErrorsNameTheFile) {
   Status s = trace.Write(missing);
   EXPECT_EQ(s.code(), Code::kNotFound) << s.ToString();
   EXPECT_THAT(s.message(), HasSubstr(dir_ + "/no/such/dir/trace.json"));
-  s = trace.Write(dir_);  // a directory: the rename onto it fails
-  EXPECT_FALSE(s.ok());
-  EXPECT_THAT(s.message(), HasSubstr(dir_ + ": cannot rename"));
+  s = trace.Write(dir_);  // a directory: refused before anything is written
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr(dir_ + " is a directory: towerflow replaces only regular files"));
   EXPECT_FALSE(std::filesystem::exists(dir_ + ".tmp." + std::to_string(::getpid()))) << "temporary file left behind";
+  // A device or a FIFO is never replaced (as root, a rename over /dev/zero
+  // would put a regular file in its place): a link to /dev/null stands for it.
+  const std::string device = dir_ + "/null_device";
+  std::filesystem::create_symlink("/dev/null", device);
+  s = trace.Write(device);
+  EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+  EXPECT_THAT(s.message(), HasSubstr(device + " is a character device"));
+  EXPECT_TRUE(std::filesystem::is_character_file("/dev/null"));
+  EXPECT_TRUE(std::filesystem::is_symlink(device));
+  ASSERT_EQ(::mkfifo((dir_ + "/fifo").c_str(), 0600), 0);
+  s = trace.Write(dir_ + "/fifo");
+  EXPECT_THAT(s.message(), HasSubstr("/fifo is a FIFO")) << s.ToString();
+  EXPECT_TRUE(std::filesystem::is_fifo(dir_ + "/fifo"));
 }
 
 }  // namespace

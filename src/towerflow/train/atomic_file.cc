@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <filesystem>
 
+#include "towerflow/core/file_checks.h"
+
 namespace tw::train {
 
 Status FileDescriptor::Close(const std::string& path) {
@@ -53,6 +55,8 @@ Status SyncDirectoryOf(const std::string& path) {
 }
 
 Status WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& pieces) {
+  // The rename must never put this file in the place of a device or a FIFO.
+  TW_RETURN_IF_ERROR(CheckReplaceableFile(path));
   const std::string tmp = StrCat(path, ".tmp-", static_cast<int64_t>(::getpid()));
   TW_ASSIGN_OR_RETURN(int raw, OpenFile(tmp, O_WRONLY | O_CREAT | O_TRUNC, "cannot open for writing"));
   FileDescriptor fd(raw);

@@ -41,7 +41,9 @@ Status WriteAll(int fd, std::string_view bytes, const std::string& path);
 // fsync of the directory holding `path`, so a rename in it is durable.
 Status SyncDirectoryOf(const std::string& path);
 // Writes the concatenation of `pieces` to `path` crash-safely (see above). On
-// failure the temporary file is removed and the old `path` is untouched.
+// failure the temporary file is removed and the old `path` is untouched. A
+// `path` that exists and is not a regular file (a device, a FIFO, a directory)
+// is InvalidArgument before anything is written (core/file_checks.h).
 Status WriteFileAtomically(const std::string& path, const std::vector<std::string_view>& pieces);
 
 }  // namespace tw::train

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cmath>
 #include <charconv>
 #include <filesystem>
 #include <fstream>
@@ -58,7 +59,65 @@ std::string JoinStatuses(const std::vector<Status>& statuses) {
   return out;
 }
 
+// The value of an integer scalar tensor; nullopt for any other tensor.
+std::optional<int64_t> IntegerScalar(const Tensor& t) {
+  if (t.NumElements() != 1 || t.shape().rank() != 0) return std::nullopt;
+  if (t.dtype() == kInt64) return t.scalar<int64_t>();
+  if (t.dtype() == kInt32) return t.scalar<int32_t>();
+  return std::nullopt;
+}
+
+// The flat index of the first NaN or Inf of a floating-point tensor; -1 when
+// there is none (or the tensor is not floating-point).
+int64_t FirstNonFinite(const Tensor& t) {
+  auto scan = [&](const auto* v) -> int64_t {
+    for (int64_t i = 0; i < t.NumElements(); ++i) {
+      if (!std::isfinite(v[i])) return i;
+    }
+    return -1;
+  };
+  if (t.dtype() == kFloat32) return scan(static_cast<const float*>(t.raw_data()));
+  if (t.dtype() == kFloat64) return scan(static_cast<const double*>(t.raw_data()));
+  return -1;
+}
+
 }  // namespace
+
+Status CheckGlobalStep(const std::string& path, const SafetensorsFile& file, std::optional<int64_t> step_from_name) {
+  // Each source and what it says; they must all say the same.
+  std::vector<std::pair<std::string, int64_t>> said;
+  if (step_from_name) said.emplace_back("its file name", *step_from_name);
+  if (auto it = file.metadata.find("global_step"); it != file.metadata.end()) {
+    std::optional<int64_t> v = ParseCanonicalInt(it->second);
+    if (!v) return errors::DataLoss(path, ": metadata global_step '", it->second, "' is not a non-negative integer");
+    said.emplace_back("metadata global_step", *v);
+  }
+  if (const Tensor* t = file.Find("global_step")) {
+    std::optional<int64_t> v = IntegerScalar(*t);
+    if (!v) {
+      return errors::DataLoss(path, ": tensor 'global_step' is ", DataTypeName(t->dtype()), t->shape().ToString(),
+                              ", not an integer scalar");
+    }
+    said.emplace_back("tensor global_step", *v);
+  }
+  for (const auto& [source, step] : said) {
+    if (step == said.front().second) continue;
+    std::string all;
+    for (const auto& [s, v] : said) all += StrCat(all.empty() ? "" : ", ", s, " says ", v);
+    return errors::DataLoss(path, ": the global step disagrees: ", all);
+  }
+  return Status::OK();
+}
+
+Status CheckFinite(const std::string& path, const SafetensorsFile& file) {
+  for (const auto& [name, t] : file.tensors) {
+    if (const int64_t i = FirstNonFinite(t); i >= 0) {
+      return errors::FailedPrecondition(path, ": tensor '", name, "' holds NaN or Inf (first at flat index ", i,
+                                        "): the weights of a training that diverged");
+    }
+  }
+  return Status::OK();
+}
 
 CheckpointManager::CheckpointManager(std::string directory, int max_to_keep, std::string prefix)
     : directory_(std::move(directory)), max_to_keep_(max_to_keep), prefix_(std::move(prefix)) {}
@@ -155,9 +214,24 @@ StatusOr<std::string> CheckpointManager::Save(Session& session, const Saver& sav
   fs::create_directories(directory_, ec);
   if (ec) return tw::internal::FileError(directory_, "cannot create directory", ec.value());
   RemoveStaleTemporaries();
-  metadata["global_step"] = std::to_string(step);
   const std::string path = CheckpointPath(step);
-  TW_RETURN_IF_ERROR(saver.Save(session, path, metadata));
+  auto tensors = saver.Fetch(session);
+  if (!tensors.ok()) return tensors.status().WithContext(StrCat("Saver: saving ", path));
+  metadata["global_step"] = std::to_string(step);
+  metadata.erase(kNonFiniteMetadataKey);
+  for (const auto& [name, t] : *tensors) {
+    if (name == "global_step") {
+      std::optional<int64_t> held = IntegerScalar(t);
+      if (held && *held != step) {
+        return errors::InvalidArgument("CheckpointManager: saving ", path, " as step ", step,
+                                       " but variable 'global_step' holds ", *held,
+                                       ": a checkpoint must say one step (nothing written)");
+      }
+    }
+    if (!metadata.count(kNonFiniteMetadataKey) && FirstNonFinite(t) >= 0) metadata[kNonFiniteMetadataKey] = name;
+  }
+  const bool finite = !metadata.count(kNonFiniteMetadataKey);
+  TW_RETURN_IF_ERROR(Saver::Write(path, *tensors, metadata));
 
   std::vector<std::string> names = CheckpointNames();
   const std::string name = fs::path(path).filename().string();
@@ -165,8 +239,21 @@ StatusOr<std::string> CheckpointManager::Save(Session& session, const Saver& sav
   names.push_back(name);
   const size_t keep =
       max_to_keep_ > 0 ? std::min(names.size(), static_cast<size_t>(max_to_keep_)) : names.size();
-  const std::vector<std::string> dropped(names.begin(), names.end() - static_cast<ptrdiff_t>(keep));
+  std::vector<std::string> dropped(names.begin(), names.end() - static_cast<ptrdiff_t>(keep));
   names.erase(names.begin(), names.end() - static_cast<ptrdiff_t>(keep));
+  if (!finite && !dropped.empty() &&
+      std::none_of(names.begin(), names.end(), [&](const std::string& n) { return KnownFinite(n); })) {
+    // Every kept checkpoint holds NaN or Inf: keep the newest finite one too,
+    // the one a --resume falls back to.
+    for (auto it = dropped.rbegin(); it != dropped.rend(); ++it) {
+      if (!KnownFinite(*it)) continue;
+      TW_LOG(WARNING) << "CheckpointManager: keeping " << *it << " beyond the " << max_to_keep_
+                      << " newest: it is the newest finite checkpoint and " << name << " holds NaN or Inf";
+      names.insert(names.begin(), *it);
+      dropped.erase(std::next(it).base());
+      break;
+    }
+  }
   TW_RETURN_IF_ERROR(WriteIndex(names));
   // Only now that the index no longer names them.
   for (const std::string& old : dropped) {
@@ -179,28 +266,46 @@ StatusOr<std::string> CheckpointManager::Save(Session& session, const Saver& sav
   return path;
 }
 
-StatusOr<RestoreResult> CheckpointManager::RestoreLatest(Session& session, const Saver& saver) const {
+bool CheckpointManager::KnownFinite(const std::string& name) const {
+  auto metadata = ReadSafetensorsMetadata((fs::path(directory_) / name).string());
+  return metadata.ok() && !metadata->count(kNonFiniteMetadataKey);
+}
+
+StatusOr<LatestCheckpoint> CheckpointManager::ReadLatest() const {
   const std::vector<std::string> names = CheckpointNames();
   if (names.empty()) {
     return errors::NotFound("CheckpointManager: no checkpoint in ", directory_, " (no index ", IndexPath(),
                             " and no ", prefix_, "-<step>", kSuffix, " file)");
   }
-  RestoreResult result;
+  LatestCheckpoint latest;
   for (auto it = names.rbegin(); it != names.rend(); ++it) {
     const std::string path = (fs::path(directory_) / *it).string();
     auto file = ReadSafetensors(path);
-    if (!file.ok()) {
-      TW_LOG(WARNING) << "CheckpointManager: skipping unreadable checkpoint: " << file.status().ToString();
-      result.rejected.push_back(file.status());
+    Status valid = file.status();
+    if (valid.ok()) valid = CheckGlobalStep(path, *file, StepOf(*it));
+    if (valid.ok()) valid = CheckFinite(path, *file);
+    if (!valid.ok()) {
+      TW_LOG(WARNING) << "CheckpointManager: skipping checkpoint: " << valid.ToString();
+      latest.rejected.push_back(valid);
       continue;
     }
-    TW_RETURN_IF_ERROR(saver.RestoreFrom(session, *file, path));
-    result.path = path;
-    result.step = *StepOf(*it);
-    return result;
+    latest.path = path;
+    latest.step = *StepOf(*it);
+    latest.file = std::move(*file);
+    return latest;
   }
-  return errors::NotFound("CheckpointManager: no readable checkpoint in ", directory_, ": ",
-                          result.rejected.size(), " rejected: ", JoinStatuses(result.rejected));
+  return errors::NotFound("CheckpointManager: no valid checkpoint in ", directory_, ": ", latest.rejected.size(),
+                          " rejected: ", JoinStatuses(latest.rejected));
+}
+
+StatusOr<RestoreResult> CheckpointManager::RestoreLatest(Session& session, const Saver& saver) const {
+  TW_ASSIGN_OR_RETURN(LatestCheckpoint latest, ReadLatest());
+  TW_RETURN_IF_ERROR(saver.RestoreFrom(session, latest.file, latest.path));
+  RestoreResult result;
+  result.path = std::move(latest.path);
+  result.step = latest.step;
+  result.rejected = std::move(latest.rejected);
+  return result;
 }
 
 }  // namespace tw::train

@@ -6,12 +6,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <sstream>
 
+#include "towerflow/data/crc32c.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/random_ops.h"
+#include "towerflow/train/optimizer.h"
 
 namespace tw::train {
 namespace {
@@ -102,7 +106,12 @@ TEST_F(CheckpointManagerTest, KeepsTheNewestAndListsThemInTheIndex) {
             "ckpt-30.safetensors\nckpt-40.safetensors\nckpt-50.safetensors\n");
   auto metadata = ReadSafetensorsMetadata(Path("ckpt-50.safetensors"));
   ASSERT_TRUE(metadata.ok());
-  EXPECT_EQ(*metadata, (std::map<std::string, std::string>{{"global_step", "50"}, {"run", "test"}}));
+  // The CRC32C of w = [50, -50] as little-endian floats.
+  const float w[2] = {50.0f, -50.0f};
+  char crc[9];
+  std::snprintf(crc, sizeof(crc), "%08x", Crc32cValue(reinterpret_cast<const uint8_t*>(w), sizeof(w)));
+  EXPECT_EQ(*metadata, (std::map<std::string, std::string>{
+                           {"crc32c:w", crc}, {"global_step", "50"}, {"run", "test"}}));
 }
 
 TEST_F(CheckpointManagerTest, SavingAStepAgainMakesItNewestAndZeroKeepsAll) {
@@ -150,10 +159,124 @@ TEST_F(CheckpointManagerTest, FallsBackPastCorruptCheckpoints) {
   for (const char* name : {"ckpt-3.safetensors", "ckpt-2.safetensors", "ckpt-1.safetensors"}) {
     EXPECT_NE(none.status().message().find(Path(name)), std::string::npos) << none.status().ToString();
   }
-  EXPECT_NE(none.status().message().find("no readable checkpoint in " + dir_ + ": 3 rejected"),
+  EXPECT_NE(none.status().message().find("no valid checkpoint in " + dir_ + ": 3 rejected"),
             std::string::npos)
       << none.status().ToString();
   EXPECT_EQ(W(), 1.0f);
+}
+
+// The byte offset in `path` of tensor `name`'s first data byte.
+uint64_t TensorDataOffset(const std::string& path, const std::string& name) {
+  const std::string bytes = ReadText(path);
+  uint64_t n = 0;
+  std::memcpy(&n, bytes.data(), sizeof(n));
+  const std::string header = bytes.substr(8, n);
+  const size_t at = header.find("\"" + name + "\":");
+  const size_t offsets = header.find("\"data_offsets\":[", at);
+  return 8 + n + std::stoull(header.substr(offsets + 16));
+}
+
+TEST_F(CheckpointManagerTest, AFlippedWeightByteIsDataLossAndTheOneBeforeIsRestored) {
+  CheckpointManager manager(dir_);
+  for (int64_t step : {1, 2}) SaveStep(manager, step);
+  const std::string newest = Path("ckpt-2.safetensors");
+  std::string bytes = ReadText(newest);
+  bytes[TensorDataOffset(newest, "w") + 1] ^= 0x10;  // still a finite float: only the CRC can tell
+  WriteText(newest, bytes);
+  SetW(-1);
+  auto restored = manager.RestoreLatest(*session_, *saver_);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(restored->step, 1);
+  EXPECT_EQ(W(), 1.0f);
+  ASSERT_EQ(restored->rejected.size(), 1u);
+  EXPECT_EQ(restored->rejected[0].code(), Code::kDataLoss);
+  EXPECT_NE(restored->rejected[0].message().find(newest + ": tensor 'w': the CRC32C of its 8 bytes"),
+            std::string::npos)
+      << restored->rejected[0].ToString();
+  EXPECT_NE(restored->rejected[0].message().find("the data is corrupt"), std::string::npos);
+  // Loading the file alone says the same.
+  EXPECT_EQ(ReadSafetensors(newest).status().code(), Code::kDataLoss);
+}
+
+TEST_F(CheckpointManagerTest, AGlobalStepThatDisagreesIsDataLoss) {
+  CheckpointManager manager(dir_);
+  SaveStep(manager, 39);
+  // ckpt-6600 says 6600 in its name and metadata, but its tensor says -5.
+  ASSERT_TRUE(WriteSafetensors(Path("ckpt-6600.safetensors"),
+                               {{"w", Tensor::Vec<float>({1, 2})}, {"global_step", Tensor::Scalar<int64_t>(-5)}},
+                               {{"global_step", "6600"}})
+                  .ok());
+  // ckpt-7000 says 7000 in its name, 12 in its metadata.
+  ASSERT_TRUE(WriteSafetensors(Path("ckpt-7000.safetensors"), {{"w", Tensor::Vec<float>({1, 2})}},
+                               {{"global_step", "12"}})
+                  .ok());
+  fs::remove(manager.IndexPath());  // scanning finds both
+  auto latest = manager.ReadLatest();
+  ASSERT_TRUE(latest.ok()) << latest.status().ToString();
+  EXPECT_EQ(latest->step, 39);
+  ASSERT_EQ(latest->rejected.size(), 2u);
+  EXPECT_EQ(latest->rejected[0].code(), Code::kDataLoss);
+  EXPECT_NE(latest->rejected[0].message().find(
+                "ckpt-7000.safetensors: the global step disagrees: its file name says 7000, metadata global_step says 12"),
+            std::string::npos)
+      << latest->rejected[0].ToString();
+  EXPECT_NE(latest->rejected[1].message().find("its file name says 6600, metadata global_step says 6600, "
+                                               "tensor global_step says -5"),
+            std::string::npos)
+      << latest->rejected[1].ToString();
+}
+
+TEST(CheckpointManagerSaveTest, AGlobalStepVariableThatDisagreesIsNotSaved) {
+  const std::string dir = (fs::path(::testing::TempDir()) / StrCat("ckpt_mgr_step_", ::getpid())).string();
+  fs::remove_all(dir);
+  Graph graph;
+  Scope root(graph);
+  Variable step = GetOrCreateGlobalStep(root);
+  Saver saver(root);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+  CheckpointManager manager(dir);
+  auto saved = manager.Save(session, saver, 0);
+  ASSERT_TRUE(saved.ok()) << saved.status().ToString();
+  auto wrong = manager.Save(session, saver, 5);
+  EXPECT_EQ(wrong.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(wrong.status().message().find("as step 5 but variable 'global_step' holds 0"), std::string::npos)
+      << wrong.status().ToString();
+  EXPECT_FALSE(fs::exists(manager.CheckpointPath(5)));
+  EXPECT_TRUE(step.valid());
+  fs::remove_all(dir);
+}
+
+TEST_F(CheckpointManagerTest, NonFiniteCheckpointsNeverRotateOutTheLastFiniteOne) {
+  CheckpointManager manager(dir_, 2);
+  SaveStep(manager, 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (int64_t step : {2, 3, 4}) {
+    SetW(nan);
+    auto path = manager.Save(*session_, *saver_, step);
+    ASSERT_TRUE(path.ok()) << path.status().ToString();
+  }
+  // Two kept, as asked, and the finite one they would have rotated out.
+  EXPECT_EQ(manager.Checkpoints(), Paths({"ckpt-1.safetensors", "ckpt-3.safetensors", "ckpt-4.safetensors"}));
+  auto metadata = ReadSafetensorsMetadata(Path("ckpt-4.safetensors"));
+  ASSERT_TRUE(metadata.ok());
+  EXPECT_EQ(metadata->at(kNonFiniteMetadataKey), "w");
+  EXPECT_EQ(ReadSafetensorsMetadata(Path("ckpt-1.safetensors"))->count(kNonFiniteMetadataKey), 0u);
+  // Restoring skips the diverged ones.
+  auto restored = manager.RestoreLatest(*session_, *saver_);
+  ASSERT_TRUE(restored.ok()) << restored.status().ToString();
+  EXPECT_EQ(restored->step, 1);
+  EXPECT_EQ(W(), 1.0f);
+  ASSERT_EQ(restored->rejected.size(), 2u);
+  EXPECT_EQ(restored->rejected[0].code(), Code::kFailedPrecondition);
+  EXPECT_NE(restored->rejected[0].message().find("tensor 'w' holds NaN or Inf (first at flat index 0)"),
+            std::string::npos)
+      << restored->rejected[0].ToString();
+  // A finite save lets the old one go again.
+  SaveStep(manager, 5);
+  SaveStep(manager, 6);
+  EXPECT_EQ(manager.Checkpoints(), Paths({"ckpt-5.safetensors", "ckpt-6.safetensors"}));
 }
 
 TEST_F(CheckpointManagerTest, ACheckpointThatDoesNotFitStopsTheSearch) {

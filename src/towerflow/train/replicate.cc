@@ -1,6 +1,7 @@
 #include "towerflow/train/replicate.h"
 
 #include <cctype>
+#include <memory>
 #include <set>
 
 #include "towerflow/core/device_spec.h"
@@ -173,10 +174,30 @@ std::vector<Variable> CreateMirrors(const Scope& root, const Scope& tower0, cons
   return copies;
 }
 
+// With `ordered`, `source` such that each tower's batch is taken after the
+// previous tower's (a control dependency on its dequeue): in a step, tower i
+// always gets the i-th batch the source gives.
+BatchSourceFn OrderedSource(const BatchSourceFn& source, bool ordered) {
+  if (!ordered || !source) return source;
+  auto previous = std::make_shared<std::vector<Output>>();
+  return [source, previous](const Scope& tower) {
+    tw::Batch batch = source(previous->empty() ? tower : tower.WithControlDependencies(*previous));
+    previous->clear();
+    for (const Output& c : batch) {
+      if (c.valid()) {
+        previous->push_back(c);
+        break;  // one output of the dequeue node orders it
+      }
+    }
+    return batch;
+  };
+}
+
 }  // namespace
 
-ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices, const BatchSourceFn& source,
+ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices, const BatchSourceFn& given_source,
                       Optimizer& optimizer, const TowerFn& tower_fn, const ReplicateOptions& options) {
+  const BatchSourceFn source = OrderedSource(given_source, options.ordered_batches);
   ReplicaStep step;
   if (!root.ok()) return step;  // nothing useful can be built; the errors are there
   auto fail = [&](Status s) {

@@ -77,6 +77,12 @@ struct ReplicateOptions {
   // one fused collective per tower (kCollective: every tower reduces a slice
   // of all the gradients at once).
   AllReduceAlgorithm all_reduce = AllReduceAlgorithm::kAuto;
+  // Each tower dequeues its batch after the previous tower's (tower order)
+  // instead of all at once: tower i always gets the i-th batch of the step, so
+  // with a deterministic source (ShuffleBatchOptions::deterministic, one
+  // enqueuing thread) every tower's batches are the same in every run. Costs
+  // the towers' dequeues their overlap.
+  bool ordered_batches = false;
 };
 
 // Gives a tower its batch; called once per tower with the tower's scope, so a

@@ -13,12 +13,14 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 
+#include "towerflow/data/crc32c.h"
 #include "towerflow/data/record_writer.h"
 #include "towerflow/train/atomic_file.h"
 
@@ -34,6 +36,31 @@ using tw::internal::FileError;
 
 constexpr uint64_t kPrefixBytes = 8;
 constexpr char kMetadataKey[] = "__metadata__";
+constexpr std::string_view kChecksumPrefix = "crc32c:";
+
+// 8 lowercase hex digits.
+std::string HexCrc(uint32_t crc) {
+  char buf[9];
+  std::snprintf(buf, sizeof(buf), "%08x", crc);
+  return buf;
+}
+
+std::optional<uint32_t> ParseHexCrc(std::string_view text) {
+  if (text.size() != 8) return std::nullopt;
+  uint32_t v = 0;
+  for (char c : text) {
+    int digit;
+    if (c >= '0' && c <= '9') {
+      digit = c - '0';
+    } else if (c >= 'a' && c <= 'f') {
+      digit = c - 'a' + 10;
+    } else {
+      return std::nullopt;
+    }
+    v = v << 4 | static_cast<uint32_t>(digit);
+  }
+  return v;
+}
 
 struct DtypeName {
   DataType dtype;
@@ -382,19 +409,47 @@ Status CheckBools(const Entry& entry, const Tensor& t, const Layout& layout, con
   return Status::OK();
 }
 
+// The checksums the metadata declares, by tensor name; DataLoss for one that
+// is malformed or names no tensor.
+StatusOr<std::map<std::string, uint32_t>> DeclaredChecksums(const Layout& layout, const std::string& file) {
+  std::map<std::string, uint32_t> crcs;
+  for (const auto& [key, value] : layout.metadata) {
+    if (!std::string_view(key).starts_with(kChecksumPrefix)) continue;
+    const std::string name = key.substr(kChecksumPrefix.size());
+    std::optional<uint32_t> crc = ParseHexCrc(value);
+    if (!crc) return Corrupt(file, "metadata '", Snippet(key), "' is not 8 lowercase hex digits: '", Snippet(value), "'");
+    const bool known = std::any_of(layout.entries.begin(), layout.entries.end(),
+                                   [&](const Entry& e) { return e.name == name; });
+    if (!known) return Corrupt(file, "metadata '", Snippet(key), "' is the checksum of a tensor the file does not hold");
+    crcs[name] = *crc;
+  }
+  return crcs;
+}
+
 // The file's tensors: each allocated from the host allocator (its size checked
-// against the file already), filled by fill(entry, data) unless empty, checked.
+// against the file already), filled by fill(entry, data) unless empty, checked
+// (BOOL bytes, and the checksum when the metadata has one).
 template <typename Fill>
 StatusOr<SafetensorsFile> Assemble(Layout layout, const std::string& file, Fill fill) {
+  TW_ASSIGN_OR_RETURN(auto crcs, DeclaredChecksums(layout, file));
   SafetensorsFile out;
-  out.metadata = std::move(layout.metadata);
   for (const Entry& e : layout.entries) {
     auto t = Tensor::Allocate(CpuAllocator(), e.dtype, e.shape);
     if (!t.ok()) return t.status().WithContext(StrCat(file, ": tensor '", e.name, "'"));
     if (e.end > e.begin) TW_RETURN_IF_ERROR(fill(e, t->raw_data()));
     TW_RETURN_IF_ERROR(CheckBools(e, *t, layout, file));
+    if (auto it = crcs.find(e.name); it != crcs.end()) {
+      const uint64_t n = e.end - e.begin;
+      const uint32_t actual = n > 0 ? Crc32cValue(static_cast<const uint8_t*>(t->raw_data()), n) : 0;
+      if (actual != it->second) {
+        return Corrupt(file, "tensor '", e.name, "': the CRC32C of its ", n, " bytes (file bytes ",
+                       layout.buffer_start + e.begin, "..", layout.buffer_start + e.end, ") is ", HexCrc(actual),
+                       " but the metadata says ", HexCrc(it->second), ": the data is corrupt");
+      }
+    }
     out.tensors.emplace_back(e.name, std::move(*t));
   }
+  out.metadata = std::move(layout.metadata);
   return out;
 }
 
@@ -423,12 +478,26 @@ struct OpenedFile {
   uint64_t size = 0;
 };
 
+// What a file that is not a regular file is, for errors.
+const char* FileKind(mode_t mode) {
+  if (S_ISDIR(mode)) return "a directory";
+  if (S_ISCHR(mode)) return "a character device";
+  if (S_ISBLK(mode)) return "a block device";
+  if (S_ISFIFO(mode)) return "a FIFO";
+  if (S_ISSOCK(mode)) return "a socket";
+  return "not a regular file";
+}
+
 StatusOr<OpenedFile> OpenForReading(const std::string& path) {
-  TW_ASSIGN_OR_RETURN(int raw, OpenFile(path, O_RDONLY, "cannot open for reading"));
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
+  TW_ASSIGN_OR_RETURN(int raw, OpenFile(path, O_RDONLY | O_NONBLOCK, "cannot open for reading"));
   OpenedFile file{std::make_unique<FileDescriptor>(raw), 0};
   struct stat st {};
   if (::fstat(raw, &st) != 0) return FileError(path, "fstat", errno);
-  if (!S_ISREG(st.st_mode)) return FileError(path, "not a regular file", EISDIR);
+  if (!S_ISREG(st.st_mode)) {
+    return errors::InvalidArgument(path, " is ", FileKind(st.st_mode),
+                                   ": a safetensors file must be a regular file (its size is read first)");
+  }
   file.size = static_cast<uint64_t>(st.st_size);
   return file;
 }
@@ -457,7 +526,8 @@ bool IsValidUtf8(std::string_view s) {
 }
 
 Status CheckWritable(const std::vector<std::pair<std::string, Tensor>>& tensors,
-                     const std::map<std::string, std::string>& metadata, const std::string& path) {
+                     const std::map<std::string, std::string>& metadata, const std::string& path,
+                     const SafetensorsWriteOptions& options) {
   std::set<std::string_view> seen;
   for (const auto& [name, t] : tensors) {
     const std::string where = StrCat(path, ": tensor '", Snippet(name), "'");
@@ -473,6 +543,9 @@ Status CheckWritable(const std::vector<std::pair<std::string, Tensor>>& tensors,
   for (const auto& [key, value] : metadata) {
     if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
       return errors::InvalidArgument(path, ": metadata '", Snippet(key), "' is not valid UTF-8");
+    }
+    if (options.checksums && std::string_view(key).starts_with(kChecksumPrefix)) {
+      return errors::InvalidArgument(path, ": metadata '", Snippet(key), "' is reserved for the checksums");
     }
   }
   return Status::OK();
@@ -515,9 +588,17 @@ const Tensor* SafetensorsFile::Find(std::string_view name) const {
 }
 
 Status WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
-  TW_RETURN_IF_ERROR(CheckWritable(tensors, metadata, path));
-  const std::string header = BuildHeader(tensors, metadata);
+                        const std::map<std::string, std::string>& metadata, const SafetensorsWriteOptions& options) {
+  TW_RETURN_IF_ERROR(CheckWritable(tensors, metadata, path, options));
+  std::map<std::string, std::string> with_checksums;
+  if (options.checksums) {
+    with_checksums = metadata;
+    for (const auto& [name, t] : tensors) {
+      const uint32_t crc = t.TotalBytes() > 0 ? Crc32cValue(static_cast<const uint8_t*>(t.raw_data()), t.TotalBytes()) : 0;
+      with_checksums[StrCat(kChecksumPrefix, name)] = HexCrc(crc);
+    }
+  }
+  const std::string header = BuildHeader(tensors, options.checksums ? with_checksums : metadata);
   const uint64_t n = header.size();
   char prefix[kPrefixBytes];
   std::memcpy(prefix, &n, sizeof(n));

@@ -13,6 +13,12 @@
 // dtypes: float32 "F32", float64 "F64", int32 "I32", int64 "I64", uint8 "U8",
 // bool "BOOL" (one byte, 0 or 1). String tensors have no safetensors dtype.
 //
+// Checksums (towerflow's, in the metadata, which other readers pass over):
+// "crc32c:<name>" = the CRC32C (Castagnoli, unmasked) of tensor <name>'s bytes
+// in the buffer, as 8 lowercase hex digits. Written when asked for
+// (SafetensorsWriteOptions::checksums; every checkpoint the Saver writes has
+// them); checked on every read of a file that has them.
+//
 // Reading treats the file as hostile: every number in the header is checked
 // against the file before it is used, nothing is allocated beyond what the file's
 // size justifies, and every failure is DataLoss naming the file, what is wrong and,
@@ -46,17 +52,23 @@ struct SafetensorsFile {
   const Tensor* Find(std::string_view name) const;
 };
 
+struct SafetensorsWriteOptions {
+  // Adds "crc32c:<name>" to the metadata for every tensor (above).
+  bool checksums = false;
+};
+
 // Writes `tensors`, laid out in the given order, and `metadata` (no
 // "__metadata__" entry when empty) to `path`, crash-safely: the bytes go to
 // "<path>.tmp-<pid>", which is flushed, fsynced and renamed over `path`, and then
 // the directory is fsynced; a crash leaves the old file or the new one, never a
 // mix. InvalidArgument naming the tensor for a string or uninitialized tensor, a
-// duplicate name, the reserved name "__metadata__" or a name or metadata string
-// that is not valid UTF-8; an I/O failure is the errno's code (NotFound for a
+// duplicate name, the reserved name "__metadata__", a name or metadata string
+// that is not valid UTF-8, or with checksums a metadata key "crc32c:..."; an I/O failure is the errno's code (NotFound for a
 // missing directory, ResourceExhausted for a full disk, ...) with a message naming
 // the file, the call and the errno text. The temporary file is removed on failure.
 Status WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                        const std::map<std::string, std::string>& metadata = {});
+                        const std::map<std::string, std::string>& metadata = {},
+                        const SafetensorsWriteOptions& options = {});
 
 // Reads and validates the file at `path`. Tensor data is read straight into the
 // tensors (the file is never held twice in memory). DataLoss naming the file for
@@ -75,7 +87,10 @@ StatusOr<std::map<std::string, std::string>> ReadSafetensorsMetadata(const std::
 // element count that overflows, data_offsets that are not two integers with
 // begin <= end, an end past the buffer, a byte size other than elements * dtype
 // size; tensors that leave holes or overlap, or do not cover the buffer; metadata
-// that is not an object of strings; a BOOL byte other than 0 or 1. ReadSafetensors
+// that is not an object of strings; a BOOL byte other than 0 or 1; a checksum
+// that is not 8 hex digits, names no tensor, or differs from the CRC32C of the
+// tensor's bytes (the message names the tensor, its file bytes and both
+// values). The metadata returned keeps the checksum entries. ReadSafetensors
 // applies exactly these checks (it shares the header validation and the assembly
 // of tensors; only where the bytes come from differs). For fuzzing, too.
 StatusOr<SafetensorsFile> ParseSafetensors(std::string_view bytes, const std::string& name_for_errors);

@@ -4,6 +4,7 @@
 #include "towerflow/train/safetensors.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <bit>
@@ -247,6 +248,66 @@ TEST_F(SafetensorsTest, MissingFileIsNotFound) {
   auto read = ReadSafetensors(Path("absent.safetensors"));
   EXPECT_EQ(read.status().code(), Code::kNotFound);
   EXPECT_NE(read.status().message().find(Path("absent.safetensors")), std::string::npos);
+}
+
+TEST_F(SafetensorsTest, FilesThatAreNotRegularAreNamedForWhatTheyAre) {
+  ASSERT_EQ(::mkfifo(Path("fifo").c_str(), 0600), 0);
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"/dev/zero", "/dev/zero is a character device"},
+      {"/dev/null", "/dev/null is a character device"},
+      {dir_, dir_ + " is a directory"},
+      {Path("fifo"), Path("fifo") + " is a FIFO"},  // refused at once: no writer is waited for
+  };
+  for (const auto& [path, want] : cases) {
+    auto read = ReadSafetensors(path);
+    ASSERT_FALSE(read.ok()) << path;
+    EXPECT_EQ(read.status().code(), Code::kInvalidArgument) << read.status().ToString();
+    EXPECT_NE(read.status().message().find(want), std::string::npos) << read.status().ToString();
+    EXPECT_EQ(ReadSafetensorsMetadata(path).status().code(), Code::kInvalidArgument) << path;
+  }
+}
+
+TEST_F(SafetensorsTest, ChecksumsAreWrittenOnRequestAndVerifiedOnEveryRead) {
+  const std::string path = Path("summed.safetensors");
+  const auto tensors = EveryDtype();
+  ASSERT_TRUE(WriteSafetensors(path, tensors, {{"run", "x"}}, {.checksums = true}).ok());
+  auto read = ReadSafetensors(path);
+  ASSERT_TRUE(read.ok()) << read.status().ToString();
+  EXPECT_EQ(read->metadata.at("run"), "x");
+  EXPECT_EQ(read->metadata.at("crc32c:empty_f32"), "00000000");
+  EXPECT_EQ(read->metadata.size(), tensors.size() + 1);  // one checksum per tensor
+  // Without the option the metadata is exactly what was given (the reference's bytes).
+  ASSERT_TRUE(WriteSafetensors(Path("plain.safetensors"), tensors, {{"run", "x"}}).ok());
+  EXPECT_EQ(ReadSafetensorsMetadata(Path("plain.safetensors"))->size(), 1u);
+  // A reserved key is refused when checksums are written.
+  EXPECT_EQ(WriteSafetensors(Path("r.safetensors"), tensors, {{"crc32c:f32", "0"}}, {.checksums = true}).code(),
+            Code::kInvalidArgument);
+
+  // Every single-bit flip in the tensor data is caught (CRC32C detects them all).
+  const std::string good = ReadBytes(path);
+  uint64_t n = 0;
+  std::memcpy(&n, good.data(), sizeof(n));
+  for (size_t at = 8 + n; at < good.size(); ++at) {
+    std::string bad = good;
+    bad[at] ^= 0x01;
+    auto parsed = ParseSafetensors(bad, "flipped");
+    ASSERT_FALSE(parsed.ok()) << "flip at byte " << at << " went unnoticed";
+    EXPECT_EQ(parsed.status().code(), Code::kDataLoss);
+  }
+  std::string flipped = good;
+  flipped[8 + n] ^= 0x40;  // the first byte of "f32"
+  ExpectDataLoss(flipped, "tensor 'f32': the CRC32C of its 24 bytes (file bytes " + std::to_string(8 + n) + "..");
+}
+
+TEST_F(SafetensorsTest, MalformedChecksumsAreDataLoss) {
+  const std::vector<std::pair<std::string, Tensor>> one = {{"w", Tensor::Vec<float>({1, 2})}};
+  const std::string path = Path("c.safetensors");
+  ASSERT_TRUE(WriteSafetensors(path, one, {{"crc32c:w", "xyz"}}).ok());
+  ExpectDataLoss(ReadBytes(path), "metadata 'crc32c:w' is not 8 lowercase hex digits");
+  ASSERT_TRUE(WriteSafetensors(path, one, {{"crc32c:v", "00000000"}}).ok());
+  ExpectDataLoss(ReadBytes(path), "metadata 'crc32c:v' is the checksum of a tensor the file does not hold");
+  ASSERT_TRUE(WriteSafetensors(path, one, {{"crc32c:w", "00000000"}}).ok());
+  ExpectDataLoss(ReadBytes(path), "tensor 'w': the CRC32C of its 8 bytes");
 }
 
 // ---- what the reader accepts -----------------------------------------------

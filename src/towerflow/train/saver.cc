@@ -49,18 +49,29 @@ Saver::Saver(const Scope& scope, std::vector<Variable> vars) : vars_(std::move(v
   }
 }
 
-Status Saver::Save(Session& session, const std::string& path,
-                   const std::map<std::string, std::string>& metadata) const {
+StatusOr<std::vector<std::pair<std::string, Tensor>>> Saver::Fetch(Session& session) const {
   TW_RETURN_IF_ERROR(build_status_);
   std::vector<Output> fetches;
   fetches.reserve(vars_.size());
   for (const Variable& v : vars_) fetches.push_back(v.value);
   auto values = session.Run(fetches);
-  if (!values.ok()) return values.status().WithContext(StrCat("Saver: saving ", path));
+  if (!values.ok()) return values.status();
   std::vector<std::pair<std::string, Tensor>> tensors;
   tensors.reserve(vars_.size());
   for (size_t i = 0; i < vars_.size(); ++i) tensors.emplace_back(vars_[i].name, std::move((*values)[i]));
-  return WriteSafetensors(path, tensors, metadata);
+  return tensors;
+}
+
+Status Saver::Write(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                    const std::map<std::string, std::string>& metadata) {
+  return WriteSafetensors(path, tensors, metadata, {.checksums = true});
+}
+
+Status Saver::Save(Session& session, const std::string& path,
+                   const std::map<std::string, std::string>& metadata) const {
+  auto tensors = Fetch(session);
+  if (!tensors.ok()) return tensors.status().WithContext(StrCat("Saver: saving ", path));
+  return Write(path, *tensors, metadata);
 }
 
 Status Saver::Restore(Session& session, const std::string& path) const {

@@ -9,7 +9,9 @@
 // never alias the variables) and writes them under the variables' full names
 // ("dense/kernel", "dense/kernel/Momentum", "global_step"). Restore validates the
 // whole file against every variable before it assigns anything, then assigns all
-// of them in one Run: a restore either changes every variable or none.
+// of them in one Run: a restore either changes every variable or none. Every
+// file it writes carries a CRC32C per tensor (safetensors.h's checksums), which
+// every read verifies: a flipped byte is DataLoss, not silently wrong weights.
 //
 // The Saver holds only graph handles; the graph owns the nodes. Save and Restore
 // are as thread-safe as Session::Run; a training step running concurrently with
@@ -35,9 +37,17 @@ class Saver {
   // variable to save or two share a name.
   explicit Saver(const Scope& scope, std::vector<Variable> vars = {});
 
-  // Writes every variable's current value to `path` (WriteSafetensors: crash-safe)
-  // with `metadata`. Errors: the building error; the Run's (FailedPrecondition
-  // naming an uninitialized variable); WriteSafetensors'.
+  // Every variable's current value under its name, in variables() order, from
+  // one Run. Errors: the building error; the Run's (FailedPrecondition naming
+  // an uninitialized variable).
+  StatusOr<std::vector<std::pair<std::string, Tensor>>> Fetch(Session& session) const;
+
+  // Writes `tensors` (from Fetch) to `path` (WriteSafetensors: crash-safe) with
+  // `metadata` and a checksum per tensor. WriteSafetensors' errors.
+  static Status Write(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
+                      const std::map<std::string, std::string>& metadata);
+
+  // Fetch, then Write to `path`.
   Status Save(Session& session, const std::string& path,
               const std::map<std::string, std::string>& metadata = {}) const;
 

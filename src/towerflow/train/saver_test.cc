@@ -116,7 +116,10 @@ TEST_F(SaverTest, RestoresEveryVariableBitForBitAndTrainsOnIdentically) {
     EXPECT_EQ(file->tensors[i].first, vars()[i].name);
     EXPECT_TRUE(SameBits(file->tensors[i].second, saved[i])) << vars()[i].name;
   }
-  EXPECT_EQ(file->metadata, (std::map<std::string, std::string>{{"note", "three steps"}}));
+  // The metadata given, and a CRC32C of every tensor.
+  EXPECT_EQ(file->metadata.at("note"), "three steps");
+  EXPECT_EQ(file->metadata.size(), 1 + vars().size());
+  for (const Variable& v : vars()) EXPECT_EQ(file->metadata.count("crc32c:" + v.name), 1u) << v.name;
   EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), 3);
 
   // A fresh session starts from the initial values: every variable differs.
