@@ -11,12 +11,15 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <cstring>
+#include <map>
 #include <set>
 #include <sstream>
 
 #include "towerflow/data/record_writer.h"
 #include "example.pb.h"
 #include "towerflow/train/checkpoint_manager.h"
+#include "towerflow/train/event_reader.h"
 #include "towerflow/train/logdir_lock.h"
 #include "towerflow/train/safetensors.h"
 #include "cli_test_util.h"
@@ -463,6 +466,48 @@ TEST_F(TrainCliTest, DeterministicRunsAreBitIdentical) {
   EXPECT_EQ(a.last()["final_loss"], b.last()["final_loss"]);
   // Every weight and slot, bit for bit.
   EXPECT_EQ(ReadFile(dir_ / "a" / "ckpt-60.safetensors"), ReadFile(dir_ / "b" / "ckpt-60.safetensors"));
+}
+
+TEST_F(TrainCliTest, ALinearScheduleDecaysTheRateWithTheGlobalStep) {
+  MakeData(1000);
+  std::vector<std::string> args = TrainArgs("run", 40);
+  args.insert(args.end(), {"--lr-schedule", "linear", "--summary-every-steps", "10"});
+  Result r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The learning_rate scalars: 0.01 * (1 - step / 40).
+  std::vector<fs::path> events = Files("run", "events.out.tfevents.");
+  ASSERT_EQ(events.size(), 1u);
+  auto records = train::ReadEventFile(events[0].string());
+  ASSERT_TRUE(records.ok()) << records.status().ToString();
+  std::map<int64_t, float> lr;
+  for (const auto& rec : *records) {
+    for (const auto& v : rec.event.summary().value()) {
+      if (v.tag() == "learning_rate") lr[rec.event.step()] = v.simple_value();
+    }
+  }
+  EXPECT_FLOAT_EQ(lr[10], 0.0075f);
+  EXPECT_FLOAT_EQ(lr[20], 0.005f);
+  EXPECT_FLOAT_EQ(lr[40], 0.0f);
+  // The graph reads the rate from the global step: the first update uses the
+  // full rate (the same bits as a constant rate), later ones less.
+  auto run = [&](const std::string& logdir, const std::string& schedule) {
+    std::vector<std::string> a = TrainArgs(logdir, 40);
+    a.insert(a.end(), {"--lr-schedule", schedule, "--deterministic", "--checkpoint-every-steps", "1",
+                       "--keep-checkpoints", "100"});
+    ASSERT_EQ(Run(a).exit_code, 0);
+  };
+  run("linear", "linear");
+  run("constant", "constant");
+  for (const char* ckpt : {"ckpt-1.safetensors", "ckpt-40.safetensors"}) {
+    auto linear = train::ReadSafetensors((dir_ / "linear" / ckpt).string());
+    auto constant = train::ReadSafetensors((dir_ / "constant" / ckpt).string());
+    ASSERT_TRUE(linear.ok() && constant.ok()) << ckpt;
+    const Tensor* a = linear->Find("hidden1/kernel");
+    const Tensor* b = constant->Find("hidden1/kernel");
+    ASSERT_TRUE(a != nullptr && b != nullptr);
+    const bool same = std::memcmp(a->raw_data(), b->raw_data(), a->TotalBytes()) == 0;
+    EXPECT_EQ(same, std::string(ckpt) == "ckpt-1.safetensors") << ckpt;
+  }
 }
 
 TEST_F(TrainCliTest, EvalRefusesACheckpointThatIsNotAFile) {

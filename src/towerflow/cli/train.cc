@@ -46,7 +46,7 @@ namespace {
 
 struct Flags {
   std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
-  std::string trace, variables = "auto";
+  std::string trace, variables = "auto", lr_schedule = "constant";
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
   std::optional<double> lr;
   double l2 = 0;
@@ -298,6 +298,7 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   c->optimizer = f.optimizer;
   c->learning_rate = f.lr ? *f.lr : DefaultLearningRate(f.optimizer);
   c->l2 = f.l2;
+  c->lr_schedule = f.lr_schedule;
   c->logdir = f.logdir;
   {
     // Checked now, not after the training: where its outputs go.
@@ -368,6 +369,10 @@ int RunTrain(int argc, char** argv) {
       ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--lr", f.lr, "learning rate (default: sgd 0.1, momentum 0.01, adam 0.001)")
       ->check(PositiveFiniteNumber());
+  app.add_option("--lr-schedule", f.lr_schedule,
+                 "constant (default) | linear: the rate decays linearly to 0 at the last step (--steps or the "
+                 "epochs' steps)")
+      ->check(CLI::IsMember({"constant", "linear"}));
   app.add_option("--l2", f.l2, "L2 weight decay on the kernels")->check(NonNegativeFiniteNumber());
   app.add_option("--logdir", f.logdir, "where TensorBoard events and checkpoints go")
       ->required()

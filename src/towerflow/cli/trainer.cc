@@ -32,10 +32,35 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c) {
-  if (c.optimizer == "sgd") return std::make_unique<train::GradientDescent>(train::GradientDescentOptions{c.learning_rate});
-  if (c.optimizer == "adam") return std::make_unique<train::Adam>(train::AdamOptions{.learning_rate = c.learning_rate});
-  return std::make_unique<train::Momentum>(train::MomentumOptions{.learning_rate = c.learning_rate, .momentum = 0.9});
+// The learning rate at global step `step` (also what the summaries report).
+double LearningRateAt(const TrainConfig& c, int64_t step) {
+  if (c.lr_schedule != "linear" || c.total_steps <= 0) return c.learning_rate;
+  return c.learning_rate * std::max(0.0, 1.0 - static_cast<double>(step) / static_cast<double>(c.total_steps));
+}
+
+// --lr-schedule linear: lr * max(0, 1 - global_step / total_steps), computed in
+// the graph from the global step (read before the step's updates, which the
+// increment waits for), so a resumed run goes on along the same line. A null
+// Output for a constant rate.
+Output LearningRateTensor(const Scope& root, const TrainConfig& c) {
+  if (c.lr_schedule != "linear") return Output();
+  Scope s = root.WithDevice(c.variable_device).NewSubScope("learning_rate");
+  Variable step = train::GetOrCreateGlobalStep(root.WithDevice(c.variable_device));
+  Output done = Div(s, Cast(s, step.value, kFloat32), ScalarLike(s, static_cast<double>(c.total_steps), kFloat32));
+  Output left = Maximum(s, Sub(s, ScalarLike(s, 1.0, kFloat32), done), ScalarLike(s, 0.0, kFloat32));
+  return Mul(s.WithOpName("learning_rate"), ScalarLike(s, c.learning_rate, kFloat32), left);
+}
+
+std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c, const Output& lr) {
+  if (c.optimizer == "sgd") {
+    return std::make_unique<train::GradientDescent>(
+        train::GradientDescentOptions{.learning_rate = c.learning_rate, .learning_rate_tensor = lr});
+  }
+  if (c.optimizer == "adam") {
+    return std::make_unique<train::Adam>(train::AdamOptions{.learning_rate = c.learning_rate, .learning_rate_tensor = lr});
+  }
+  return std::make_unique<train::Momentum>(
+      train::MomentumOptions{.learning_rate = c.learning_rate, .momentum = 0.9, .learning_rate_tensor = lr});
 }
 
 // The training graph and what the loop fetches from it.
@@ -90,7 +115,7 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
        .min_after_dequeue = c.min_after_dequeue,
        .deterministic = c.deterministic,
        .enqueue_many = true});
-  g->optimizer = MakeOptimizer(c);
+  g->optimizer = MakeOptimizer(c, LearningRateTensor(root, c));
   std::vector<Output> correct;
   g->step = train::Replicate(
       root, c.devices, *g->batches, *g->optimizer,
@@ -260,7 +285,7 @@ class Loop {
     std::vector<std::pair<std::string, double>> scalars = {
         {"loss", r->final_loss},
         {"accuracy", r->final_accuracy},
-        {"learning_rate", c_.learning_rate},
+        {"learning_rate", LearningRateAt(c_, r->global_step)},
         {"examples_per_sec", rate},
     };
     ShuffleQueueFill(session_, &scalars);

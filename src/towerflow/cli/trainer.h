@@ -58,6 +58,8 @@ struct TrainConfig {
   int64_t epochs = 0;                // 0: training is given in steps
   std::string optimizer = "momentum";
   double learning_rate = 0.05;
+  // "constant", or "linear": decays to 0 at total_steps (LearningRateAt).
+  std::string lr_schedule = "constant";
   double l2 = 0;
   std::string logdir;
   int64_t seed = 0;

@@ -36,7 +36,7 @@ Output Adam::ApplyDense(const Scope& scope, const Output& grad, const Variable& 
   // them only after every update (control dependencies).
   auto power = [&](const Variable& p) { return p.ref.dtype() == dtype ? p.ref : Cast(scope, p.ref, dtype); };
   return ApplyAdam(scope, var.ref, m->ref, v->ref, power(*b1p), power(*b2p),
-                   ScalarLike(scope, options_.learning_rate, dtype), ScalarLike(scope, options_.beta1, dtype),
+                   LearningRate(scope, options_.learning_rate, options_.learning_rate_tensor, dtype), ScalarLike(scope, options_.beta1, dtype),
                    ScalarLike(scope, options_.beta2, dtype), ScalarLike(scope, options_.epsilon, dtype), grad,
                    options_.use_nesterov);
 }

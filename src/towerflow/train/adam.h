@@ -18,6 +18,10 @@ struct AdamOptions {
   double beta2 = 0.999;
   double epsilon = 1e-8;
   bool use_nesterov = false;
+  // When valid, the learning rate instead of `learning_rate`: a float scalar
+  // tensor computed in the graph (a schedule of the global step, as TF1's
+  // tf.train.exponential_decay), read at every update.
+  Output learning_rate_tensor = Output();
   std::string name = "Adam";
 };
 

@@ -9,7 +9,7 @@ GradientDescent::GradientDescent(GradientDescentOptions options)
     : Optimizer(options.name), options_(std::move(options)) {}
 
 Output GradientDescent::ApplyDense(const Scope& scope, const Output& grad, const Variable& var) {
-  return ApplyGradientDescent(scope, var.ref, ScalarLike(scope, options_.learning_rate, var.ref.dtype()), grad);
+  return ApplyGradientDescent(scope, var.ref, LearningRate(scope, options_.learning_rate, options_.learning_rate_tensor, var.ref.dtype()), grad);
 }
 
 }  // namespace tw::train

@@ -9,6 +9,10 @@ namespace tw::train {
 
 struct GradientDescentOptions {
   double learning_rate = 0.01;
+  // When valid, the learning rate instead of `learning_rate`: a float scalar
+  // tensor computed in the graph (a schedule of the global step, as TF1's
+  // tf.train.exponential_decay), read at every update.
+  Output learning_rate_tensor = Output();
   std::string name = "GradientDescent";
 };
 

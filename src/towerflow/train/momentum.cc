@@ -15,7 +15,7 @@ Output Momentum::ApplyDense(const Scope& scope, const Output& grad, const Variab
   const Variable* accum = GetSlot(scope.graph(), var, "momentum");
   if (accum == nullptr) return Output();  // CreateSlots failed and recorded why
   const DataType dtype = var.ref.dtype();
-  return ApplyMomentum(scope, var.ref, accum->ref, ScalarLike(scope, options_.learning_rate, dtype), grad,
+  return ApplyMomentum(scope, var.ref, accum->ref, LearningRate(scope, options_.learning_rate, options_.learning_rate_tensor, dtype), grad,
                        ScalarLike(scope, options_.momentum, dtype), options_.use_nesterov);
 }
 

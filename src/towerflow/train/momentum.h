@@ -13,6 +13,10 @@ struct MomentumOptions {
   double learning_rate = 0.01;
   double momentum = 0.9;
   bool use_nesterov = false;
+  // When valid, the learning rate instead of `learning_rate`: a float scalar
+  // tensor computed in the graph (a schedule of the global step, as TF1's
+  // tf.train.exponential_decay), read at every update.
+  Output learning_rate_tensor = Output();
   std::string name = "Momentum";
 };
 

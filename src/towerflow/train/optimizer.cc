@@ -166,6 +166,11 @@ Variable Optimizer::NonSlotVariable(const Scope& scope, const std::string& name,
   return v;
 }
 
+Output Optimizer::LearningRate(const Scope& scope, double value, const Output& tensor, DataType dtype) {
+  if (!tensor.valid()) return ScalarLike(scope, value, dtype);
+  return tensor.dtype() == dtype ? tensor : Cast(scope, tensor, dtype);
+}
+
 Variable GetOrCreateGlobalStep(const Scope& scope) {
   Graph& g = scope.graph();
   std::vector<Variable> existing = g.GetCollection<Variable>(collections::kGlobalStep);

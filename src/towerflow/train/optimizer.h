@@ -72,6 +72,11 @@ class Optimizer {
   // One op that runs after every update (default: a group named "update").
   virtual Node* Finish(const Scope& scope, const std::vector<Output>& update_ops);
 
+  // The learning rate for a variable of `dtype`: `tensor` (a float scalar, such
+  // as a decay of the global step, cast to `dtype` when it differs) when valid,
+  // else the constant `value`.
+  static Output LearningRate(const Scope& scope, double value, const Output& tensor, DataType dtype);
+
   // A zero-initialized, non-trainable slot for `var`, named "<var>/<name()>"
   // (made unique), on var's device. Created once per graph and var.
   Variable ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot_name);

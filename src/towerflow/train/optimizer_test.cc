@@ -85,6 +85,36 @@ TEST(Optimizer, MomentumConverges) {
   EXPECT_EQ(TrainableVariables(q->graph).size(), 1u);  // slots are not trainable
 }
 
+// A learning rate computed in the graph: 0.1 / (1 + global_step), read before
+// the step's update (the increment waits for the updates).
+TEST(Optimizer, ALearningRateTensorOfTheGlobalStepIsReadEachStep) {
+  for (int kind = 0; kind < 3; ++kind) {
+    SCOPED_TRACE(kind);
+    auto q = std::make_unique<Quadratic>();
+    Scope root(q->graph);
+    q->w = GetVariable(root, "w", TensorShape{}, {.initializer = ZerosInitializer()});
+    q->loss = Square(root, Sub(root, q->w.value, Const(root, 3.0f)));
+    q->step = GetOrCreateGlobalStep(root);
+    Output lr = Div(root, Const(root, 0.1f), Add(root, Const(root, 1.0f), Cast(root, q->step.value, kFloat32)));
+    std::unique_ptr<Optimizer> opt;
+    if (kind == 0) opt = std::make_unique<GradientDescent>(GradientDescentOptions{.learning_rate_tensor = lr});
+    if (kind == 1) opt = std::make_unique<Momentum>(MomentumOptions{.momentum = 0.0, .learning_rate_tensor = lr});
+    if (kind == 2) opt = std::make_unique<Adam>(AdamOptions{.learning_rate_tensor = lr});
+    q->train = opt->Minimize(root, q->loss, &q->step);
+    ASSERT_TRUE(root.ok()) << root.status().ToString();
+    std::vector<float> w = Train(*q, 2);
+    if (kind < 2) {
+      // w1 = 0 + 0.1 * 6 = 0.6; w2 = 0.6 + 0.05 * 4.8 = 0.84 (the rate of step 1).
+      EXPECT_FLOAT_EQ(w[0], 0.6f);
+      EXPECT_FLOAT_EQ(w[1], 0.84f);
+    } else {
+      // Adam's first step moves by about lr: 0.1, then about 0.05.
+      EXPECT_NEAR(w[0], 0.1f, 1e-4);
+      EXPECT_NEAR(w[1], 0.15f, 2e-3);
+    }
+  }
+}
+
 TEST(Optimizer, NesterovMomentumConverges) {
   Momentum opt({.learning_rate = 0.05, .momentum = 0.9, .use_nesterov = true});
   auto q = BuildQuadratic(opt);
