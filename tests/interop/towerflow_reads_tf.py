@@ -41,6 +41,8 @@ class TowerflowReadsTfFiles(TempDirTest):
     def write(self, name, compression):
         path = self.path(name)
         expected = []
+        self.offsets = []  # where each record starts in the uncompressed stream
+        offset = 0
         with tf.io.TFRecordWriter(path, options=TF_OPTIONS[compression]) as writer:
             for i in range(N):
                 example, want = make_tf_example(tf, i)
@@ -48,6 +50,8 @@ class TowerflowReadsTfFiles(TempDirTest):
                 self.assertEqual(expected_from_proto(tf.train.Example.FromString(example.SerializeToString())), want)
                 writer.write(example.SerializeToString())
                 expected.append(want)
+                self.offsets.append(offset)
+                offset += 12 + len(example.SerializeToString()) + 4  # length, its CRC, data, data CRC
         return path, expected
 
     def check(self, compression, name):
@@ -77,11 +81,13 @@ class TowerflowReadsTfFiles(TempDirTest):
                 else:
                     self.assertEqual([base64.b64decode(v) for v in got[key]["bytes_list"]], values, where)
 
-        # The graph ops, one example at a time: key "<file>:<index>", every value.
+        # The graph ops, one example at a time: TF's key "<file>:<offset>" (the
+        # byte offset of the record in the uncompressed stream), every value.
+        offsets = self.offsets
         single = read_jsonl(run(tool_read_args(compression) + [path]).stdout)
         self.assertEqual(len(single), N)
         for i, (got, want) in enumerate(zip(single, expected)):
-            self.assertEqual(got["key"], "%s:%d" % (path, i))
+            self.assertEqual(got["key"], "%s:%d" % (path, offsets[i]))
             self.assertParsedRecord(got["features"], want, "record %d" % i)
 
         # Batch of serialized records -> ParseExample -> DecodeRaw.
@@ -102,11 +108,13 @@ class TowerflowReadsTfFiles(TempDirTest):
     def test_several_files_in_order(self):
         """One reader over two TF-written files, in order."""
         a, ea = self.write("a.tfrecord", "none")
+        offsets_a = self.offsets
         b, eb = self.write("b.tfrecord", "none")
+        offsets_b = self.offsets
         self.assertEqual(run([TOWERFLOW, "records", "count", a, b]).stdout, "%d\n" % (2 * N))
         single = read_jsonl(run(tool_read_args("none") + [a, b]).stdout)
-        self.assertEqual([r["key"] for r in single], ["%s:%d" % (a, i) for i in range(N)] +
-                         ["%s:%d" % (b, i) for i in range(N)])
+        self.assertEqual([r["key"] for r in single], ["%s:%d" % (a, o) for o in offsets_a] +
+                         ["%s:%d" % (b, o) for o in offsets_b])
         for i, (got, want) in enumerate(zip(single, ea + eb)):
             self.assertParsedRecord(got["features"], want, "record %d" % i)
 
