@@ -27,6 +27,30 @@ TF_OPTIONS = {"none": None, "gzip": tf.io.TFRecordOptions(compression_type="GZIP
               "zlib": tf.io.TFRecordOptions(compression_type="ZLIB")}
 
 
+def tf_reader_keys(paths, compression):
+    """The keys TF1's own TFRecordReader gives the records of `paths`, in order
+    (a queue-fed graph through tf.compat.v1, as the seed's program reads)."""
+    names = {"none": "", "gzip": "GZIP", "zlib": "ZLIB"}
+    graph = tf.Graph()
+    keys = []
+    with graph.as_default():
+        queue = tf.compat.v1.train.string_input_producer(paths, num_epochs=1, shuffle=False)
+        options = tf.io.TFRecordOptions(compression_type=names[compression]) if names[compression] else None
+        key, _ = tf.compat.v1.TFRecordReader(options=options).read_up_to(queue, 1000)
+        with tf.compat.v1.Session() as session:
+            session.run(tf.compat.v1.local_variables_initializer())
+            coord = tf.compat.v1.train.Coordinator()
+            threads = tf.compat.v1.train.start_queue_runners(session, coord)
+            try:
+                while True:
+                    keys += [k.decode() for k in session.run(key)]
+            except tf.errors.OutOfRangeError:
+                pass
+            coord.request_stop()
+            coord.join(threads)
+    return keys
+
+
 def show_float_bits(value):
     """A float as `records show` prints it (the number's text: "-0" keeps its
     sign) -> float32 bits; None for NaN, whose payload JSON cannot carry."""
@@ -86,6 +110,7 @@ class TowerflowReadsTfFiles(TempDirTest):
         offsets = self.offsets
         single = read_jsonl(run(tool_read_args(compression) + [path]).stdout)
         self.assertEqual(len(single), N)
+        self.assertEqual([r["key"] for r in single], tf_reader_keys([path], compression))
         for i, (got, want) in enumerate(zip(single, expected)):
             self.assertEqual(got["key"], "%s:%d" % (path, offsets[i]))
             self.assertParsedRecord(got["features"], want, "record %d" % i)
@@ -115,6 +140,7 @@ class TowerflowReadsTfFiles(TempDirTest):
         single = read_jsonl(run(tool_read_args("none") + [a, b]).stdout)
         self.assertEqual([r["key"] for r in single], ["%s:%d" % (a, o) for o in offsets_a] +
                          ["%s:%d" % (b, o) for o in offsets_b])
+        self.assertEqual([r["key"] for r in single], tf_reader_keys([a, b], "none"))
         for i, (got, want) in enumerate(zip(single, ea + eb)):
             self.assertParsedRecord(got["features"], want, "record %d" % i)
 
