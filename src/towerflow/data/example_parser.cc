@@ -7,6 +7,9 @@
 #include <cstring>
 #include <mutex>
 #include <string>
+#include <vector>
+
+#include "example.pb.h"
 
 #include "towerflow/core/allocator.h"
 
@@ -87,12 +90,26 @@ Status CheckDtype(const std::string& key, DataType dtype, const FeatureRef& ref,
 
 // TF's checks on one dense feature of example `index`: present or defaulted, of
 // the configured type, with exactly as many values as the shape holds.
-Status CheckDense(const FixedLenFeature& f, const FeatureRef& ref, int64_t index, std::string_view name) {
+// " The record has: a, b, c." (its feature keys, sorted, at most 20), for the
+// error of a missing feature: a record of another schema says which. The error
+// path only, so it may decode the record with libprotobuf.
+std::string RecordKeys(std::string_view serialized) {
+  tensorflow::Example ex;
+  if (serialized.size() > INT32_MAX || !ex.ParseFromArray(serialized.data(), static_cast<int>(serialized.size()))) {
+    return "";
+  }
+  std::vector<std::string> keys;
+  for (const auto& [key, feature] : ex.features().feature()) keys.push_back(key);
+  return DescribeRecordKeys(std::move(keys));
+}
+
+Status CheckDense(const FixedLenFeature& f, const FeatureRef& ref, int64_t index, std::string_view name,
+                  std::string_view serialized) {
   if (ref.kind == Kind::kNone) {
     if (f.default_value.has_value()) return Status::OK();
     return errors::InvalidArgument("Name: ", name, ", Feature: ", f.key,
                                    " (data type: ", DataTypeName(f.dtype),
-                                   ") is required but could not be found.");
+                                   ") is required but could not be found.", RecordKeys(serialized));
   }
   TW_RETURN_IF_ERROR(CheckDtype(f.key, f.dtype, ref, name));
   if (ref.count != f.shape.num_elements()) {
@@ -195,7 +212,7 @@ Status ParseSingleImpl(const ParseConfig& config, const KeyIndex& index, std::st
   // Check first, allocate after: every size below is then bounded by the bytes
   // present or by a default the config already holds.
   for (size_t d = 0; d < num_dense; ++d) {
-    TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], 0, name));
+    TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], 0, name, serialized));
   }
   for (size_t s = 0; s < config.sparse.size(); ++s) {
     TW_RETURN_IF_ERROR(CheckDtype(config.sparse[s].key, config.sparse[s].dtype, refs[num_dense + s], name));
@@ -265,7 +282,7 @@ Status ParseBatchImpl(const ParseConfig& config, const KeyIndex& index,
         const std::string_view name = names != nullptr ? (*names)[static_cast<size_t>(e)] : kUnknownName;
         if (!example_wire::ScanExample(bytes, index, refs.data())) return CouldNotParse(bytes, name);
         for (size_t d = 0; d < num_dense; ++d) {
-          TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], e, name));
+          TW_RETURN_IF_ERROR(CheckDense(config.dense[d], refs[d], e, name, bytes));
           TW_RETURN_IF_ERROR(
               WriteDense(config.dense[d], refs[d], ElementPtr(out->dense[d], e * row_size[d])));
         }
@@ -326,6 +343,15 @@ Status ParseBatchImpl(const ParseConfig& config, const KeyIndex& index,
 }
 
 }  // namespace
+
+std::string DescribeRecordKeys(std::vector<std::string> keys) {
+  if (keys.empty()) return " The record has no features.";
+  std::sort(keys.begin(), keys.end());
+  std::string out = " The record has: ";
+  for (size_t i = 0; i < keys.size() && i < 20; ++i) out += (i > 0 ? ", " : "") + CEscape(keys[i]);
+  if (keys.size() > 20) out += StrCat(", ... (", keys.size(), " features)");
+  return out + ".";
+}
 
 StatusOr<ExampleParser> ExampleParser::Create(ParseConfig config) {
   TW_RETURN_IF_ERROR(config.Validate());

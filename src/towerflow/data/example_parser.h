@@ -26,6 +26,7 @@
 //   Could not parse example input, value: '<first 40 bytes, C-escaped>'
 //       (preceded by "Name: <name>, " when the example has a name)
 //   Name: <unknown>, Feature: <key> (data type: int64) is required but could not be found.
+//       The record has: image, label.     (its keys: DescribeRecordKeys)
 //   Name: <unknown>, Key: <key>, Index: <i>.  Number of int64 values != expected.
 //       Values size: 3 but output shape: [2]        (one line in the message)
 //   Name: <unknown>, Feature: <key>.  Data types don't match. Data type: float Expected type: int64
@@ -83,6 +84,11 @@ class ExampleParser {
   ParseConfig config_;
   example_wire::KeyIndex index_;  // dense keys are slots 0..D-1, then sparse keys
 };
+
+// What a missing required feature's error adds: " The record has: a, b." (the
+// record's feature keys, sorted, C-escaped, at most 20 named), or " The record
+// has no features.", so that a record of another schema says which it is.
+std::string DescribeRecordKeys(std::vector<std::string> keys);
 
 // ExampleParser::Create(config) then ParseSingle / ParseBatch.
 Status ParseSingleExample(std::string_view serialized, const ParseConfig& config, ParseResult* out);

@@ -152,7 +152,8 @@ TEST(ExampleParserTest, MissingRequiredFeature) {
   Status s = ParseStatus(Serialize(ex), config);
   EXPECT_EQ(s.code(), Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
-            "Name: <unknown>, Feature: label (data type: int64) is required but could not be found.");
+            "Name: <unknown>, Feature: label (data type: int64) is required but could not be found. "
+            "The record has: image.");
   // Kind not set counts as missing, also for an empty Example.
   s = ParseStatus(ExampleOf(Entry("label", "")), config);
   EXPECT_NE(s.message().find("Feature: image (data type: string) is required"), std::string::npos);
@@ -321,7 +322,8 @@ TEST(ExampleParserTest, BatchErrorNamesTheFirstBadExample) {
   views.assign(records.begin(), records.end());
   ParseResult out;
   EXPECT_EQ(ParseExampleBatch(views, BatchConfig(), &out, &pool).message(),
-            "Name: <unknown>, Feature: x (data type: string) is required but could not be found.");
+            "Name: <unknown>, Feature: x (data type: string) is required but could not be found. "
+            "The record has no features.");
 }
 
 TEST(ExampleParserTest, ZeroSizedShapesAndWireTypeMismatchInABatch) {

@@ -96,9 +96,11 @@ inline Status ReferenceParse(std::string_view bytes, const ParseConfig& config, 
     const tensorflow::Feature* f = find(d.key);
     if (f == nullptr) {
       if (d.default_value) continue;
+      std::vector<std::string> keys;
+      for (const auto& [key, feature] : map) keys.push_back(key);
       return errors::InvalidArgument("Name: <unknown>, Feature: ", d.key,
                                      " (data type: ", DataTypeName(d.dtype),
-                                     ") is required but could not be found.");
+                                     ") is required but could not be found.", DescribeRecordKeys(keys));
     }
     if (KindType(*f) != d.dtype) return type_error(d.key, KindType(*f), d.dtype);
     if (KindCount(*f) != d.shape.num_elements()) {

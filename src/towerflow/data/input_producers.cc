@@ -238,6 +238,15 @@ io::Queue StringInputProducer(const Scope& scope, const std::vector<std::string>
   return ProduceSlices(s, Const(s, Tensor::Vec<std::string>(strings)), options);
 }
 
+io::Queue StringInputProducer(const Scope& scope, const io::FileList& files, const InputProducerOptions& options) {
+  if (files.empty()) {
+    scope.UpdateStatus(errors::InvalidArgument("string_input_producer: no file matches '", files.pattern(),
+                                               "' (io::Glob found nothing)"));
+    return io::Queue();
+  }
+  return StringInputProducer(scope, static_cast<const std::vector<std::string>&>(files), options);
+}
+
 io::Queue RangeInputProducer(const Scope& scope, int32_t limit, const InputProducerOptions& options) {
   EnsureDataRegistered();
   if (limit <= 0) {

@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "towerflow/data/io_ops.h"
 #include "towerflow/data/queue_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 
@@ -49,9 +50,12 @@ struct InputProducerOptions {
 // queue is named exactly that.
 io::Queue InputProducer(const Scope& scope, const Output& input, const InputProducerOptions& options = {});
 // tf.train.string_input_producer over file names (or any strings). An empty
-// list is InvalidArgument "string_input_producer requires a non-null input tensor".
+// list is InvalidArgument "string_input_producer requires a non-null input tensor"
+// (TF's text), recorded in the scope; an empty io::Glob names its pattern:
+// "string_input_producer: no file matches 'data/*.tfrecord'".
 io::Queue StringInputProducer(const Scope& scope, const std::vector<std::string>& strings,
                               const InputProducerOptions& options = {});
+io::Queue StringInputProducer(const Scope& scope, const io::FileList& files, const InputProducerOptions& options = {});
 // tf.train.range_input_producer: the int32 values 0 .. limit-1.
 io::Queue RangeInputProducer(const Scope& scope, int32_t limit, const InputProducerOptions& options = {});
 

@@ -124,7 +124,11 @@ ParsedFeatures ParseExample(const Scope& scope, const Output& serialized_batch, 
 // ---- Readers --------------------------------------------------------------
 
 struct TFRecordReaderOptions {
-  Compression compression = Compression::kNone;
+  // Unset (the default): each file's compression is detected from its first
+  // bytes and its name (RecordReaderOptions::detect_compression; the op's
+  // compression_type "AUTO", towerflow's own value). Set: TF's
+  // compression_type, every file read so.
+  std::optional<Compression> compression = std::nullopt;
   // Skip records whose CRCs do not check (counted, logged) instead of failing
   // with DataLoss. Truncated files still fail.
   bool skip_corrupt = false;
@@ -175,9 +179,23 @@ class TFRecordReader {
   Output handle_;
 };
 
+// What Glob returns: the matching paths, and the pattern they came from, which
+// tw::train::StringInputProducer names when nothing matched.
+// Not an aggregate, and built from two arguments only: a braced list of names
+// ({"a", "b"}) given to StringInputProducer stays a plain vector.
+class FileList : public std::vector<std::string> {
+ public:
+  FileList(std::string pattern, std::vector<std::string> paths)
+      : std::vector<std::string>(std::move(paths)), pattern_(std::move(pattern)) {}
+  const std::string& pattern() const { return pattern_; }
+
+ private:
+  std::string pattern_;
+};
+
 // The paths matching a glob(3) pattern ("data/*.tfrecord"), sorted; empty when
 // nothing matches or the pattern cannot be read.
-std::vector<std::string> Glob(const std::string& pattern);
+FileList Glob(const std::string& pattern);
 
 }  // namespace tw::io
 

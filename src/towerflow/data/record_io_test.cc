@@ -689,6 +689,36 @@ TEST_F(RecordIoTest, CompressionNamesAndDetection) {
   EXPECT_EQ(Code::kNotFound, DetectFileCompression(Path("missing")).status().code());
 }
 
+TEST_F(RecordIoTest, DetectionOnTheReadersOwnOpenAndAHintWhenReadAsPlain) {
+  for (Compression c : kAllCompressions) {
+    WriteRecords(Path("d"), {"x", "yy", ""}, c);
+    RecordReaderOptions options;
+    options.detect_compression = true;
+    auto reader = RecordReader::Open(Path("d"), options);
+    ASSERT_TRUE(reader.ok()) << reader.status().ToString();
+    EXPECT_EQ((*reader)->compression(), c) << Name(c);
+    std::vector<std::string> got;
+    EXPECT_EQ(ReadAll(reader->get(), &got).code(), Code::kOutOfRange) << Name(c);
+    EXPECT_EQ(got, (std::vector<std::string>{"x", "yy", ""})) << Name(c);
+    if (c == Compression::kNone) continue;
+    // Read as plain: DataLoss, saying what the file looks like.
+    auto plain = RecordReader::Open(Path("d"));
+    ASSERT_TRUE(plain.ok());
+    Status s = ReadAll(plain->get(), &got);
+    EXPECT_EQ(s.code(), Code::kDataLoss) << s.ToString();
+    EXPECT_THAT(s.message(), HasSubstr(StrCat("the file starts like a ", CompressionName(c), " stream")));
+  }
+  // An empty file detects as plain and ends at once.
+  WriteFileBytes(Path("empty"), "");
+  RecordReaderOptions options;
+  options.detect_compression = true;
+  auto empty = RecordReader::Open(Path("empty"), options);
+  ASSERT_TRUE(empty.ok());
+  std::vector<std::string> none;
+  EXPECT_EQ(ReadAll(empty->get(), &none).code(), Code::kOutOfRange);
+  EXPECT_TRUE(none.empty());
+}
+
 TEST_F(RecordIoTest, FileErrorsNameTheFile) {
   auto r = RecordReader::Open(Path("missing"));
   EXPECT_EQ(Code::kNotFound, r.status().code());

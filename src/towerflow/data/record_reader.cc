@@ -440,6 +440,14 @@ Status RecordReader::Examine(Frame* frame, uint64_t* length) {
   return Status::OK();
 }
 
+std::string RecordReader::CompressionHint() const {
+  if (options_.compression != Compression::kNone || offset_ != 0 || available() < 2) return "";
+  const Compression looks = DetectCompression("", std::span<const uint8_t>(pos_, available()));
+  if (looks == Compression::kNone) return "";
+  return StrCat(" (the file starts like a ", CompressionName(looks), " stream: read it with compression ",
+                CompressionName(looks), ", or with detect_compression)");
+}
+
 Status RecordReader::FrameError(Frame frame, uint64_t length) const {
   switch (frame) {
     case Frame::kRecord:
@@ -456,7 +464,7 @@ Status RecordReader::FrameError(Frame frame, uint64_t length) const {
     case Frame::kTooLong:
       return errors::DataLoss(name_, ": truncated record at ", offset_, ": it declares ", length,
                               " data bytes but the file holds ", remaining_,
-                              " bytes from the record's start");
+                              " bytes from the record's start", CompressionHint());
     case Frame::kTooLarge:
       if (options_.max_record_bytes == 0 || length > kMaxRecordLength) {
         return errors::DataLoss(name_, ": record size too large at ", offset_, ": it declares ", length,
@@ -465,7 +473,7 @@ Status RecordReader::FrameError(Frame frame, uint64_t length) const {
       return errors::DataLoss(name_, ": record size too large at ", offset_, ": it declares ", length,
                               " data bytes (max_record_bytes ", options_.max_record_bytes, ")");
     case Frame::kLengthCrc:
-      return errors::DataLoss(name_, ": corrupted record at ", offset_, ": length CRC mismatch");
+      return errors::DataLoss(name_, ": corrupted record at ", offset_, ": length CRC mismatch", CompressionHint());
     case Frame::kDataCrc:
       return errors::DataLoss(name_, ": corrupted record at ", offset_, ": data CRC mismatch (", length,
                               " data bytes)");

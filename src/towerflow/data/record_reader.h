@@ -138,6 +138,9 @@ class RecordReader {
   // errors.
   Status Examine(Frame* frame, uint64_t* length);
   Status FrameError(Frame frame, uint64_t length) const;
+  // For a plain reader failing on the first record of a file that starts like
+  // a GZIP or ZLIB stream: " (the file starts like a GZIP stream: ...)"; else "".
+  std::string CompressionHint() const;
   // The compressed stream's error when it is broken or cut short; OK otherwise.
   Status StreamError() const;
   // Skips from a corrupt record to the next valid one (or the end).

@@ -14,6 +14,10 @@
 
 namespace tw {
 
+// compression_type of a reader that detects each file's compression (towerflow's
+// own value; TF's are "", "ZLIB" and "GZIP").
+constexpr char kDetectCompression[] = "AUTO";
+
 Status ReaderResource::Read(const NextWork& next_work, std::string* key, std::string* value) {
   std::lock_guard<std::mutex> lock(mu_);
   if (!deferred_.ok()) return std::exchange(deferred_, Status::OK());
@@ -66,7 +70,8 @@ Status ReaderResource::ReadLocked(const NextWork& next_work, std::string* key, s
 }
 
 std::string TFRecordReaderResource::DebugString() const {
-  return StrCat("TFRecordReader '", name_, "' (compression \"", CompressionName(options_.compression), "\")");
+  return StrCat("TFRecordReader '", name_, "' (compression \"",
+                options_.detect_compression ? kDetectCompression : CompressionName(options_.compression), "\")");
 }
 
 Status TFRecordReaderResource::OnWorkStarted(const std::string& work) {
@@ -103,9 +108,13 @@ class TFRecordReaderOp : public OpKernel {
     TW_OP_REQUIRES_OK(c, c->GetAttr("compression_type", &compression));
     TW_OP_REQUIRES_OK(c, c->GetAttr("skip_corrupt", &options_.skip_corrupt));
     TW_OP_REQUIRES_OK(c, c->GetAttr("inflate_ahead", &options_.inflate_ahead));
-    auto parsed = ParseCompression(compression);
-    TW_OP_REQUIRES_OK(c, parsed.status());
-    options_.compression = *parsed;
+    if (compression == kDetectCompression) {
+      options_.detect_compression = true;
+    } else {
+      auto parsed = ParseCompression(compression);
+      TW_OP_REQUIRES_OK(c, parsed.status());
+      options_.compression = *parsed;
+    }
     key_ = shared_name.empty() ? c->node().name() : shared_name;
     if (!container.empty()) key_ = container + "/" + key_;
     handle_ = Tensor::String(key_);
@@ -164,7 +173,8 @@ TFRecordReader::TFRecordReader(const Scope& scope, const TFRecordReaderOptions& 
   handle_ = NodeBuilder(scope, "TFRecordReader")
                 .Attr("container", options.container)
                 .Attr("shared_name", options.shared_name)
-                .Attr("compression_type", std::string(CompressionName(options.compression)))
+                .Attr("compression_type", options.compression ? std::string(CompressionName(*options.compression))
+                                                              : std::string(kDetectCompression))
                 .Attr("skip_corrupt", options.skip_corrupt)
                 .Attr("inflate_ahead", options.inflate_ahead)
                 .Finalize();
@@ -209,7 +219,7 @@ TFRecordReader::ReadOutputs TFRecordReader::ReadUpTo(const Queue& queue, int64_t
   return ReadUpTo(queue.handle(), num_records);
 }
 
-std::vector<std::string> Glob(const std::string& pattern) {
+FileList Glob(const std::string& pattern) {
   glob_t g{};
   std::vector<std::string> out;
   if (::glob(pattern.c_str(), 0, nullptr, &g) == 0) {
@@ -219,7 +229,7 @@ std::vector<std::string> Glob(const std::string& pattern) {
   ::globfree(&g);
   // Byte order, whatever the locale's collation.
   std::sort(out.begin(), out.end());
-  return out;
+  return FileList(pattern, std::move(out));
 }
 
 }  // namespace io

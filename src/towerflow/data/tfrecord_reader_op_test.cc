@@ -133,11 +133,26 @@ TEST_F(TFRecordReaderOpTest, ZlibFiles) {
   EXPECT_EQ(Read().status().code(), Code::kOutOfRange);
 }
 
-TEST_F(TFRecordReaderOpTest, ReadingACompressedFileAsPlainIsDataLoss) {
-  Build({WriteFile(0, 2, Compression::kGzip)});
+TEST_F(TFRecordReaderOpTest, ReadingACompressedFileAsPlainIsDataLossWithAHint) {
+  Build({WriteFile(0, 2, Compression::kGzip)}, {.compression = Compression::kNone});
   auto kv = Read();
   ASSERT_FALSE(kv.ok());
   EXPECT_EQ(kv.status().code(), Code::kDataLoss) << kv.status().ToString();
+  EXPECT_NE(kv.status().message().find("the file starts like a GZIP stream: read it with compression GZIP"),
+            std::string::npos)
+      << kv.status().ToString();
+}
+
+TEST_F(TFRecordReaderOpTest, ByDefaultEachFilesCompressionIsDetected) {
+  const std::vector<std::string> files = {WriteFile(0, 2, Compression::kGzip), WriteFile(1, 1),
+                                          WriteFile(2, 2, Compression::kZlib)};
+  Build(files);
+  for (auto [file, record] : std::vector<std::pair<int, int>>{{0, 0}, {0, 1}, {1, 0}, {2, 0}, {2, 1}}) {
+    auto kv = Read();
+    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+    EXPECT_EQ(kv->second, RecordValue(file, record));
+  }
+  EXPECT_EQ(Read().status().code(), Code::kOutOfRange);
 }
 
 // Flips a byte inside record `index`'s data of a file of RecordValue(0, r) records.
@@ -441,6 +456,17 @@ TEST_F(TFRecordReaderOpTest, GlobIsSorted) {
   EXPECT_EQ(fs::path(files[1]).filename(), "a10.tfrecord");
   EXPECT_EQ(fs::path(files[2]).filename(), "b.tfrecord");
   EXPECT_TRUE(io::Glob((dir_ / "*.nothing").string()).empty());
+  // A glob that matches nothing, given to string_input_producer, is an error
+  // naming the pattern when the graph is built (not a failed run later).
+  Graph g;
+  Scope root(g);
+  const std::string pattern = (dir_ / "*.nothing").string();
+  io::Queue q = train::StringInputProducer(root, io::Glob(pattern));
+  EXPECT_FALSE(q.valid());
+  ASSERT_FALSE(root.ok());
+  EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(root.status().message().find("no file matches '" + pattern + "'"), std::string::npos)
+      << root.status().ToString();
 }
 
 }  // namespace

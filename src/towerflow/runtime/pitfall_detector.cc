@@ -56,8 +56,9 @@ std::string SharedBatchFinding::Message() const {
     names += towers[i].name + " (" + towers[i].device + ")";
   }
   return "towers " + names + (towers.size() == 2 ? " both" : " all") + " consume '" + dequeue->name() +
-         "' built once outside the towers: all towers will train on the same batch. Dequeue inside each tower "
-         "(tw::train::Replicate does this for you).";
+         "' built once outside the towers: all towers will train on the same batch. Dequeue inside each tower: "
+         "build the dequeue in the tower's scope (with tw::train::Replicate, the batch source is called once per "
+         "tower with that tower's scope and must build a new dequeue there, not return one built before).";
 }
 
 std::vector<SharedBatchFinding> FindSharedBatches(const Graph& graph, const NodeDeviceFn& device_of) {

@@ -20,8 +20,9 @@ using ::testing::HasSubstr;
 
 constexpr char kSharedMessage[] =
     "towers tower_0 (/device:GPU:0) and tower_1 (/device:GPU:1) both consume 'fifo_queue_DequeueMany' built once "
-    "outside the towers: all towers will train on the same batch. Dequeue inside each tower "
-    "(tw::train::Replicate does this for you).";
+    "outside the towers: all towers will train on the same batch. Dequeue inside each tower: build the dequeue "
+    "in the tower's scope (with tw::train::Replicate, the batch source is called once per tower with that tower's "
+    "scope and must build a new dequeue there, not return one built before).";
 
 class PitfallDetectorTest : public ::testing::Test {
  protected:

@@ -49,10 +49,21 @@ Session::Session(Graph& graph, SessionOptions options) : graph_(graph), options_
   }
   device_set_ = std::move(devices).ValueOrDie();
   if (options_.log_device_placement) {
-    // TF's DirectSession prints the physical devices behind the local names.
+    // TF's DirectSession prints the physical devices behind the local names
+    // ("no known devices" for a lone CPU). Virtual CPU devices (towers on the
+    // cores) are listed too: they are what the placement lines name.
     std::string mapping;
-    for (const auto& d : device_set_->devices()) {
-      if (!d->physical_description().empty()) mapping += d->name() + " -> " + d->physical_description() + "\n";
+    const auto& devices = device_set_->devices();
+    int cpus = 0;
+    for (const auto& d : devices) cpus += d->device_type() == kDeviceCpu;
+    int cpu = 0;
+    for (const auto& d : devices) {
+      if (!d->physical_description().empty()) {
+        mapping += d->name() + " -> " + d->physical_description() + "\n";
+      } else if (d->device_type() == kDeviceCpu && cpus > 1) {
+        mapping += StrCat(d->name(), " -> virtual CPU device ", cpu, " of ", cpus, " on the host's cores\n");
+      }
+      cpu += d->device_type() == kDeviceCpu;
     }
     std::string out = mapping.empty() ? "Device mapping: no known devices.\n" : "Device mapping:\n" + mapping;
     std::fwrite(out.data(), 1, out.size(), stdout);

@@ -102,6 +102,20 @@ TEST_F(SessionPlacementTest, LogDevicePlacementPrintsEveryNodeOnce) {
                      "a: (Const): " + kGpu0 + "\nb: (Square): " + kGpu0 + "\nc: (Neg): " + kCpu0 + "\n");
 }
 
+TEST_F(SessionPlacementTest, TheLogListsVirtualCpuDevices) {
+  Const(root_.WithOpName("a"), 1.0f);
+  ASSERT_TRUE(root_.ok());
+  SessionOptions options;
+  options.log_device_placement = true;
+  options.num_cpu_devices = 2;
+  ::testing::internal::CaptureStdout();
+  Session session(graph_, options);
+  const std::string out = ::testing::internal::GetCapturedStdout();
+  EXPECT_EQ(out.substr(0, out.find("a: ")),
+            std::string("Device mapping:\n") + kCpu0 + " -> virtual CPU device 0 of 2 on the host's cores\n" +
+                "/job:localhost/replica:0/task:0/device:CPU:1 -> virtual CPU device 1 of 2 on the host's cores\n");
+}
+
 TEST_F(SessionPlacementTest, LogVerbosityOneAddsTheReason) {
   auto a = Const(root_.WithOpName("a"), 1.0f);
   ASSERT_TRUE(root_.ok());
