@@ -18,7 +18,13 @@ prefix=$tmp/prefix
 generator=()
 command -v ninja >/dev/null && generator=(-G Ninja)
 
-cmake --install "$build" --prefix "$prefix" >"$tmp/install.log"
+fail() {
+  echo "$1"
+  [ -f "${2:-}" ] && tail -n 40 "$2"
+  exit 1
+}
+
+cmake --install "$build" --prefix "$prefix" >"$tmp/install.log" 2>&1 || fail "install: cmake --install failed" "$tmp/install.log"
 for f in bin/towerflow include/towerflow/towerflow.h include/towerflow/proto/example.pb.h \
          lib/libtw_core.a lib/libtw_train.a lib/cmake/towerflow/towerflowConfig.cmake \
          lib/cmake/towerflow/towerflowConfigVersion.cmake lib/pkgconfig/towerflow.pc; do
@@ -32,15 +38,17 @@ fi
 echo "install: ok ($(find "$prefix" -type f | wc -l) files in $prefix)"
 
 cmake -S "$src/tests/install/consumer" -B "$tmp/consumer" "${generator[@]}" -DCMAKE_PREFIX_PATH="$prefix" \
-  -DCMAKE_BUILD_TYPE=Release >"$tmp/consumer.log" 2>&1 || { cat "$tmp/consumer.log"; exit 1; }
-cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 || { tail -40 "$tmp/consumer.log"; exit 1; }
-echo "find_package: $("$tmp/consumer/consumer" "$tmp/a.tfrecord")"
+  -DCMAKE_BUILD_TYPE=Release >"$tmp/consumer.log" 2>&1 || fail "find_package: configuring failed" "$tmp/consumer.log"
+cmake --build "$tmp/consumer" >>"$tmp/consumer.log" 2>&1 || fail "find_package: the build failed" "$tmp/consumer.log"
+out=$("$tmp/consumer/consumer" "$tmp/a.tfrecord" 2>&1) || fail "find_package: the program failed: $out"
+echo "find_package: $out"
 
 # shellcheck disable=SC2046  # pkg-config's flags are meant to split
 c++ -O1 "$src/tests/install/consumer/main.cc" -o "$tmp/consumer_pc" \
   $(PKG_CONFIG_PATH="$prefix/lib/pkgconfig" pkg-config --cflags --libs towerflow) 2>"$tmp/pc.log" ||
-  { cat "$tmp/pc.log"; exit 1; }
-echo "pkg-config: $("$tmp/consumer_pc" "$tmp/b.tfrecord")"
+  fail "pkg-config: the build failed" "$tmp/pc.log"
+out=$("$tmp/consumer_pc" "$tmp/b.tfrecord" 2>&1) || fail "pkg-config: the program failed: $out"
+echo "pkg-config: $out"
 
 mkdir -p "$tmp/outer"
 cat >"$tmp/outer/CMakeLists.txt" <<CMAKE
@@ -51,7 +59,7 @@ add_executable(consumer "$src/tests/install/consumer/main.cc")
 target_link_libraries(consumer PRIVATE towerflow::towerflow)
 CMAKE
 cmake -S "$tmp/outer" -B "$tmp/outer/build" "${generator[@]}" -DTOWERFLOW_CUDA=OFF >"$tmp/outer.log" 2>&1 ||
-  { cat "$tmp/outer.log"; exit 1; }
+  fail "add_subdirectory: configuring failed" "$tmp/outer.log"
 if grep -q 'add_test' "$tmp/outer/build/towerflow/CTestTestfile.cmake" 2>/dev/null; then
   echo "add_subdirectory: towerflow's tests were configured in another project"
   exit 1
