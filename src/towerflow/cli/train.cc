@@ -145,11 +145,7 @@ StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob) {
     const std::filesystem::file_status st = std::filesystem::status(f, ec);
     if (ec) return errors::NotFound(flag, " ", f, ": ", ec.message());
     if (!std::filesystem::is_regular_file(st)) {
-      const char* kind = std::filesystem::is_directory(st) ? "a directory"
-                         : std::filesystem::is_fifo(st)    ? "a FIFO"
-                         : std::filesystem::is_character_file(st) ? "a character device"
-                                                                  : "not a regular file";
-      return errors::InvalidArgument(flag, " ", f, " is ", kind,
+      return errors::InvalidArgument(flag, " ", f, " is ", DescribeFileKind(f),
                                      ": training reads its files more than once (write a stream to a file first)");
     }
   }

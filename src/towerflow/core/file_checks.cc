@@ -14,15 +14,16 @@ const char* KindOf(mode_t mode) {
   if (S_ISBLK(mode)) return "a block device";
   if (S_ISFIFO(mode)) return "a FIFO";
   if (S_ISSOCK(mode)) return "a socket";
-  if (S_ISLNK(mode)) return "a symbolic link";
   return "not a regular file";
 }
 
 }  // namespace
 
+std::string DescribeFileMode(mode_t mode) { return KindOf(mode); }
+
 std::string DescribeFileKind(const std::string& path) {
   struct stat st {};
-  if (::lstat(path.c_str(), &st) != 0) return "nothing";
+  if (::stat(path.c_str(), &st) != 0) return "nothing";
   return KindOf(st.st_mode);
 }
 

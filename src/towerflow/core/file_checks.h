@@ -6,6 +6,8 @@
 #ifndef TOWERFLOW_CORE_FILE_CHECKS_H_
 #define TOWERFLOW_CORE_FILE_CHECKS_H_
 
+#include <sys/types.h>
+
 #include <string>
 
 #include "towerflow/core/status.h"
@@ -13,10 +15,12 @@
 namespace tw {
 
 // What the file at `path` is, in words for errors: "a regular file", "a
-// directory", "a character device", "a block device", "a FIFO", "a socket",
-// "a symbolic link" (lstat: a link is not followed), or "nothing" when it
-// does not exist.
+// directory", "a character device", "a block device", "a FIFO", "a socket"
+// (a symbolic link is followed: what it leads to), or "nothing" when it does
+// not exist.
 std::string DescribeFileKind(const std::string& path);
+// The same words for a st_mode (from fstat of an open file).
+std::string DescribeFileMode(mode_t mode);
 
 // OK when `path` does not exist or names a regular file (a symbolic link is
 // followed: to a regular file it is OK); InvalidArgument "<path> is a

@@ -20,6 +20,7 @@
 #include <optional>
 #include <set>
 
+#include "towerflow/core/file_checks.h"
 #include "towerflow/data/crc32c.h"
 #include "towerflow/data/record_writer.h"
 #include "towerflow/train/atomic_file.h"
@@ -478,16 +479,6 @@ struct OpenedFile {
   uint64_t size = 0;
 };
 
-// What a file that is not a regular file is, for errors.
-const char* FileKind(mode_t mode) {
-  if (S_ISDIR(mode)) return "a directory";
-  if (S_ISCHR(mode)) return "a character device";
-  if (S_ISBLK(mode)) return "a block device";
-  if (S_ISFIFO(mode)) return "a FIFO";
-  if (S_ISSOCK(mode)) return "a socket";
-  return "not a regular file";
-}
-
 StatusOr<OpenedFile> OpenForReading(const std::string& path) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused below.
   TW_ASSIGN_OR_RETURN(int raw, OpenFile(path, O_RDONLY | O_NONBLOCK, "cannot open for reading"));
@@ -495,7 +486,7 @@ StatusOr<OpenedFile> OpenForReading(const std::string& path) {
   struct stat st {};
   if (::fstat(raw, &st) != 0) return FileError(path, "fstat", errno);
   if (!S_ISREG(st.st_mode)) {
-    return errors::InvalidArgument(path, " is ", FileKind(st.st_mode),
+    return errors::InvalidArgument(path, " is ", DescribeFileMode(st.st_mode),
                                    ": a safetensors file must be a regular file (its size is read first)");
   }
   file.size = static_cast<uint64_t>(st.st_size);
