@@ -13,7 +13,6 @@
 #include <array>
 #include <bit>
 #include <cerrno>
-#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
@@ -21,9 +20,9 @@
 #include <set>
 
 #include "towerflow/core/file_checks.h"
-#include "towerflow/data/crc32c.h"
 #include "towerflow/data/record_writer.h"
 #include "towerflow/train/atomic_file.h"
+#include "towerflow/train/internal/safetensors_checksums.h"
 
 namespace tw::train {
 namespace {
@@ -34,35 +33,12 @@ static_assert(sizeof(bool) == 1, "BOOL elements are one byte");
 
 using Json = nlohmann::ordered_json;
 using tw::internal::FileError;
+using internal::HexCrc;
+using internal::kChecksumPrefix;
+using internal::ParseHexCrc;
 
 constexpr uint64_t kPrefixBytes = 8;
 constexpr char kMetadataKey[] = "__metadata__";
-constexpr std::string_view kChecksumPrefix = "crc32c:";
-
-// 8 lowercase hex digits.
-std::string HexCrc(uint32_t crc) {
-  char buf[9];
-  std::snprintf(buf, sizeof(buf), "%08x", crc);
-  return buf;
-}
-
-std::optional<uint32_t> ParseHexCrc(std::string_view text) {
-  if (text.size() != 8) return std::nullopt;
-  uint32_t v = 0;
-  for (char c : text) {
-    int digit;
-    if (c >= '0' && c <= '9') {
-      digit = c - '0';
-    } else if (c >= 'a' && c <= 'f') {
-      digit = c - 'a' + 10;
-    } else {
-      return std::nullopt;
-    }
-    v = v << 4 | static_cast<uint32_t>(digit);
-  }
-  return v;
-}
-
 struct DtypeName {
   DataType dtype;
   std::string_view name;
@@ -441,7 +417,7 @@ StatusOr<SafetensorsFile> Assemble(Layout layout, const std::string& file, Fill 
     TW_RETURN_IF_ERROR(CheckBools(e, *t, layout, file));
     if (auto it = crcs.find(e.name); it != crcs.end()) {
       const uint64_t n = e.end - e.begin;
-      const uint32_t actual = n > 0 ? Crc32cValue(static_cast<const uint8_t*>(t->raw_data()), n) : 0;
+      const uint32_t actual = internal::TensorCrc(*t);
       if (actual != it->second) {
         return Corrupt(file, "tensor '", e.name, "': the CRC32C of its ", n, " bytes (file bytes ",
                        layout.buffer_start + e.begin, "..", layout.buffer_start + e.end, ") is ", HexCrc(actual),
@@ -581,15 +557,8 @@ const Tensor* SafetensorsFile::Find(std::string_view name) const {
 Status WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
                         const std::map<std::string, std::string>& metadata, const SafetensorsWriteOptions& options) {
   TW_RETURN_IF_ERROR(CheckWritable(tensors, metadata, path, options));
-  std::map<std::string, std::string> with_checksums;
-  if (options.checksums) {
-    with_checksums = metadata;
-    for (const auto& [name, t] : tensors) {
-      const uint32_t crc = t.TotalBytes() > 0 ? Crc32cValue(static_cast<const uint8_t*>(t.raw_data()), t.TotalBytes()) : 0;
-      with_checksums[StrCat(kChecksumPrefix, name)] = HexCrc(crc);
-    }
-  }
-  const std::string header = BuildHeader(tensors, options.checksums ? with_checksums : metadata);
+  const std::string header =
+      BuildHeader(tensors, options.checksums ? internal::WithChecksums(tensors, metadata) : metadata);
   const uint64_t n = header.size();
   char prefix[kPrefixBytes];
   std::memcpy(prefix, &n, sizeof(n));
