@@ -92,7 +92,8 @@ class TrainCliTest : public testing::CliTest {
 TEST_F(TrainCliTest, TwoTowersTrainCheckpointAndReportJson) {
   MakeData();
   std::vector<std::string> args = TrainArgs("run", 300);
-  args.insert(args.end(), {"--eval-data", data_, "--trace", (dir_ / "trace.json").string()});
+  // The trace goes inside the logdir, which does not exist yet (as scripts/demo does).
+  args.insert(args.end(), {"--eval-data", data_, "--trace", (dir_ / "run" / "trace.json").string()});
   Result r = Run(args);
   ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
   json j = r.last();
@@ -118,7 +119,7 @@ TEST_F(TrainCliTest, TwoTowersTrainCheckpointAndReportJson) {
   EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), 300);
   EXPECT_EQ(Files("run", "events.out.tfevents.").size(), 1u);
   // The trace is JSON with kernel events on both towers' devices.
-  json trace = json::parse(ReadFile(dir_ / "trace.json"), nullptr, false);
+  json trace = json::parse(ReadFile(dir_ / "run" / "trace.json"), nullptr, false);
   ASSERT_FALSE(trace.is_discarded());
   std::set<std::string> processes;
   for (const json& e : trace["traceEvents"]) {

@@ -305,10 +305,14 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   }
   if (!f.trace.empty()) {
     if (Status s = CheckReplaceableFile(f.trace); !s.ok()) return errors::InvalidArgument("--trace ", s.message());
+    // Its directory is made now (as the logdir is), so that the trace written
+    // after the training cannot fail for want of it.
     const std::filesystem::path parent = std::filesystem::path(f.trace).parent_path();
     std::error_code ec;
-    if (!parent.empty() && !std::filesystem::is_directory(parent, ec)) {
-      return errors::InvalidArgument("--trace ", f.trace, ": the directory ", parent.string(), " does not exist");
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec) &&
+        !std::filesystem::create_directories(parent, ec)) {
+      return errors::InvalidArgument("--trace ", f.trace, ": cannot make the directory ", parent.string(), ": ",
+                                     ec.message());
     }
   }
   c->seed = f.seed;
