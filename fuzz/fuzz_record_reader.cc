@@ -182,7 +182,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   largest_allocation = 0;
   const Outcome main = ReadAll(file, options, /*copy=*/false);
   const size_t limit = compressed ? std::max<size_t>(size_t{64} << 20, 2 * 1032 * file.size() + (1 << 20))
-                                  : file.size() + 256;  // + the reader object and short messages
+                                  : file.size() + sizeof(RecordReader) + 256;  // + the reader object, short messages
   if (largest_allocation > limit) {
     Fail("allocated " + std::to_string(largest_allocation) + " bytes at once for a " +
          std::to_string(file.size()) + "-byte input");
