@@ -6,9 +6,9 @@
 // on every machine, GPU or not. So towerflow does not link them: the few
 // entry points it calls are defined in cublas_loader.cc, each forwarding to
 // the real function, resolved with dlopen/dlsym of libcublas.so.<major> and
-// libcublasLt.so.<major> (the toolkit's major version) on the first call, as
-// TF's stub libraries do. A process that never creates a GPU device never
-// loads them.
+// libcublasLt.so.<major> (the toolkit's major version) on the first call (the
+// lazy loading TF does for its CUDA libraries). A process that never creates a
+// GPU device never loads them.
 //
 // When a library cannot be loaded every forwarded call returns
 // CUBLAS_STATUS_NOT_INITIALIZED, and cublasGetStatusString says why (the
