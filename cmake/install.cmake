@@ -8,7 +8,7 @@ include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
 set(TW_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/towerflow)
-set(TW_MODULE_LIBRARIES tw_core tw_graph tw_device tw_kernels tw_runtime tw_data tw_train)
+set(TW_MODULE_LIBRARIES tw_core tw_graph tw_device tw_kernels tw_runtime tw_data tw_train tw_dist)
 
 install(TARGETS ${TW_MODULE_LIBRARIES} towerflow EXPORT towerflowTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
@@ -36,7 +36,7 @@ install(FILES ${PROJECT_BINARY_DIR}/towerflowConfig.cmake ${PROJECT_BINARY_DIR}/
 
 # pkg-config: static libraries, so every dependency is in Libs, in link order.
 set(TW_PC_LIBS "")
-foreach(lib tw_train tw_data tw_runtime tw_kernels tw_device tw_graph tw_core)
+foreach(lib tw_dist tw_train tw_data tw_runtime tw_kernels tw_device tw_graph tw_core)
   string(APPEND TW_PC_LIBS " -l${lib}")
 endforeach()
 set(TW_PC_DEPS "")
@@ -53,6 +53,11 @@ if(TOWERFLOW_HAVE_CUDA)
     string(APPEND TW_PC_CFLAGS " -I${dir}")
   endforeach()
   string(APPEND TW_PC_CFLAGS " -DTOWERFLOW_HAVE_CUDA=1")
+endif()
+if(TOWERFLOW_HAVE_MPI)
+  foreach(lib ${MPI_CXX_LIBRARIES})
+    string(APPEND TW_PC_DEPS " ${lib}")
+  endforeach()
 endif()
 if(TOWERFLOW_TCMALLOC_LIBRARY)
   string(APPEND TW_PC_DEPS " ${TOWERFLOW_TCMALLOC_LIBRARY}")

@@ -1,0 +1,95 @@
+// CPU kernels of ProcessAllReduce and ProcessBroadcast (collective_ops.h):
+// pack the input list into one buffer, hand it to the world (world.h), unpack
+// the result into the outputs. Without a world, the inputs pass through.
+#include <cstring>
+
+#include "towerflow/device/kernel_registry.h"
+#include "towerflow/dist/register.h"
+#include "towerflow/dist/world.h"
+
+namespace tw::dist {
+namespace {
+
+class ProcessCollectiveOp : public OpKernel {
+ public:
+  explicit ProcessCollectiveOp(OpKernelConstruction* c, bool reduce) : OpKernel(c), reduce_(reduce) {
+    int64_t bucket = 0, num_buckets = 1;
+    TW_OP_REQUIRES_OK(c, c->GetAttr("bucket", &bucket));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("num_buckets", &num_buckets));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("T", &dtype_));
+    if (reduce) {
+      std::string reduction;
+      TW_OP_REQUIRES_OK(c, c->GetAttr("reduction", &reduction));
+      if (reduction != "sum" && reduction != "mean") {
+        TW_OP_REQUIRES_OK(c, errors::InvalidArgument("reduction '", reduction, "' is not one of sum, mean"));
+      }
+      mean_ = reduction == "mean";
+    } else {
+      TW_OP_REQUIRES_OK(c, c->GetAttr("root", &root_));
+    }
+    tag_.channel = reduce ? Channel::kGradients : Channel::kControl;
+    tag_.bucket = static_cast<int>(bucket);
+    tag_.num_buckets = static_cast<int>(num_buckets);
+  }
+
+  bool MayBlock() const override { return true; }
+  bool WaitsForPeers() const override { return true; }
+
+  void Compute(OpKernelContext* ctx) override {
+    const int n = ctx->num_inputs();
+    World* world = World::Current();
+    if (world == nullptr) {  // one process: its own sum, mean and broadcast
+      for (int k = 0; k < n; ++k) ctx->set_output(k, ctx->input(k));
+      return;
+    }
+    const size_t elem = DataTypeSize(dtype_);
+    int64_t total = 0;
+    for (int k = 0; k < n; ++k) total += ctx->input(k).NumElements();
+    std::vector<char> buffer(static_cast<size_t>(total) * elem);
+    size_t offset = 0;
+    for (int k = 0; k < n; ++k) {
+      const Tensor& in = ctx->input(k);
+      std::memcpy(buffer.data() + offset, in.raw_data(), in.TotalBytes());
+      offset += in.TotalBytes();
+    }
+    CollectiveTag tag = tag_;
+    tag.what = StrCat(node().name(), " (", n, " tensors, ", buffer.size(), " bytes)");
+    Status s = reduce_ ? world->AllReduce(tag, dtype_, buffer.data(), total, mean_ ? ReduceOp::kMean : ReduceOp::kSum)
+                       : world->Broadcast(tag, buffer.data(), static_cast<int64_t>(buffer.size()),
+                                          static_cast<int>(root_));
+    TW_OP_REQUIRES_OK(ctx, s);
+    offset = 0;
+    for (int k = 0; k < n; ++k) {
+      Tensor* out = nullptr;
+      TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(k, ctx->input(k).shape(), &out));
+      std::memcpy(out->raw_data(), buffer.data() + offset, out->TotalBytes());
+      offset += out->TotalBytes();
+    }
+  }
+
+ private:
+  const bool reduce_;
+  bool mean_ = false;
+  int64_t root_ = 0;
+  DataType dtype_ = kFloat32;
+  CollectiveTag tag_;
+};
+
+class ProcessAllReduceOp final : public ProcessCollectiveOp {
+ public:
+  explicit ProcessAllReduceOp(OpKernelConstruction* c) : ProcessCollectiveOp(c, /*reduce=*/true) {}
+};
+
+class ProcessBroadcastOp final : public ProcessCollectiveOp {
+ public:
+  explicit ProcessBroadcastOp(OpKernelConstruction* c) : ProcessCollectiveOp(c, /*reduce=*/false) {}
+};
+
+}  // namespace
+
+void RegisterProcessCollectiveKernels(KernelRegistry& kernels) {
+  kernels.RegisterUntyped<ProcessAllReduceOp>("ProcessAllReduce", kDeviceCpu);
+  kernels.RegisterUntyped<ProcessBroadcastOp>("ProcessBroadcast", kDeviceCpu);
+}
+
+}  // namespace tw::dist

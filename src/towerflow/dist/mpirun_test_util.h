@@ -1,0 +1,52 @@
+// Tests that run several processes under OpenMPI's mpirun on one machine:
+// MpirunCommand builds the command line (oversubscribed, so that 3 ranks run
+// on 2 cores; allowed as root, as CI runs), RunShell runs it with a hard
+// timeout and captures its output and exit status.
+#ifndef TOWERFLOW_DIST_MPIRUN_TEST_UTIL_H_
+#define TOWERFLOW_DIST_MPIRUN_TEST_UTIL_H_
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <string>
+
+namespace tw::dist::testing {
+
+struct ShellResult {
+  int exit_code = -1;  // 124: the hard timeout ended it
+  std::string output;  // stdout and stderr together
+  double seconds = 0;
+};
+
+// "mpirun -np N --oversubscribe ..." for `program`; `env` is a list of NAME=VALUE
+// words put before mpirun (they reach every rank).
+inline std::string MpirunCommand(int np, const std::string& program, const std::string& env = "") {
+  return "env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 OMPI_MCA_rmaps_base_oversubscribe=1 " + env +
+         " mpirun -np " + std::to_string(np) + " --oversubscribe --bind-to none " + program;
+}
+
+// Runs `command` with `sh -c`, killed (SIGKILL, whole process group) after
+// `timeout_seconds`.
+inline ShellResult RunShell(const std::string& command, int timeout_seconds) {
+  const auto start = std::chrono::steady_clock::now();
+  const std::string wrapped =
+      "timeout -s KILL " + std::to_string(timeout_seconds) + " sh -c '" + command + "' 2>&1";
+  ShellResult r;
+  FILE* pipe = ::popen(wrapped.c_str(), "r");
+  if (pipe == nullptr) return r;
+  std::array<char, 4096> buf;
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) r.output.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  if (r.exit_code == 137) r.exit_code = 124;  // timeout's SIGKILL
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace tw::dist::testing
+
+#endif  // TOWERFLOW_DIST_MPIRUN_TEST_UTIL_H_

@@ -1,0 +1,230 @@
+// The multi-process world over real OpenMPI processes on this machine. Each
+// WorldMpiTest runs this binary under mpirun (mpirun_test_util.h) with one of
+// the DISABLED_ rank programs below selected by --gtest_filter: each rank runs
+// the program, and mpirun's exit status says whether every rank passed.
+#include "towerflow/dist/world.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include "towerflow/dist/collective_ops.h"
+#include "towerflow/dist/launch.h"
+#include "towerflow/dist/mpirun_test_util.h"
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/state_ops.h"
+#include "towerflow/runtime/session.h"
+
+namespace tw::dist {
+namespace {
+
+std::string Self() { return std::filesystem::canonical("/proc/self/exe").string(); }
+
+testing::ShellResult RunRanks(int np, const std::string& program, int timeout_seconds = 120) {
+  return testing::RunShell(testing::MpirunCommand(np, Self() + " --gtest_color=no --gtest_also_run_disabled_tests --gtest_filter=" +
+                                                          "WorldRanks.DISABLED_" + program),
+                           timeout_seconds);
+}
+
+Tensor Filled(const TensorShape& shape, float value) {
+  return Tensor::FromVector(std::vector<float>(static_cast<size_t>(shape.num_elements()), value), shape);
+}
+
+std::string Bytes(const void* p, size_t n) { return std::string(static_cast<const char*>(p), n); }
+
+// ---- rank programs (run by mpirun, one per process) ----
+
+TEST(WorldRanks, DISABLED_Collectives) {
+  auto started = World::Start({.collective_timeout_seconds = 60});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  World& w = **started;
+  const int r = w.rank(), n = w.size();
+  ASSERT_EQ(n, 3);
+  ASSERT_EQ(static_cast<int>(w.hosts().size()), n);
+  EXPECT_EQ(w.local_size(), 3);  // one host
+
+  // The mean of floats: within rounding of the exact mean, and the same bits everywhere.
+  constexpr int kCount = 1001;  // not a multiple of the ranks: padding
+  std::vector<float> x(kCount);
+  for (int i = 0; i < kCount; ++i) x[static_cast<size_t>(i)] = static_cast<float>((r + 1) * 0.1 * (i + 1) / 7.0);
+  ASSERT_TRUE(w.AllReduce({.what = "mean"}, kFloat32, x.data(), kCount, ReduceOp::kMean).ok());
+  for (int i = 0; i < kCount; ++i) {
+    double exact = 0;
+    for (int k = 0; k < n; ++k) exact += (k + 1) * 0.1 * (i + 1) / 7.0;
+    exact /= n;
+    ASSERT_NEAR(x[static_cast<size_t>(i)], exact, 1e-6 * std::abs(exact)) << "element " << i;
+  }
+  auto all = w.AllGather({}, Bytes(x.data(), x.size() * sizeof(float)));
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  for (int k = 1; k < n; ++k) EXPECT_EQ((*all)[static_cast<size_t>(k)], (*all)[0]) << "rank " << k << "'s bits";
+
+  int64_t sum = r + 1, max = 10 * r;
+  ASSERT_TRUE(w.AllReduce({}, kInt64, &sum, 1, ReduceOp::kSum).ok());
+  ASSERT_TRUE(w.AllReduce({}, kInt64, &max, 1, ReduceOp::kMax).ok());
+  EXPECT_EQ(sum, 6);
+  EXPECT_EQ(max, 20);
+
+  std::vector<int32_t> b(5, r);
+  ASSERT_TRUE(w.Broadcast({}, b.data(), static_cast<int64_t>(b.size() * sizeof(int32_t)), 2).ok());
+  EXPECT_EQ(b, std::vector<int32_t>(5, 2));
+
+  auto names = w.AllGather({}, std::string(static_cast<size_t>(r), 'x'));  // rank 0 sends nothing
+  ASSERT_TRUE(names.ok());
+  EXPECT_EQ(*names, (std::vector<std::string>{"", "x", "xx"}));
+
+  // Buckets submitted from several threads in a different order on every
+  // rank are issued in bucket order everywhere.
+  std::mt19937 rng(static_cast<unsigned>(r) * 7919u + 1u);
+  for (int round = 0; round < 20; ++round) {
+    constexpr int kBuckets = 4;
+    std::vector<std::vector<double>> data(kBuckets);
+    std::vector<Status> status(kBuckets);
+    std::vector<int> order = {0, 1, 2, 3};
+    std::shuffle(order.begin(), order.end(), rng);
+    std::vector<std::thread> threads;
+    for (int k : order) {
+      data[static_cast<size_t>(k)].assign(static_cast<size_t>(10 + k), (r + 1) * (k + 1));
+      threads.emplace_back([&, k] {
+        status[static_cast<size_t>(k)] =
+            w.AllReduce({.channel = Channel::kGradients, .bucket = k, .num_buckets = kBuckets, .what = ""}, kFloat64,
+                        data[static_cast<size_t>(k)].data(), 10 + k, ReduceOp::kSum);
+      });
+      std::this_thread::sleep_for(std::chrono::microseconds(rng() % 300));
+    }
+    for (auto& t : threads) t.join();
+    for (int k = 0; k < kBuckets; ++k) {
+      ASSERT_TRUE(status[static_cast<size_t>(k)].ok()) << status[static_cast<size_t>(k)].ToString();
+      EXPECT_EQ(data[static_cast<size_t>(k)], std::vector<double>(static_cast<size_t>(10 + k), 6.0 * (k + 1)));
+    }
+  }
+
+  // Channels are independent: rank 0 makes its control call first, the others
+  // their gradients call first; each blocks until the others make the same call.
+  double g = r, c = r;
+  std::thread grads([&] {
+    if (r == 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    EXPECT_TRUE(w.AllReduce({.channel = Channel::kGradients, .bucket = 0, .num_buckets = 1, .what = ""}, kFloat64, &g, 1, ReduceOp::kSum).ok());
+  });
+  if (r != 0) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  EXPECT_TRUE(w.AllReduce({.channel = Channel::kControl, .bucket = 0, .num_buckets = 1, .what = ""}, kFloat64, &c, 1, ReduceOp::kSum).ok());
+  grads.join();
+  EXPECT_EQ(g, 3.0);
+  EXPECT_EQ(c, 3.0);
+  w.Finalize();
+  EXPECT_EQ(World::Current(), nullptr);
+}
+
+// The graph ops: a bucketed mean of gradients and the broadcast of variables.
+TEST(WorldRanks, DISABLED_GraphOps) {
+  auto started = World::Start({.collective_timeout_seconds = 60});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  World& w = **started;
+  const float r = static_cast<float>(w.rank());
+  Graph graph;
+  Scope root(graph);
+  std::vector<Output> grads;
+  for (int k = 0; k < 5; ++k) {
+    // 300 KiB each: buckets of 1 MiB, then 25 MiB, split them 4 + 1.
+    grads.push_back(Const(root, Filled(TensorShape{300, 256}, r * 10 + static_cast<float>(k))));
+  }
+  grads.insert(grads.begin() + 2, Output());  // a variable without a gradient
+  grads.push_back(Const(root, Tensor::Scalar<double>(r)));
+  std::vector<Output> mean = CrossProcessMean(root, grads);
+  Variable v = GetVariable(root, "v", TensorShape{3}, {.initializer = nullptr});
+  Variable step = GetVariable(root, "step", TensorShape{}, {.dtype = kInt64});
+  Node* set_v = Assign(root, v, Const(root, Filled(TensorShape{3}, r))).node;
+  Node* set_step = Assign(root, step, Const(root, Tensor::Scalar<int64_t>(static_cast<int64_t>(r) + 100))).node;
+  Node* broadcast = BroadcastVariables(root, {v, step}, /*root=*/1);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  EXPECT_FALSE(mean[2].valid());
+  Session session(graph);
+  std::vector<Output> fetch;
+  for (const Output& m : mean) {
+    if (m.valid()) fetch.push_back(m);
+  }
+  for (int round = 0; round < 3; ++round) {
+    auto out = session.Run(fetch);
+    ASSERT_TRUE(out.ok()) << out.status().ToString();
+    for (int k = 0; k < 5; ++k) {
+      const Tensor& t = (*out)[static_cast<size_t>(k)];
+      EXPECT_FLOAT_EQ(t.data<float>()[0], 10.0f + static_cast<float>(k)) << "gradient " << k;  // mean of 0,10,20 + k
+      EXPECT_FLOAT_EQ(t.data<float>()[t.NumElements() - 1], 10.0f + static_cast<float>(k));
+    }
+    EXPECT_DOUBLE_EQ((*out)[5].scalar<double>(), 1.0);
+  }
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+  ASSERT_TRUE(session.Run(set_v).ok());
+  ASSERT_TRUE(session.Run(set_step).ok());
+  ASSERT_TRUE(session.Run(broadcast).ok());
+  auto values = session.Run({v.value, step.value});
+  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  EXPECT_EQ((*values)[0].data<float>()[2], 1.0f);
+  EXPECT_EQ((*values)[1].scalar<int64_t>(), 101);
+  session.Close();
+  w.Finalize();
+}
+
+// Rank 1 never joins a call: rank 0 names it and ends the job.
+TEST(WorldRanks, DISABLED_Timeout) {
+  auto started = World::Start({.collective_timeout_seconds = 1});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  World& w = **started;
+  w.set_step(17);
+  double x = 1;
+  if (w.rank() == 1) {
+    std::this_thread::sleep_for(std::chrono::seconds(60));  // "hangs"; the job ends before
+  }
+  Status s = w.AllReduce({.channel = Channel::kGradients, .bucket = 0, .num_buckets = 2, .what = "bucket_0"}, kFloat64,
+                         &x, 1, ReduceOp::kSum);
+  std::printf("rank %d: %s\n", w.rank(), s.ToString().c_str());
+  w.Abort(3);
+}
+
+// ---- the tests (run by ctest) ----
+
+TEST(WorldMpiTest, CollectivesAreExactOrderedAndIdenticalOnEveryRank) {
+  auto r = RunRanks(3, "Collectives");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[  PASSED  ] 1 test"), std::string::npos) << r.output;
+}
+
+TEST(WorldMpiTest, GraphOpsReduceBucketsAndBroadcastVariables) {
+  auto r = RunRanks(3, "GraphOps");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(WorldMpiTest, AHungRankIsNamedAndTheJobEndsWithinTheTimeout) {
+  auto r = RunRanks(3, "Timeout", 60);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "the job did not end by itself: " << r.output;
+  EXPECT_LT(r.seconds, 40) << r.output;
+  EXPECT_NE(r.output.find("rank 0 ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 1 ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("never joined it"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step 17"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("DeadlineExceeded"), std::string::npos) << r.output;
+}
+
+// Without a launcher there is no world, and the ops pass their inputs through.
+TEST(WorldMpiTest, OneProcessHasNoWorldAndTheOpsAreTheIdentity) {
+  EXPECT_FALSE(DetectLaunch().multi_process);
+  EXPECT_EQ(World::Current(), nullptr);
+  EXPECT_FALSE(World::Start({}).ok());
+  Graph graph;
+  Scope root(graph);
+  auto mean = CrossProcessMean(root, {Const(root, 2.0f), Const(root, 3.0f)});
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph);
+  auto out = session.Run(mean);
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].scalar<float>(), 2.0f);
+  EXPECT_EQ((*out)[1].scalar<float>(), 3.0f);
+}
+
+}  // namespace
+}  // namespace tw::dist
