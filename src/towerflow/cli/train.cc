@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <time.h>
 
+#include <algorithm>
 #include <atomic>
 #include <csignal>
 #include <cstdlib>
@@ -40,6 +41,8 @@
 #include "towerflow/core/file_checks.h"
 #include "towerflow/data/record_reader.h"
 #include "towerflow/device/device_set.h"
+#include "towerflow/dist/launch.h"
+#include "towerflow/dist/world.h"
 
 namespace tw::cli {
 namespace {
@@ -57,6 +60,7 @@ struct Flags {
   int64_t gpu_memory_mb = 0;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
   double checkpoint_every_secs = 60, log_every_secs = 10;
+  double collective_timeout = 300;
 };
 
 int UsageError(const Status& status) {
@@ -79,20 +83,42 @@ std::string NoGpuReason() {
 #endif
 }
 
+// The ranks of a multi-process job on this host (dist/launch.h; 1 without a
+// launcher): they share its cores and GPUs.
+struct HostShare {
+  int local_rank = 0;
+  int local_size = 1;
+};
+
+HostShare ThisHostShare(const dist::Launch& launch) {
+  if (!launch.multi_process || launch.local_size < 1 || launch.local_rank < 0) return {};
+  return {launch.local_rank, launch.local_size};
+}
+
+// The cores this process may use: the host's, split between its ranks.
+int CoresOfThisProcess(const HostShare& share) {
+  return std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / share.local_size);
+}
+
 // "auto": every GPU when there is one, else one virtual CPU device per core;
 // "gpu": every GPU; else a list. A GPU is one of `logical_gpus` logical GPUs
-// of each visible physical GPU. Returns the canonical devices and sets how
-// many CPU devices the session needs and whether any tower is on a GPU.
-StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, int* num_cpu_devices,
-                                                  bool* uses_gpus) {
+// of each visible physical GPU. Ranks of a job on one host split "auto" and
+// "gpu" between them: its cores, or its GPUs (each rank its own when there are
+// enough, else GPU local_rank modulo the count). Returns the canonical devices
+// and sets how many CPU devices the session needs and whether any tower is on
+// a GPU.
+StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,
+                                                  int* num_cpu_devices, bool* uses_gpus) {
   const int gpus = VisibleCudaGpuCount() * logical_gpus;
   std::vector<std::string> devices;
   if (flag == "auto" && gpus == 0) {
-    const int cores = std::max(1u, std::thread::hardware_concurrency());
+    const int cores = CoresOfThisProcess(share);
     for (int i = 0; i < cores; ++i) devices.push_back("/device:CPU:" + std::to_string(i));
   } else if (flag == "auto" || flag == "gpu") {
     if (gpus == 0) return errors::InvalidArgument("--devices gpu: ", NoGpuReason());
-    for (int i = 0; i < gpus; ++i) devices.push_back("/device:GPU:" + std::to_string(i));
+    const int per_rank = std::max(1, gpus / share.local_size);
+    const int first = gpus >= share.local_size ? share.local_rank * per_rank : share.local_rank % gpus;
+    for (int i = first; i < first + per_rank; ++i) devices.push_back("/device:GPU:" + std::to_string(i));
   } else {
     auto parsed = ParseDevices(flag);
     if (!parsed.ok()) return errors::InvalidArgument("--devices: ", parsed.status().message());
@@ -213,6 +239,7 @@ void OnSignal(int sig) {
 }
 
 std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResult* eval) {
+  const int64_t global_batch = c.batch_size * static_cast<int64_t>(r.devices.size()) * r.ranks;
   // Numbers that may be NaN (a diverged loss) are written as null: JSON has none.
   std::string out = "{\"steps\": " + std::to_string(r.steps) + ", \"global_step\": " + std::to_string(r.global_step) +
                     ", \"examples\": " + std::to_string(r.examples) + ", \"seconds\": ";
@@ -238,7 +265,7 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
     if (i > 0) out += ", ";
     AppendJsonString(r.devices[i], &out);
   }
-  out += "]";
+  out += "], \"ranks\": " + std::to_string(r.ranks) + ", \"global_batch\": " + std::to_string(global_batch);
   if (!r.gpus.empty()) {
     out += ", \"gpus\": [";
     for (size_t i = 0; i < r.gpus.size(); ++i) {
@@ -256,8 +283,40 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
   return out;
 }
 
+// The job, printed once by rank 0: "world: 3 ranks on 1 host (vm: ranks
+// 0-2), 2 tower(s) per rank, global batch 600 = 100 x 2 towers x 3 ranks".
+std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
+  std::vector<std::pair<std::string, std::vector<int>>> hosts;  // in order of first rank
+  for (int r = 0; r < world.size(); ++r) {
+    const std::string& h = world.hosts()[static_cast<size_t>(r)];
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& e) { return e.first == h; });
+    if (it == hosts.end()) {
+      hosts.push_back({h, {r}});
+    } else {
+      it->second.push_back(r);
+    }
+  }
+  std::string where;
+  for (const auto& [host, rs] : hosts) {
+    where += (where.empty() ? "" : ", ") + host + ": rank" + (rs.size() > 1 ? "s " : " ");
+    // Runs of consecutive ranks as "a-b".
+    for (size_t i = 0; i < rs.size();) {
+      size_t j = i;
+      while (j + 1 < rs.size() && rs[j + 1] == rs[j] + 1) ++j;
+      where += (i > 0 ? "," : "") + std::to_string(rs[i]) + (j > i ? "-" + std::to_string(rs[j]) : "");
+      i = j + 1;
+    }
+  }
+  const size_t towers = c.devices.size();
+  return "world: " + std::to_string(world.size()) + " ranks on " + std::to_string(hosts.size()) + " host" +
+         (hosts.size() > 1 ? "s" : "") + " (" + where + "), " + std::to_string(towers) + " tower(s) per rank, " +
+         "global batch " + std::to_string(c.batch_size * static_cast<int64_t>(towers) * world.size()) + " = " +
+         std::to_string(c.batch_size) + " x " + std::to_string(towers) + " tower(s) x " + std::to_string(world.size()) +
+         " ranks";
+}
+
 // Checks the flags and the data; fills the configuration. Errors are usage errors.
-Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
+Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFiles* data) {
   if (f.epochs > 0 && f.steps > 0) return errors::InvalidArgument("give --epochs or --steps, not both");
   if (f.deterministic && f.input_threads > 1) {
     return errors::InvalidArgument("--deterministic reads with one input thread: --input-threads ", f.input_threads,
@@ -272,7 +331,7 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
     return errors::InvalidArgument("--hidden applies to mlp and seed, not cnn (the tutorial network is fixed)");
   }
   bool uses_gpus = false;
-  auto devices = ResolveDevices(f.devices, f.logical_gpus, &c->num_cpu_devices, &uses_gpus);
+  auto devices = ResolveDevices(f.devices, f.logical_gpus, share, &c->num_cpu_devices, &uses_gpus);
   if (!devices.ok()) return devices.status();
   c->devices = *devices;
   // A CPU-only run creates no GPU devices: nothing unpinned moves to a GPU.
@@ -325,8 +384,9 @@ Status Configure(const Flags& f, TrainConfig* c, DataFiles* data) {
   c->deterministic = f.deterministic;
   c->input_threads = f.input_threads;
   c->min_after_dequeue = f.min_after_dequeue;
-  c->intra_op_threads = f.intra_op_threads;
-  c->inter_op_threads = f.inter_op_threads;
+  // Ranks sharing a host share its cores (0: all of them, for one process).
+  c->intra_op_threads = f.intra_op_threads > 0 || share.local_size == 1 ? f.intra_op_threads : CoresOfThisProcess(share);
+  c->inter_op_threads = f.inter_op_threads > 0 || share.local_size == 1 ? f.inter_op_threads : CoresOfThisProcess(share);
   c->checkpoint_every_steps = f.checkpoint_every_steps;
   c->checkpoint_every_seconds = f.checkpoint_every_secs;
   c->keep_checkpoints = f.keep_checkpoints;
@@ -409,6 +469,10 @@ int RunTrain(int argc, char** argv) {
                  "stop: a NaN or infinite loss ends the run with an error naming the step, the newest "
                  "checkpoint kept (default) | continue: train on")
       ->check(CLI::IsMember({"stop", "continue"}));
+  app.add_option("--collective-timeout", f.collective_timeout,
+                 "several processes (mpirun): seconds a rank waits for the others in a collective before the "
+                 "job ends with an error naming the missing rank and the step (0: forever)")
+      ->check(NonNegativeFiniteNumber());
   app.add_flag("--deterministic", f.deterministic,
                "two runs with the same --seed, data and --devices are bit-identical (one input thread, "
                "towers take their batches in order; slower)");
@@ -420,9 +484,13 @@ int RunTrain(int argc, char** argv) {
     return rc == 0 ? 0 : 2;
   }
 
+  // Launched as one of several processes (mpirun): the job's world is
+  // joined once the flags and data are checked (every rank checks alike).
+  const dist::Launch launch = dist::DetectLaunch();
+  const int ranks = launch.multi_process ? launch.size : 1;
   TrainConfig config;
   DataFiles data;
-  if (Status s = Configure(f, &config, &data); !s.ok()) return UsageError(s);
+  if (Status s = Configure(f, ThisHostShare(launch), &config, &data); !s.ok()) return UsageError(s);
   std::vector<std::string> eval_files;
   if (!f.eval_data.empty()) {
     auto eval = OpenData("--eval-data", f.eval_data);
@@ -435,7 +503,7 @@ int RunTrain(int argc, char** argv) {
     }
     eval_files = eval->files;
   }
-  const int64_t per_step = config.batch_size * static_cast<int64_t>(config.devices.size());
+  const int64_t per_step = config.batch_size * static_cast<int64_t>(config.devices.size()) * ranks;
   if (f.steps > 0) {
     config.total_steps = f.steps;
   } else {
@@ -446,25 +514,56 @@ int RunTrain(int argc, char** argv) {
     config.total_steps = config.epochs * config.records / per_step;
     if (config.total_steps == 0) {
       return UsageError(errors::InvalidArgument("--data has ", config.records, " records: fewer than one step of ",
-                                                per_step, " (--batch-size x towers) in ", config.epochs, " epoch(s)"));
+                                                per_step, " (--batch-size x towers", ranks > 1 ? " x ranks" : "",
+                                                ") in ", config.epochs, " epoch(s)"));
     }
   }
 
+  dist::World* world = nullptr;
+  if (launch.multi_process) {
+    auto started = dist::World::Start({.collective_timeout_seconds = f.collective_timeout});
+    if (!started.ok()) return UsageError(started.status());
+    world = *started;
+  }
+  const bool chief = world == nullptr || world->rank() == 0;
+  // From here on a rank that fails ends the whole job (the launcher stops the
+  // others), and one that succeeds leaves it with the others.
+  auto finish = [&](int code) {
+    if (world != nullptr) {
+      if (code != 0) world->Abort(code);
+      world->Finalize();
+    }
+    return code;
+  };
+  auto fail = [&](const Status& status) {
+    if (world == nullptr) return Fail(status);
+    std::fprintf(stderr, "towerflow train: rank %d of %d: %s\n", world->rank(), world->size(), status.ToString().c_str());
+    return finish(1);
+  };
+
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
-  std::printf("towerflow train: model %s, %zu tower(s) on %s, batch %lld per tower, %lld steps%s\n",
-              config.model.name.c_str(), config.devices.size(), f.devices.c_str(),
-              static_cast<long long>(config.batch_size), static_cast<long long>(config.total_steps),
-              config.epochs > 0 ? (" (" + std::to_string(config.epochs) + " epochs of " +
-                                   std::to_string(config.records) + " records)").c_str()
-                                : "");
-  std::fflush(stdout);
+  if (chief) {
+    std::printf("towerflow train: model %s, %zu tower(s) on %s, batch %lld per tower, %lld steps%s\n",
+                config.model.name.c_str(), config.devices.size(), f.devices.c_str(),
+                static_cast<long long>(config.batch_size), static_cast<long long>(config.total_steps),
+                config.epochs > 0 ? (" (" + std::to_string(config.epochs) + " epochs of " +
+                                     std::to_string(config.records) + " records)").c_str()
+                                  : "");
+    if (world != nullptr) std::printf("%s\n", DescribeWorld(*world, config).c_str());
+    std::fflush(stdout);
+  }
   auto result = Train(config);
-  if (!result.ok()) return Fail(result.status());
+  if (!result.ok()) return fail(result.status());
+  if (!chief) return finish(0);
   if (result->interrupted) std::printf("interrupted at step %lld\n", static_cast<long long>(result->global_step));
   std::printf("checkpoint: %s\nTensorBoard: tensorboard --logdir %s\n", result->checkpoint.c_str(),
               config.logdir.c_str());
-  if (!config.trace_file.empty()) std::printf("trace: %s (open in https://ui.perfetto.dev)\n", config.trace_file.c_str());
+  if (!config.trace_file.empty()) {
+    std::printf("trace: %s%s (open in https://ui.perfetto.dev)\n", config.trace_file.c_str(),
+                world != nullptr ? (" (rank 0; rank 1's in " + RankTraceFile(config.trace_file, 1) + ", ...)").c_str()
+                                 : "");
+  }
   std::optional<EvalResult> eval;
   if (!eval_files.empty() && !result->interrupted) {
     auto evaluated = Evaluate(eval_files, config.model, result->checkpoint,
@@ -474,13 +573,14 @@ int RunTrain(int argc, char** argv) {
                                .max_gpus = config.max_gpus,
                                .gpu_memory_limit_mb = config.gpu_memory_limit_mb,
                                .allow_tf32 = config.allow_tf32});
-    if (!evaluated.ok()) return Fail(evaluated.status());
+    if (!evaluated.ok()) return fail(evaluated.status());
     eval = *evaluated;
     std::printf("test: %lld examples, loss %.4f, accuracy %.4f\n", static_cast<long long>(eval->examples),
                 eval->loss, eval->accuracy);
   }
   std::printf("%s\n", JsonLine(*result, config, eval ? &*eval : nullptr).c_str());
-  return 0;
+  std::fflush(stdout);
+  return finish(0);
 }
 
 }  // namespace tw::cli

@@ -12,6 +12,10 @@
 #include "towerflow/cli/progress.h"
 #include "towerflow/core/logging.h"
 #include "towerflow/data/queue_stats.h"
+#include "towerflow/dist/collective_ops.h"
+#include "towerflow/dist/consistency.h"
+#include "towerflow/dist/sharding.h"
+#include "towerflow/dist/world.h"
 #include "towerflow/runtime/trace.h"
 #include "towerflow/train/checkpoint_manager.h"
 #include "towerflow/train/event_writer.h"
@@ -71,7 +75,13 @@ struct TrainGraph {
   train::ReplicaStep step;
   Output accuracy;  // over every tower's batch
   std::optional<train::Saver> saver;
+  Node* broadcast = nullptr;  // multi-process: every variable set to rank 0's
 };
+
+// The collective tag of the trainer's own calls (dist/world.h).
+dist::CollectiveTag ControlTag(const std::string& what) {
+  return {.channel = dist::Channel::kControl, .bucket = 0, .num_buckets = 1, .what = what};
+}
 
 // The graph seed of a run that starts at global step `resume_step`. Queues
 // are not checkpointed, and a run resumed with the first run's seeds would draw
@@ -89,12 +99,16 @@ int64_t GraphSeed(int64_t seed, int64_t resume_step) {
   return static_cast<int64_t>(z >> 1);  // non-negative, as a seed given on the command line
 }
 
-Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
-  g->graph.set_seed(GraphSeed(c.seed, resume_step));
+Status BuildGraph(const TrainConfig& c, int64_t resume_step, dist::World* world, TrainGraph* g) {
+  const int rank = world != nullptr ? world->rank() : 0, ranks = world != nullptr ? world->size() : 1;
+  // Each rank shuffles its own way (rank 0 as a single process would).
+  g->graph.set_seed(dist::RankSeed(GraphSeed(c.seed, resume_step), rank));
   Scope root(g->graph);
   // The seed's get_input(), on the CPU: every tower dequeues from one queue.
+  // Several processes: each reads its own files (or records) of the data.
+  const dist::InputShard shard = dist::ShardInput(c.files, rank, ranks);
   Scope input = root.WithDevice("/device:CPU:0").NewSubScope("input");
-  io::Queue filenames = train::StringInputProducer(input, c.files, {.shuffle = true});
+  io::Queue filenames = train::StringInputProducer(input, shard.files, {.shuffle = true});
   // TF's fast form of the seed's pipeline: read_up_to + parse_example +
   // decode_raw on whole batches, enqueue_many into the shuffle queue. One step
   // of an input thread handles a batch of records, not one record: the input
@@ -103,7 +117,10 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
   // decompress different files at once instead of taking turns at one reader.
   std::vector<tw::Batch> per_thread;
   for (int t = 0; t < c.input_threads; ++t) {
-    io::TFRecordReader reader(input, {.compression = c.compression, .skip_corrupt = c.skip_corrupt});
+    io::TFRecordReader reader(input, {.compression = c.compression,
+                                      .skip_corrupt = c.skip_corrupt,
+                                      .shard_count = shard.record_shard_count,
+                                      .shard_index = shard.record_shard_index});
     auto [keys, values] = reader.ReadUpTo(filenames, c.batch_size);
     per_thread.push_back(DecodeBatch(input, values, c.model, keys));
   }
@@ -117,6 +134,12 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
        .enqueue_many = true});
   g->optimizer = MakeOptimizer(c, LearningRateTensor(root, c));
   std::vector<Output> correct;
+  std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean;
+  if (world != nullptr) {
+    cross_process_mean = [](const Scope& s, const std::vector<Output>& grads) {
+      return dist::CrossProcessMean(s, grads);
+    };
+  }
   g->step = train::Replicate(
       root, c.devices, *g->batches, *g->optimizer,
       [&](const Scope& tower, const tw::Batch& batch) {
@@ -129,14 +152,29 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, TrainGraph* g) {
                                                   : train::VariablePlacement::kSingleDevice,
        .variable_device = c.variable_device,
        .global_step = true,
-       .ordered_batches = c.deterministic});
+       .ordered_batches = c.deterministic,
+       // Several processes: the towers' mean gradients, averaged over the
+       // ranks in buckets that start as the backward pass produces them.
+       .cross_process_mean = cross_process_mean});
   if (!root.ok()) return root.status();
   // Beside the mean loss (on the variable device): a GPU run's step then
   // waits for the GPU once, when its fetches are copied to the host.
   Scope metrics = root.WithDevice(c.variable_device);
   g->accuracy = Mean(metrics.WithOpName("accuracy"), Concat(metrics, correct, 0), {0});
   g->saver.emplace(root);
+  if (world != nullptr) g->broadcast = dist::BroadcastVariables(root, GlobalVariables(g->graph), /*root=*/0);
   return root.status();
+}
+
+// What every rank of a job must agree on besides the graph (dist/consistency.h).
+std::vector<std::string> ConfigFingerprint(const TrainConfig& c) {
+  std::string hidden;
+  for (int64_t h : c.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
+  return {"model " + c.model.name + " hidden " + hidden,
+          "towers " + std::to_string(c.devices.size()) + " batch " + std::to_string(c.batch_size),
+          "optimizer " + c.optimizer + " lr " + std::to_string(c.learning_rate) + " schedule " + c.lr_schedule +
+              " l2 " + std::to_string(c.l2),
+          "steps " + std::to_string(c.total_steps) + " variables " + (c.mirrored_variables ? "mirrored" : "shared")};
 }
 
 // The checkpoint metadata: the model's, and where its variables live.
@@ -189,10 +227,15 @@ double ShuffleQueueFill(Session& session, std::vector<std::pair<std::string, dou
 
 class Loop {
  public:
-  Loop(const TrainConfig& c, TrainGraph& g, Session& session, train::EventFileWriter* events)
-      : c_(c), g_(g), session_(session), events_(events),
+  // Several processes (`world`): every rank runs the loop in step; rank 0
+  // alone reports progress and writes events and checkpoints (`events` is null
+  // on the others).
+  Loop(const TrainConfig& c, TrainGraph& g, Session& session, train::EventFileWriter* events, dist::World* world)
+      : c_(c), g_(g), session_(session), events_(events), world_(world),
+        chief_(world == nullptr || world->rank() == 0),
         progress_(stdout, StdoutIsTerminal(), c.log_every_seconds),
-        examples_per_step_(c.batch_size * static_cast<int64_t>(c.devices.size())) {}
+        examples_per_step_(c.batch_size * static_cast<int64_t>(c.devices.size()) *
+                           (world != nullptr ? world->size() : 1)) {}
 
   // Runs steps until the total, a stop request, or an error (returned).
   Status Run(train::Coordinator& coord, train::CheckpointManager& checkpoints, TrainResult* result) {
@@ -202,10 +245,12 @@ class Loop {
     int64_t timed_steps = 0;
     Window window;
     while (result->global_step < c_.total_steps && !coord.ShouldStop()) {
-      if (g_stop_requested.load()) {
+      // Several processes agree on when to stop (below), after a step.
+      if (world_ == nullptr && g_stop_requested.load()) {
         result->interrupted = true;
         break;
       }
+      if (world_ != nullptr) world_->set_step(result->global_step + 1);
       const bool traced = !c_.trace_file.empty() && result->steps >= warmup && result->steps < warmup + c_.trace_steps;
       StepStats stats;
       const int64_t step_start = NowNs();
@@ -221,6 +266,19 @@ class Loop {
       window.examples += examples_per_step_;
       result->final_loss = (*out)[0].scalar<float>();
       result->final_accuracy = (*out)[1].scalar<float>();
+      bool stop_agreed = false;
+      if (world_ != nullptr) {
+        // The step's loss and accuracy over every rank, and whether any rank
+        // was asked to stop: all stop after the same step.
+        double m[3] = {result->final_loss, result->final_accuracy, g_stop_requested.load() ? 1.0 : 0.0};
+        if (Status s = world_->AllReduce(ControlTag("the step's metrics"), kFloat64, m, 3, dist::ReduceOp::kSum);
+            !s.ok()) {
+          return s;
+        }
+        result->final_loss = m[0] / world_->size();
+        result->final_accuracy = m[1] / world_->size();
+        stop_agreed = m[2] > 0;
+      }
       if (c_.stop_on_nan_loss && !std::isfinite(result->final_loss)) {
         // Before anything is written from the diverged weights: the newest
         // checkpoint stays the last one of a finite training.
@@ -239,14 +297,18 @@ class Loop {
         window = Window();
       }
       // The state reads every queue's size: only when it is drawn.
-      if (progress_.Due()) progress_.Update(State(*result, rate));
+      if (chief_ && progress_.Due()) progress_.Update(State(*result, rate));
       const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
       const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
-      if ((by_steps || by_time) && result->global_step < c_.total_steps) {
+      if (chief_ && (by_steps || by_time) && result->global_step < c_.total_steps && !stop_agreed) {
         auto path = checkpoints.Save(session_, *g_.saver, result->global_step, Metadata(c_));
         if (!path.ok()) return path.status();
         result->checkpoint = *path;
         last_checkpoint = Clock::now();
+      }
+      if (stop_agreed) {
+        result->interrupted = true;
+        break;
       }
     }
     result->seconds = SecondsSince(started);
@@ -258,11 +320,13 @@ class Loop {
   }
 
   void Finish(const TrainResult& result) {
-    if (result.steps > 0) progress_.Finish(State(result, result.examples_per_sec));
+    if (chief_ && result.steps > 0) progress_.Finish(State(result, result.examples_per_sec));
   }
-  void Message(const std::string& line) { progress_.Message(line); }
+  void Message(const std::string& line) {
+    if (chief_) progress_.Message(line);
+  }
   Status WriteFinalSummaries(TrainResult* result) { return WriteSummaries(result, result->examples_per_sec); }
-  Status WriteTrace() const { return trace_.Write(c_.trace_file); }
+  Status WriteTrace(const std::string& path) const { return trace_.Write(path); }
 
  private:
   ProgressState State(const TrainResult& r, double rate) {
@@ -297,6 +361,8 @@ class Loop {
   TrainGraph& g_;
   Session& session_;
   train::EventFileWriter* events_;
+  dist::World* const world_;
+  const bool chief_;
   Progress progress_;
   const int64_t examples_per_step_;
   TraceRecorder trace_;
@@ -325,17 +391,37 @@ std::string CheckpointVariableScope(const TrainConfig& config) {
 }
 
 StatusOr<TrainResult> Train(const TrainConfig& c) {
+  // Several processes (dist/world.h): rank 0 is the chief, which alone locks
+  // and writes the logdir; the others train in step with it.
+  dist::World* world = dist::World::Current();
+  const bool chief = world == nullptr || world->rank() == 0;
   // One training per logdir: a second one would interleave its checkpoints.
-  auto lock = train::LogdirLock::Acquire(c.logdir);
-  if (!lock.ok()) return lock.status();
+  std::unique_ptr<train::LogdirLock> lock;
+  if (chief) {
+    auto acquired = train::LogdirLock::Acquire(c.logdir);
+    if (!acquired.ok()) return acquired.status();
+    lock = std::move(acquired).value();
+  }
   TrainGraph g;
   train::CheckpointManager checkpoints(c.logdir, c.keep_checkpoints);
   // The step of the checkpoint --resume will restore first (an older one when
   // that one is unreadable: the seeds then still differ from the first run's).
-  const int64_t resume_step = c.resume ? checkpoints.LatestStep().value_or(0) : 0;
-  if (Status s = BuildGraph(c, resume_step, &g); !s.ok()) return s;
+  int64_t resume_step = c.resume && chief ? checkpoints.LatestStep().value_or(0) : 0;
+  if (world != nullptr && c.resume) {
+    if (Status s = world->Broadcast(ControlTag("the step --resume starts from"), &resume_step, sizeof(resume_step), 0);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (Status s = BuildGraph(c, resume_step, world, &g); !s.ok()) return s;
+  if (world != nullptr) {
+    std::vector<std::string> lines = ConfigFingerprint(c);
+    for (std::string& line : dist::GraphFingerprint(g.graph)) lines.push_back(std::move(line));
+    if (Status s = dist::CheckSameOnEveryRank(*world, lines); !s.ok()) return s;
+  }
   TrainResult result;
   result.devices = g.step.devices;
+  result.ranks = world != nullptr ? world->size() : 1;
 
   SessionOptions options{.inter_op_threads = c.inter_op_threads,
                          .intra_op_threads = c.intra_op_threads,
@@ -346,7 +432,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
                          .allow_tf32 = c.allow_tf32,
                          // TF1's multi-GPU examples do the same (trainer.h says why).
                          .allow_soft_placement = c.allow_soft_placement || c.max_gpus != 0,
-                         .log_device_placement = c.log_device_placement,
+                         .log_device_placement = c.log_device_placement && chief,
                          .check_numerics = c.check_numerics};
   Session session(g.graph, options);
   // Bad GPU options fail every run (an empty one too) with their own error,
@@ -361,26 +447,49 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
 
   // The pid tells apart the files of runs that start within the same second
   // (a --resume right after a stop), as TF2 names its event files.
-  auto events = train::EventFileWriter::Create(c.logdir, "." + std::to_string(::getpid()));
-  if (!events.ok()) return events.status();
-  if (Status s = (*events)->AddGraph(g.graph); !s.ok()) return s;
-  Loop loop(c, g, session, events->get());
+  std::unique_ptr<train::EventFileWriter> events;
+  if (chief) {
+    auto created = train::EventFileWriter::Create(c.logdir, "." + std::to_string(::getpid()));
+    if (!created.ok()) return created.status();
+    events = std::move(created).value();
+    if (Status s = events->AddGraph(g.graph); !s.ok()) return s;
+  }
+  Loop loop(c, g, session, events.get(), world);
   if (c.resume) {
-    auto step = Resume(session, g, checkpoints, loop, &result);
-    if (!step.ok()) return step.status();
-    result.first_step = result.global_step = *step;
+    int64_t step = 0;
+    if (chief) {
+      auto restored = Resume(session, g, checkpoints, loop, &result);
+      if (!restored.ok()) return restored.status();
+      step = *restored;
+    }
+    if (world != nullptr) {
+      if (Status s = world->Broadcast(ControlTag("the restored global step"), &step, sizeof(step), 0); !s.ok()) {
+        return s;
+      }
+    }
+    result.first_step = result.global_step = step;
+  }
+  // Every rank starts from rank 0's variables (initialised or restored).
+  if (g.broadcast != nullptr) {
+    if (Status s = session.Run(g.broadcast); !s.ok()) return s;
   }
 
   train::Coordinator coord;
   std::vector<std::thread> runners = train::StartQueueRunners(session, coord);
   // Ctrl-C must also wake a step blocked on an empty queue: the watcher stops
-  // the coordinator, whose cancel threads close the queues.
+  // the coordinator, whose cancel threads close the queues. With several
+  // processes the ranks first agree to stop after a step (Loop::Run); the
+  // queues are closed only if that has not happened 10 s later.
   std::atomic<bool> loop_done{false};
   std::thread watcher([&] {
+    std::optional<Clock::time_point> asked;
     while (!loop_done.load()) {
       if (g_stop_requested.load()) {
-        coord.RequestStop();
-        return;
+        if (!asked) asked = Clock::now();
+        if (world == nullptr || SecondsSince(*asked) > 10) {
+          coord.RequestStop();
+          return;
+        }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -397,19 +506,33 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   loop.Finish(result);
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
 
-  if (result.steps > 0 || result.checkpoint.empty()) {
+  if (chief && (result.steps > 0 || result.checkpoint.empty())) {
     auto path = checkpoints.Save(session, *g.saver, result.global_step, Metadata(c));
     if (!path.ok()) return path.status();
     result.checkpoint = *path;
   }
-  if (result.steps > 0) {
+  if (chief && result.steps > 0) {
     if (Status s = loop.WriteFinalSummaries(&result); !s.ok()) return s;
   }
-  if (Status s = (*events)->Close(); !s.ok()) return s;
+  if (events != nullptr) {
+    if (Status s = events->Close(); !s.ok()) return s;
+  }
   if (!c.trace_file.empty()) {
-    if (Status s = loop.WriteTrace(); !s.ok()) return s;
+    if (Status s = loop.WriteTrace(world != nullptr ? RankTraceFile(c.trace_file, world->rank()) : c.trace_file);
+        !s.ok()) {
+      return s;
+    }
   }
   return result;
+}
+
+std::string RankTraceFile(const std::string& path, int rank) {
+  if (rank == 0) return path;
+  const std::string::size_type slash = path.rfind('/');
+  const std::string::size_type dot = path.rfind('.');
+  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
+  const std::string suffix = ".rank" + std::to_string(rank);
+  return has_ext ? path.substr(0, dot) + suffix + path.substr(dot) : path + suffix;
 }
 
 }  // namespace tw::cli

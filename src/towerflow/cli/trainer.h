@@ -100,7 +100,8 @@ struct TrainResult {
   double final_accuracy = 0;    // on the last training batches
   bool interrupted = false;
   std::string checkpoint;        // the newest checkpoint written or restored
-  std::vector<std::string> devices;
+  std::vector<std::string> devices;  // this process's towers
+  int ranks = 1;                     // processes of the job (dist/world.h)
   // With GPU towers, each tower GPU's physical description, in tower order
   // ("device: 0, name: NVIDIA H200, pci bus id: ..."; Device::physical_description).
   std::vector<std::string> gpus;
@@ -114,10 +115,23 @@ extern std::atomic<bool> g_stop_requested;
 // the model there), else "". Checkpoints record it as metadata "variable_scope".
 std::string CheckpointVariableScope(const TrainConfig& config);
 
+// Several processes (a dist::World started, dist/world.h): every rank calls
+// Train with the same configuration; each reads its own shard of the files
+// (dist/sharding.h), starts from rank 0's variables, averages gradients over
+// every rank each step, and stops after the same step as the others. Rank 0
+// alone locks the logdir and writes events and checkpoints; metrics are means
+// over the ranks. A rank built differently from rank 0 is InvalidArgument
+// naming the difference. A collective that times out is DeadlineExceeded
+// naming the rank that never joined and the step.
+//
 // Errors: graph building's; the session's (a GPU in `devices` that does not
 // exist: InvalidArgument); a step's (DataLoss from the input names the file and
 // offset); checkpoint and event-file writing.
 StatusOr<TrainResult> Train(const TrainConfig& config);
+
+// Where rank `rank` of a job writes its --trace: rank 0 the file itself, the
+// others "<stem>.rank<N><ext>" beside it (trace.json -> trace.rank1.json).
+std::string RankTraceFile(const std::string& path, int rank);
 
 }  // namespace tw::cli
 

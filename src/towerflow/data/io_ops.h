@@ -136,6 +136,12 @@ struct TFRecordReaderOptions {
   // the reads (RecordReaderOptions::inflate_ahead): decompression overlaps
   // parsing. Off: one thread per reader does both.
   bool inflate_ahead = true;
+  // Keep only the records of each file whose index (0-based, in the file) is
+  // shard_index modulo shard_count: processes of one job that read the same
+  // files each get their own records. The others are still read and checked,
+  // then dropped. InvalidArgument unless 0 <= shard_index < shard_count.
+  int64_t shard_count = 1;
+  int64_t shard_index = 0;
   // Readers built with the same non-empty shared_name (and container) in one
   // session share their state.
   std::string container = "";

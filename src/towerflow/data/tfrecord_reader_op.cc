@@ -77,16 +77,20 @@ std::string TFRecordReaderResource::DebugString() const {
 Status TFRecordReaderResource::OnWorkStarted(const std::string& work) {
   TW_ASSIGN_OR_RETURN(reader_, RecordReader::Open(work, options_));
   skipped_seen_ = 0;
+  index_in_file_ = 0;
   return Status::OK();
 }
 
 Status TFRecordReaderResource::ReadRecord(const std::string& work, std::string* key, std::string* value) {
-  Status s = reader_->ReadRecord(value);
-  if (const int64_t skipped = reader_->skipped_records(); skipped > skipped_seen_) {
-    skipped_records_.fetch_add(skipped - skipped_seen_, std::memory_order_relaxed);
-    skipped_seen_ = skipped;
+  for (;;) {
+    Status s = reader_->ReadRecord(value);
+    if (const int64_t skipped = reader_->skipped_records(); skipped > skipped_seen_) {
+      skipped_records_.fetch_add(skipped - skipped_seen_, std::memory_order_relaxed);
+      skipped_seen_ = skipped;
+    }
+    TW_RETURN_IF_ERROR(s);
+    if (index_in_file_++ % shard_count_ == shard_index_) break;  // another shard's otherwise
   }
-  TW_RETURN_IF_ERROR(s);
   // TF's key: the file and the byte offset where the record starts (in the
   // uncompressed stream), which DataLoss and parse errors can then point at.
   *key = StrCat(work, ":", reader_->offset() - kRecordHeaderSize - value->size() - kRecordFooterSize);
@@ -108,6 +112,12 @@ class TFRecordReaderOp : public OpKernel {
     TW_OP_REQUIRES_OK(c, c->GetAttr("compression_type", &compression));
     TW_OP_REQUIRES_OK(c, c->GetAttr("skip_corrupt", &options_.skip_corrupt));
     TW_OP_REQUIRES_OK(c, c->GetAttr("inflate_ahead", &options_.inflate_ahead));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("shard_count", &shard_count_));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("shard_index", &shard_index_));
+    if (shard_count_ < 1 || shard_index_ < 0 || shard_index_ >= shard_count_) {
+      TW_OP_REQUIRES_OK(c, errors::InvalidArgument("TFRecordReader '", c->node().name(), "': shard_index ",
+                                                   shard_index_, " of shard_count ", shard_count_));
+    }
     if (compression == kDetectCompression) {
       options_.detect_compression = true;
     } else {
@@ -126,7 +136,7 @@ class TFRecordReaderOp : public OpKernel {
       if (!reader_) {
         auto found = ctx->resource_mgr()->LookupOrCreate<TFRecordReaderResource>(
             key_, [this]() -> StatusOr<std::shared_ptr<TFRecordReaderResource>> {
-              return std::make_shared<TFRecordReaderResource>(key_, options_);
+              return std::make_shared<TFRecordReaderResource>(key_, options_, shard_count_, shard_index_);
             });
         TW_OP_REQUIRES_OK(ctx, found.status());
         reader_ = *found;
@@ -139,6 +149,7 @@ class TFRecordReaderOp : public OpKernel {
 
  private:
   RecordReaderOptions options_;
+  int64_t shard_count_ = 1, shard_index_ = 0;
   std::string key_;
   std::mutex handle_mu_;
   Tensor handle_;
@@ -156,6 +167,8 @@ void RegisterTFRecordReaderOp(OpRegistry& ops, KernelRegistry& kernels, Gradient
                    .Attr("compression_type", std::string())
                    .Attr("skip_corrupt", false)
                    .Attr("inflate_ahead", true)
+                   .Attr("shard_count", int64_t{1})
+                   .Attr("shard_index", int64_t{0})
                    .Stateful()
                    .Shape(shape_fns::Scalar)
                    .Doc("A reader that outputs the records of TFRecord files.")
@@ -170,6 +183,11 @@ namespace io {
 TFRecordReader::TFRecordReader(const Scope& scope, const TFRecordReaderOptions& options)
     : scope_(scope.WithOpName("")) {
   EnsureDataRegistered();
+  if (options.shard_count < 1 || options.shard_index < 0 || options.shard_index >= options.shard_count) {
+    scope.UpdateStatus(errors::InvalidArgument("TFRecordReader: shard_index ", options.shard_index, " of shard_count ",
+                                               options.shard_count, " (0 <= shard_index < shard_count)"));
+    return;
+  }
   handle_ = NodeBuilder(scope, "TFRecordReader")
                 .Attr("container", options.container)
                 .Attr("shared_name", options.shared_name)
@@ -177,6 +195,8 @@ TFRecordReader::TFRecordReader(const Scope& scope, const TFRecordReaderOptions& 
                                                               : std::string(kDetectCompression))
                 .Attr("skip_corrupt", options.skip_corrupt)
                 .Attr("inflate_ahead", options.inflate_ahead)
+                .Attr("shard_count", options.shard_count)
+                .Attr("shard_index", options.shard_index)
                 .Finalize();
 }
 

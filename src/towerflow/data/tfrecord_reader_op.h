@@ -76,8 +76,11 @@ class ReaderResource : public ResourceBase {
 // the index counting the records this reader returned from that file from 0.
 class TFRecordReaderResource final : public ReaderResource {
  public:
-  TFRecordReaderResource(std::string name, RecordReaderOptions options)
-      : name_(std::move(name)), options_(options) {}
+  // Keeps the records whose index in their file is shard_index modulo
+  // shard_count (io_ops.h's TFRecordReaderOptions).
+  TFRecordReaderResource(std::string name, RecordReaderOptions options, int64_t shard_count = 1,
+                         int64_t shard_index = 0)
+      : name_(std::move(name)), options_(options), shard_count_(shard_count), shard_index_(shard_index) {}
 
   // With skip_corrupt: corrupt records skipped so far, over every file.
   int64_t skipped_records() const { return skipped_records_.load(); }
@@ -90,9 +93,11 @@ class TFRecordReaderResource final : public ReaderResource {
 
   const std::string name_;
   const RecordReaderOptions options_;
+  const int64_t shard_count_, shard_index_;
   // Guarded by the base class's mutex (only touched from the hooks).
   std::unique_ptr<RecordReader> reader_;
   int64_t skipped_seen_ = 0;  // reader_->skipped_records() already counted
+  int64_t index_in_file_ = 0;  // of the next record of the current file
   std::atomic<int64_t> skipped_records_{0};
 };
 

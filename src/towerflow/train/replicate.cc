@@ -329,7 +329,31 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
   const size_t n_mirrored = mirror_groups.size();
   const bool collective =
       ResolveAllReduceAlgorithm(options.all_reduce) == AllReduceAlgorithm::kCollective;
-  if (n_mirrored > 0 && collective) {
+  const bool across_processes = static_cast<bool>(options.cross_process_mean);
+  // Across processes: each variable's in-process mean (mirrored groups first),
+  // handed to options.cross_process_mean at once below.
+  std::vector<Output> local_means;
+  if (n_mirrored > 0 && across_processes) {
+    // The mean of group k on tower k % n's device, then across processes; every
+    // copy is updated with the one result.
+    Scope ar = root.NewSubScope("all_reduce");
+    for (size_t k = 0; k < n_mirrored; ++k) {
+      std::vector<Output> grads;
+      bool any = false;
+      for (int i = 0; i < n; ++i) any |= tower_grads[static_cast<size_t>(i)][k].first.valid();
+      for (int i = 0; i < n && any; ++i) {
+        const Output& g = tower_grads[static_cast<size_t>(i)][k].first;
+        const Variable& v = mirror_groups[k][static_cast<size_t>(i)];
+        grads.push_back(g.valid() ? g : ZerosLike(root.WithDevice(DeviceOf(v)), v.value));
+      }
+      const Variable& home = mirror_groups[k][k % static_cast<size_t>(n)];
+      const std::string& name0 = mirror_groups[k][0].name;
+      local_means.push_back(any ? AverageOnDevice(ar.NewSubScope(name0.substr(name0.find('/') + 1))
+                                                      .WithDevice(DeviceOf(home)),
+                                                  grads, n)
+                                : Output());
+    }
+  } else if (n_mirrored > 0 && collective) {
     // One meeting per tower for all the variables that have a gradient: the
     // update waits for every gradient anyway (the barrier below).
     std::vector<std::vector<Output>> grads(static_cast<size_t>(n));
@@ -396,9 +420,25 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
     }
     Output mean =
         grads.empty() ? Output() : AverageOnDevice(avg.NewSubScope(v.name).WithDevice(DeviceOf(v)), grads, n);
-    step.grads_and_vars.emplace_back(mean, v);
+    if (across_processes) {
+      local_means.push_back(mean);
+    } else {
+      step.grads_and_vars.emplace_back(mean, v);
+    }
   }
   if (!root.ok()) return ReplicaStep{};
+  if (across_processes) {
+    std::vector<Output> global = options.cross_process_mean(root, local_means);
+    if (!root.ok()) return ReplicaStep{};
+    if (global.size() != local_means.size()) {
+      return fail(errors::InvalidArgument("Replicate: cross_process_mean returned ", global.size(), " gradients for ",
+                                          local_means.size()));
+    }
+    for (size_t k = 0; k < n_mirrored; ++k) {
+      for (int i = 0; i < n; ++i) step.grads_and_vars.emplace_back(global[k], mirror_groups[k][static_cast<size_t>(i)]);
+    }
+    for (size_t k = 0; k < shared.size(); ++k) step.grads_and_vars.emplace_back(global[n_mirrored + k], shared[k]);
+  }
 
   // ---- the update, the global step and the mean loss ----
   // Variables are updated in place and a read on the variable's own device

@@ -83,6 +83,14 @@ struct ReplicateOptions {
   // enqueuing thread) every tower's batches are the same in every run. Costs
   // the towers' dequeues their overlap.
   bool ordered_batches = false;
+  // Training across processes: called once with the mean over this process's
+  // towers of every variable's gradient (a null Output where no tower's loss
+  // reaches the variable), mirrored variables first (one per variable, not per
+  // copy) then the shared ones, in the order of ReplicaStep::tower_variables;
+  // returns their means over every process, in the same order (dist/'s
+  // CrossProcessMean, which buckets them into ProcessAllReduce ops). Every
+  // copy of a mirrored variable then takes the same update. Null: one process.
+  std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean;
 };
 
 // Gives a tower its batch; called once per tower with the tower's scope, so a
