@@ -284,7 +284,8 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
 }
 
 // The job, printed once by rank 0: "world: 3 ranks on 1 host (vm: ranks
-// 0-2), 2 tower(s) per rank, global batch 600 = 100 x 2 towers x 3 ranks".
+// 0-2), 2 tower(s) per rank, global batch 600 = 100 x 2 tower(s) x 3 ranks;
+// input: 8 files split by rank (2-3 each)" (dist/sharding.h's split).
 std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
   std::vector<std::pair<std::string, std::vector<int>>> hosts;  // in order of first rank
   for (int r = 0; r < world.size(); ++r) {
@@ -308,11 +309,17 @@ std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
     }
   }
   const size_t towers = c.devices.size();
+  const size_t files = c.files.size(), ranks = static_cast<size_t>(world.size());
+  const std::string input =
+      files >= ranks ? "input: " + std::to_string(files) + " files split by rank (" + std::to_string(files / ranks) +
+                           (files % ranks != 0 ? "-" + std::to_string(files / ranks + 1) : "") + " each)"
+                     : "input: " + std::to_string(files) + " file(s) for " + std::to_string(ranks) +
+                           " ranks, split by record (rank r reads records r, r+" + std::to_string(ranks) + ", ...)";
   return "world: " + std::to_string(world.size()) + " ranks on " + std::to_string(hosts.size()) + " host" +
          (hosts.size() > 1 ? "s" : "") + " (" + where + "), " + std::to_string(towers) + " tower(s) per rank, " +
          "global batch " + std::to_string(c.batch_size * static_cast<int64_t>(towers) * world.size()) + " = " +
          std::to_string(c.batch_size) + " x " + std::to_string(towers) + " tower(s) x " + std::to_string(world.size()) +
-         " ranks";
+         " ranks; " + input;
 }
 
 // Checks the flags and the data; fills the configuration. Errors are usage errors.

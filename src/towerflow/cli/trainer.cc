@@ -254,8 +254,22 @@ class Loop {
       const bool traced = !c_.trace_file.empty() && result->steps >= warmup && result->steps < warmup + c_.trace_steps;
       StepStats stats;
       const int64_t step_start = NowNs();
-      auto out = session_.Run({}, {g_.step.loss, g_.accuracy}, {g_.step.train_op}, traced ? &stats : nullptr);
+      std::vector<Output> fetches = {g_.step.loss, g_.accuracy};
+      // Several processes: the first step also fetches tower 0's input, whose
+      // fingerprint every rank compares (two ranks must not get one batch).
+      const bool check_batch = world_ != nullptr && result->steps == 0 && !g_.step.tower_batches.empty() &&
+                               !g_.step.tower_batches[0].empty() && g_.step.tower_batches[0][0].valid();
+      if (check_batch) fetches.push_back(g_.step.tower_batches[0][0]);
+      auto out = session_.Run({}, fetches, {g_.step.train_op}, traced ? &stats : nullptr);
       if (!out.ok()) return out.status();
+      if (check_batch) {
+        const Tensor& x = (*out)[2];
+        const uint64_t fp = dist::Fingerprint64(x.raw_data(), x.TotalBytes());
+        auto all = world_->AllGather(ControlTag("the fingerprints of the first batches"),
+                                     std::string(reinterpret_cast<const char*>(&fp), sizeof(fp)));
+        if (!all.ok()) return all.status();
+        if (const std::string warning = dist::SameBatchWarning(*all); !warning.empty()) Message(warning);
+      }
       if (traced) {
         trace_.AddStep(result->global_step + 1, stats, session_.placement());
         trace_.AddSpan("step " + std::to_string(result->global_step + 1), "step", step_start, NowNs(), "steps");
@@ -367,6 +381,30 @@ class Loop {
   const int64_t examples_per_step_;
   TraceRecorder trace_;
 };
+
+// Several processes: every rank's variables must be the same bits (the
+// cross-process mean is exact); Internal naming the first that differs.
+Status CheckReplicas(dist::World& world, Session& session, const Graph& graph, int64_t step, Loop& loop) {
+  std::vector<Output> values;
+  std::vector<std::string> names;
+  for (const Variable& v : GlobalVariables(graph)) {
+    values.push_back(v.value);
+    names.push_back(v.name);
+  }
+  auto got = session.Run(values);
+  if (!got.ok()) return got.status();
+  std::string mine;
+  for (const Tensor& t : *got) {
+    const uint64_t fp = dist::Fingerprint64(t.raw_data(), t.TotalBytes());
+    mine.append(reinterpret_cast<const char*>(&fp), sizeof(fp));
+  }
+  auto all = world.AllGather(ControlTag("the fingerprints of the variables"), mine);
+  if (!all.ok()) return all.status();
+  if (Status s = dist::CheckReplicasIdentical(*all, names, step); !s.ok()) return s;
+  loop.Message("replicas: all " + std::to_string(values.size()) + " variables bit-identical on the " +
+               std::to_string(world.size()) + " ranks at step " + std::to_string(step));
+  return Status::OK();
+}
 
 // Restores the newest checkpoint that validates (--resume); the global step it
 // holds, or 0 when there is none yet.
@@ -505,6 +543,9 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   if (result.interrupted && (errors::IsCancelled(status) || errors::IsOutOfRange(status) || errors::IsAborted(status))) status = Status::OK();
   loop.Finish(result);
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
+  if (world != nullptr) {
+    if (Status s = CheckReplicas(*world, session, g.graph, result.global_step, loop); !s.ok()) return s;
+  }
 
   if (chief && (result.steps > 0 || result.checkpoint.empty())) {
     auto path = checkpoints.Save(session, *g.saver, result.global_step, Metadata(c));

@@ -110,6 +110,30 @@ TEST_F(TFRecordReaderOpTest, ReadsEveryRecordOfEveryFileInOrderThenOutOfRange) {
   EXPECT_EQ(Read().status().code(), Code::kOutOfRange);
 }
 
+// shard_count/shard_index: each shard gets the records of each file whose
+// index is its own modulo the count (multi-process jobs with fewer files than
+// ranks); together the shards read every record once.
+TEST_F(TFRecordReaderOpTest, ShardsKeepTheRecordsOfTheirIndex) {
+  const std::vector<std::string> files = {WriteFile(0, 5), WriteFile(1, 2)};
+  Build(files, {.shard_count = 3, .shard_index = 1});
+  const std::vector<std::pair<int, int>> expected = {{0, 1}, {0, 4}, {1, 1}};
+  for (auto [file, record] : expected) {
+    auto kv = Read();
+    ASSERT_TRUE(kv.ok()) << kv.status().ToString();
+    EXPECT_EQ(kv->first, KeyOf(files[static_cast<size_t>(file)], file, record));
+    EXPECT_EQ(kv->second, RecordValue(file, record));
+  }
+  EXPECT_EQ(Read().status().code(), Code::kOutOfRange);
+}
+
+TEST_F(TFRecordReaderOpTest, ABadShardIsAnError) {
+  Graph graph;
+  Scope root(graph);
+  io::TFRecordReader reader(root, {.shard_count = 2, .shard_index = 2});
+  EXPECT_TRUE(errors::IsInvalidArgument(root.status())) << root.status().ToString();
+  EXPECT_NE(root.status().message().find("shard_index 2 of shard_count 2"), std::string::npos);
+}
+
 TEST_F(TFRecordReaderOpTest, GzipFiles) {
   const std::vector<std::string> files = {WriteFile(10, 3, Compression::kGzip), WriteFile(11, 1, Compression::kGzip)};
   Build(files, {.compression = Compression::kGzip});

@@ -60,4 +60,48 @@ Status CheckSameOnEveryRank(World& world, const std::vector<std::string>& lines)
   return Status::OK();
 }
 
+uint64_t Fingerprint64(const void* data, size_t bytes, uint64_t seed) {
+  uint64_t h = seed;
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < bytes; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+std::string SameBatchWarning(const std::vector<std::string>& fingerprints) {
+  std::map<std::string, std::vector<size_t>> ranks;
+  for (size_t r = 0; r < fingerprints.size(); ++r) ranks[fingerprints[r]].push_back(r);
+  std::string out;
+  for (const auto& [fp, rs] : ranks) {
+    if (rs.size() < 2) continue;
+    std::string list;
+    for (size_t i = 0; i < rs.size(); ++i) {
+      list += (i == 0 ? "" : i + 1 == rs.size() ? " and " : ", ") + std::to_string(rs[i]);
+    }
+    out += (out.empty() ? "" : "; ") + ("ranks " + list);
+  }
+  if (out.empty()) return out;
+  return "warning: " + out +
+         " received the same first batch: they train on the same data (each rank reads its own shard of "
+         "the files; identical records, or a dataset with fewer distinct records than ranks, do this too)";
+}
+
+Status CheckReplicasIdentical(const std::vector<std::string>& fingerprints, const std::vector<std::string>& names,
+                              int64_t step) {
+  for (size_t r = 1; r < fingerprints.size(); ++r) {
+    if (fingerprints[r] == fingerprints[0]) continue;
+    size_t k = 0;
+    while ((k + 1) * 8 <= fingerprints[0].size() && (k + 1) * 8 <= fingerprints[r].size() &&
+           fingerprints[0].compare(k * 8, 8, fingerprints[r], k * 8, 8) == 0) {
+      ++k;
+    }
+    return errors::Internal("the replicas drifted apart: at step ", step, " rank ", r, "'s variable '",
+                            k < names.size() ? names[k] : std::string("?"),
+                            "' differs from rank 0's (the cross-process mean must give every rank the same bits)");
+  }
+  return Status::OK();
+}
+
 }  // namespace tw::dist

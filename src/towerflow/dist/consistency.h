@@ -4,6 +4,7 @@
 #ifndef TOWERFLOW_DIST_CONSISTENCY_H_
 #define TOWERFLOW_DIST_CONSISTENCY_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,21 @@ std::vector<std::string> GraphFingerprint(const Graph& graph);
 // hidden1/kernel float [784,256]', rank 1 has 'variable hidden1/kernel float
 // [784,128]'"), the same on every rank; the world's error when gathering fails.
 Status CheckSameOnEveryRank(World& world, const std::vector<std::string>& lines);
+
+// A 64-bit FNV-1a hash of `bytes` (fingerprints of batches and variables,
+// compared between ranks).
+uint64_t Fingerprint64(const void* data, size_t bytes, uint64_t seed = 0xcbf29ce484222325ull);
+
+// Given every rank's fingerprint of its first batch (AllGather order), the
+// warning to print when two or more ranks got the same batch ("ranks 0 and 2
+// received the same first batch: ..."), else "".
+std::string SameBatchWarning(const std::vector<std::string>& fingerprints);
+
+// Given every rank's fingerprints of its variables (one 8-byte Fingerprint64
+// per variable, in `names` order), Internal naming the first rank and
+// variable that differ from rank 0's, else OK: the replicas have not drifted.
+Status CheckReplicasIdentical(const std::vector<std::string>& fingerprints, const std::vector<std::string>& names,
+                              int64_t step);
 
 }  // namespace tw::dist
 

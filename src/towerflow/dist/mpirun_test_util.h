@@ -28,12 +28,19 @@ inline std::string MpirunCommand(int np, const std::string& program, const std::
          " mpirun -np " + std::to_string(np) + " --oversubscribe --bind-to none " + program;
 }
 
-// Runs `command` with `sh -c`, killed (SIGKILL, whole process group) after
-// `timeout_seconds`.
+// A single-quoted shell word.
+inline std::string ShellWord(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// Runs `command` with `sh -c` (stdout and stderr together), killed with
+// SIGKILL after `timeout_seconds`.
 inline ShellResult RunShell(const std::string& command, int timeout_seconds) {
   const auto start = std::chrono::steady_clock::now();
   const std::string wrapped =
-      "timeout -s KILL " + std::to_string(timeout_seconds) + " sh -c '" + command + "' 2>&1";
+      "timeout -s KILL " + std::to_string(timeout_seconds) + " sh -c " + ShellWord(command) + " 2>&1";
   ShellResult r;
   FILE* pipe = ::popen(wrapped.c_str(), "r");
   if (pipe == nullptr) return r;

@@ -14,7 +14,9 @@
 // never return, on the channel's own buffer), the world is then broken (every later call fails at once), and the
 // process is expected to Abort. Every issued call is reported to rank 0 (a
 // three-number MPI_Isend on a communicator of its own), which is how rank 0
-// names the ranks that never issued a call that timed out.
+// names the ranks that never issued a call that timed out; and every rank's
+// monitor thread sends rank 0 a heartbeat twice a second, which is how rank 0
+// names a rank that stopped during a transfer (SIGSTOP, a hung machine).
 //
 // Exactness: MPI_Allreduce with MPI_SUM on every rank. OpenMPI's algorithms
 // (recursive doubling with commutative pairwise sums, ring and Rabenseifner's
@@ -43,6 +45,10 @@ using Clock = std::chrono::steady_clock;
 
 constexpr int kNumChannels = 2;
 constexpr int kReportTag = 7;
+constexpr int64_t kHeartbeat = -1;  // a report's "channel" when it is a heartbeat
+constexpr auto kHeartbeatEvery = std::chrono::milliseconds(500);
+// A rank silent this long (four heartbeats missed) is named as stopped.
+constexpr double kSilentSeconds = 2.0;
 
 Status MpiStatus(const char* call, int rc) {
   if (rc == MPI_SUCCESS) return Status::OK();
@@ -105,11 +111,12 @@ class MpiWorld final : public World {
   MpiWorld(int rank, int size, int local_rank, int local_size, std::vector<std::string> hosts,
            const WorldOptions& options, MPI_Comm channels[kNumChannels], MPI_Comm reports)
       : World(rank, size, local_rank, local_size, std::move(hosts), options), reports_(reports),
-        seen_(static_cast<size_t>(size) * kNumChannels) {
+        seen_(static_cast<size_t>(size) * kNumChannels), heard_(static_cast<size_t>(size), Clock::now()) {
     for (int c = 0; c < kNumChannels; ++c) {
       channels_[c].comm = channels[c];
       channels_[c].thread = std::thread([this, c] { Serve(c); });
     }
+    monitor_ = std::thread([this] { Monitor(); });
   }
 
   ~MpiWorld() override { StopThreads(); }
@@ -162,6 +169,8 @@ class MpiWorld final : public World {
       for (auto& s : ch.sends) MPI_Wait(&s.request, MPI_STATUS_IGNORE);
       ch.sends.clear();
     }
+    for (auto& s : heartbeats_) MPI_Wait(&s.request, MPI_STATUS_IGNORE);
+    heartbeats_.clear();
     if (rank() == 0) {
       std::lock_guard<std::mutex> lock(reports_mu_);
       DrainReportsLocked();
@@ -237,6 +246,35 @@ class MpiWorld final : public World {
     }
     for (ChannelState& ch : channels_) {
       if (ch.thread.joinable()) ch.thread.join();
+    }
+    if (monitor_.joinable()) monitor_.join();
+  }
+
+  // Ranks but 0 send heartbeats; rank 0 takes in heartbeats and reports.
+  void Monitor() {
+    int64_t beat = 0;
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopping_) {
+      lock.unlock();
+      if (rank() == 0) {
+        std::lock_guard<std::mutex> reports(reports_mu_);
+        DrainReportsLocked();
+      } else {
+        heartbeats_.emplace_back();
+        Send& s = heartbeats_.back();
+        s.message[0] = kHeartbeat;
+        s.message[1] = beat++;
+        s.message[2] = 0;
+        MPI_Isend(s.message, 3, MPI_INT64_T, 0, kReportTag, reports_, &s.request);
+        while (!heartbeats_.empty()) {
+          int finished = 0;
+          MPI_Test(&heartbeats_.front().request, &finished, MPI_STATUS_IGNORE);
+          if (!finished) break;
+          heartbeats_.pop_front();
+        }
+      }
+      lock.lock();
+      work_.wait_for(lock, rank() == 0 ? kHeartbeatEvery / 5 : kHeartbeatEvery, [&] { return stopping_; });
     }
   }
 
@@ -373,7 +411,16 @@ class MpiWorld final : public World {
                       s.seq < 0 ? std::string(" and has made no call on this channel")
                                 : StrCat(": its newest call there was at step ", s.step));
       }
-      if (who.empty()) who = "every rank joined it, and one stopped answering during the transfer";
+      const auto now = Clock::now();
+      std::string silent;
+      for (int r = 1; r < size(); ++r) {
+        const double quiet = std::chrono::duration<double>(now - heard_[static_cast<size_t>(r)]).count();
+        if (quiet < kSilentSeconds) continue;
+        silent += StrCat(silent.empty() ? "" : "; ", "rank ", r, " (", hosts()[static_cast<size_t>(r)],
+                         ") has been silent for ", static_cast<int64_t>(quiet), " s (stopped, or its machine hangs)");
+      }
+      if (who.empty() && silent.empty()) who = "every rank joined it and is alive, but the transfer did not finish";
+      if (!silent.empty()) who += (who.empty() ? "every rank joined it; " : "; ") + silent;
     } else {
       who = "rank 0 names the missing ranks when it is alive";
     }
@@ -418,7 +465,9 @@ class MpiWorld final : public World {
       if (MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, reports_, &flag, &st) != MPI_SUCCESS || !flag) return;
       int64_t m[3] = {0, 0, 0};
       MPI_Recv(m, 3, MPI_INT64_T, st.MPI_SOURCE, kReportTag, reports_, MPI_STATUS_IGNORE);
-      if (m[0] < 0 || m[0] >= kNumChannels || st.MPI_SOURCE < 0 || st.MPI_SOURCE >= size()) continue;
+      if (st.MPI_SOURCE < 0 || st.MPI_SOURCE >= size()) continue;
+      heard_[static_cast<size_t>(st.MPI_SOURCE)] = Clock::now();
+      if (m[0] < 0 || m[0] >= kNumChannels) continue;  // a heartbeat
       seen_[static_cast<size_t>(st.MPI_SOURCE) * kNumChannels + static_cast<size_t>(m[0])] = {m[1], m[2]};
     }
   }
@@ -431,6 +480,9 @@ class MpiWorld final : public World {
   Status broken_;          // guarded by mu_: a call timed out
   std::mutex reports_mu_;
   std::vector<Seen> seen_;  // rank 0, guarded by reports_mu_: [rank * kNumChannels + channel]
+  std::vector<Clock::time_point> heard_;  // rank 0, guarded by reports_mu_: when each rank last sent anything
+  std::thread monitor_;
+  std::deque<Send> heartbeats_;  // the monitor's
 };
 
 }  // namespace

@@ -90,7 +90,7 @@ struct ReplicateOptions {
   // returns their means over every process, in the same order (dist/'s
   // CrossProcessMean, which buckets them into ProcessAllReduce ops). Every
   // copy of a mirrored variable then takes the same update. Null: one process.
-  std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean;
+  std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean = nullptr;
 };
 
 // Gives a tower its batch; called once per tower with the tower's scope, so a

@@ -1,0 +1,254 @@
+// `towerflow train` as several processes under OpenMPI's mpirun on this
+// machine (oversubscribed: 2 and 3 ranks on 2 cores): equivalence with towers
+// in one process, distinct data on every rank, a rank started with other
+// flags, a rank killed or stopped mid-training, Ctrl-C, and --resume.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "cli_test_util.h"
+#include "towerflow/data/record_reader.h"
+#include "towerflow/data/record_writer.h"
+#include "towerflow/dist/mpirun_test_util.h"
+#include "towerflow/train/checkpoint_manager.h"
+#include "towerflow/train/safetensors.h"
+
+namespace tw {
+namespace {
+
+namespace fs = std::filesystem;
+using dist::testing::MpirunCommand;
+using dist::testing::RunShell;
+using dist::testing::ShellResult;
+using dist::testing::ShellWord;
+using nlohmann::json;
+
+// The last line of `out` that parses as JSON (discarded when none does).
+json LastJson(const std::string& out) {
+  size_t end = out.size();
+  while (end > 0) {
+    size_t start = out.rfind('\n', end - 1);
+    start = start == std::string::npos ? 0 : start + 1;
+    json j = json::parse(out.substr(start, end - start), nullptr, false);
+    if (!j.is_discarded() && j.is_object()) return j;
+    if (start == 0) break;
+    end = start - 1;
+  }
+  return json::parse("x", nullptr, false);
+}
+
+class TrainMpiTest : public testing::CliTest {
+ protected:
+  // Seed-schema data (F = 8), `shards` training files under dir_/data.
+  void MakeData(int shards, int64_t examples = 3000) {
+    auto r = Run({"convert", "seed-synthetic", "--out", (dir_ / "data").string(), "--n-features", "8", "--examples",
+                  std::to_string(examples), "--shards", std::to_string(shards), "--seed", "3"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    data_ = (dir_ / "data" / "train-*.tfrecord").string();
+  }
+
+  // Two files holding `n` copies each of the first training record: every
+  // batch of every tower and rank is the same.
+  void MakeIdenticalData(int64_t n = 2000) {
+    MakeData(1, 200);
+    auto reader = RecordReader::Open((dir_ / "data" / "train-00000-of-00001.tfrecord").string());
+    ASSERT_TRUE(reader.ok());
+    std::string record;
+    ASSERT_TRUE((*reader)->ReadRecord(&record).ok());
+    fs::create_directories(dir_ / "same");
+    for (const char* name : {"a.tfrecord", "b.tfrecord"}) {
+      auto writer = RecordWriter::Open((dir_ / "same" / name).string());
+      ASSERT_TRUE(writer.ok());
+      for (int64_t i = 0; i < n; ++i) ASSERT_TRUE((*writer)->WriteRecord(record).ok());
+      ASSERT_TRUE((*writer)->Close().ok());
+    }
+    data_ = (dir_ / "same" / "*.tfrecord").string();
+  }
+
+  std::vector<std::string> TrainArgs(const std::string& logdir, int64_t steps, const std::string& devices) {
+    return {"train", "--data", data_, "--model", "seed", "--hidden", "32,32", "--devices", devices,
+            "--batch-size", "32", "--steps", std::to_string(steps), "--lr", "0.05", "--logdir",
+            (dir_ / logdir).string(), "--seed", "7", "--min-after-dequeue", "100", "--intra-op-threads", "1",
+            "--checkpoint-every-secs", "0", "--log-every-secs", "1000"};
+  }
+
+  std::string Command(const std::vector<std::string>& args) const {
+    std::string cmd = ShellWord(testing::CliBinary().string());
+    for (const std::string& a : args) cmd += " " + ShellWord(a);
+    return cmd;
+  }
+
+  ShellResult Mpirun(int np, const std::vector<std::string>& args, int timeout_seconds = 180) {
+    return RunShell(MpirunCommand(np, Command(args)), timeout_seconds);
+  }
+
+  // Starts `mpirun -np 2` in the background, waits for the first checkpoint,
+  // sends `signal` to rank 1 (found by OMPI_COMM_WORLD_RANK in its
+  // environment), and waits for mpirun; prints "rc=<status> waited=<s>".
+  ShellResult SignalRankOne(const std::vector<std::string>& args, const std::string& signal) {
+    const std::string index = (dir_ / "run" / "checkpoint").string();
+    const std::string script =
+        MpirunCommand(2, Command(args)) + " & MP=$!\n" +
+        "for i in $(seq 1 600); do [ -e " + ShellWord(index) + " ] && break; sleep 0.1; done\n" +
+        "R1=''; for p in $(pgrep -P $MP); do "
+        "if tr '\\0' '\\n' < /proc/$p/environ | grep -qx OMPI_COMM_WORLD_RANK=1; then R1=$p; fi; done\n" +
+        "[ -n \"$R1\" ] || echo 'no rank 1 found'\n" +
+        "T0=$(date +%s.%N); kill -" + signal + " $R1\n" +
+        "wait $MP; RC=$?; T1=$(date +%s.%N)\n" +
+        "kill -9 $R1 2>/dev/null\n" +
+        "echo \"rc=$RC waited=$(echo \"$T1 - $T0\" | bc)\"\n";
+    return RunShell(script, 180);
+  }
+
+  std::map<std::string, std::vector<float>> Variables(const std::string& checkpoint) {
+    std::map<std::string, std::vector<float>> out;
+    auto file = train::ReadSafetensors(checkpoint);
+    EXPECT_TRUE(file.ok()) << file.status().ToString();
+    if (!file.ok()) return out;
+    for (const auto& [name, t] : file->tensors) {
+      if (t.dtype() != kFloat32) continue;
+      out[name].assign(t.data<float>(), t.data<float>() + t.NumElements());
+    }
+    return out;
+  }
+
+  std::string data_;
+};
+
+// N processes of one tower take the steps one process of N towers takes: the
+// same initial variables (rank 0's, broadcast), the same mean gradient. Every
+// batch is the same record here, so both runs see the same data.
+TEST_F(TrainMpiTest, ProcessesOfOneTowerMatchOneProcessOfAsManyTowers) {
+  MakeIdenticalData();
+  for (int n : {2, 3}) {
+    SCOPED_TRACE(std::to_string(n) + " ranks");
+    const std::string towers = n == 2 ? "cpu:0,cpu:1" : "cpu:0,cpu:1,cpu:2";
+    ShellResult multi = Mpirun(n, TrainArgs("multi" + std::to_string(n), 30, "cpu:0"));
+    ASSERT_EQ(multi.exit_code, 0) << multi.output;
+    auto one = Run(TrainArgs("one" + std::to_string(n), 30, towers));
+    ASSERT_EQ(one.exit_code, 0) << one.err;
+    json jm = LastJson(multi.output), jo = LastJson(one.out);
+    ASSERT_FALSE(jm.is_discarded()) << multi.output;
+    EXPECT_EQ(jm["ranks"], n);
+    EXPECT_EQ(jm["towers"], 1);
+    EXPECT_EQ(jm["global_batch"], 32 * n);
+    EXPECT_EQ(jm["examples"], 30 * 32 * n);
+    EXPECT_EQ(jm["global_step"], 30);
+    EXPECT_NEAR(jm["final_loss"].get<double>(), jo["final_loss"].get<double>(), 1e-4);
+    EXPECT_NE(multi.output.find("world: " + std::to_string(n) + " ranks on 1 host"), std::string::npos)
+        << multi.output;
+    EXPECT_NE(multi.output.find("bit-identical on the " + std::to_string(n) + " ranks"), std::string::npos)
+        << multi.output;
+    // Identical records: the ranks' batches are the same, and it is said.
+    EXPECT_NE(multi.output.find("received the same first batch"), std::string::npos) << multi.output;
+    auto vm = Variables(jm["checkpoint"]), vo = Variables(jo["checkpoint"]);
+    ASSERT_FALSE(vm.empty());
+    ASSERT_EQ(vm.size(), vo.size());
+    for (const auto& [name, values] : vo) {
+      ASSERT_EQ(vm[name].size(), values.size()) << name;
+      for (size_t i = 0; i < values.size(); ++i) {
+        ASSERT_NEAR(vm[name][i], values[i], 1e-5 + 1e-4 * std::abs(values[i])) << name << "[" << i << "]";
+      }
+    }
+    // Only rank 0 wrote the logdir: one event file.
+    int events = 0;
+    for (const auto& e : fs::directory_iterator(dir_ / ("multi" + std::to_string(n)))) {
+      events += e.path().filename().string().rfind("events.out.tfevents.", 0) == 0;
+    }
+    EXPECT_EQ(events, 1);
+  }
+}
+
+// Real data: files split by rank (4 files, 2 ranks) or records by index
+// (1 file, 3 ranks); no two ranks get the same batch, and training learns.
+TEST_F(TrainMpiTest, EveryRankReadsItsOwnShard) {
+  MakeData(4);
+  ShellResult files = Mpirun(2, TrainArgs("files", 200, "cpu:0"));
+  ASSERT_EQ(files.exit_code, 0) << files.output;
+  EXPECT_NE(files.output.find("input: 4 files split by rank (2 each)"), std::string::npos) << files.output;
+  EXPECT_EQ(files.output.find("same first batch"), std::string::npos) << files.output;
+  EXPECT_LT(LastJson(files.output)["final_loss"].get<double>(), 0.6) << files.output;
+
+  fs::remove_all(dir_ / "data");
+  MakeData(1);
+  ShellResult records = Mpirun(3, TrainArgs("records", 50, "cpu:0"));
+  ASSERT_EQ(records.exit_code, 0) << records.output;
+  EXPECT_NE(records.output.find("split by record"), std::string::npos) << records.output;
+  EXPECT_EQ(records.output.find("same first batch"), std::string::npos) << records.output;
+}
+
+// A rank built with another --hidden is refused, naming the difference, by
+// every rank; nobody hangs.
+TEST_F(TrainMpiTest, ARankWithOtherFlagsIsRefused) {
+  MakeData(2);
+  std::vector<std::string> other = TrainArgs("run", 20, "cpu:0");
+  std::replace(other.begin(), other.end(), std::string("32,32"), std::string("16,16"));
+  const std::string mpmd = MpirunCommand(1, Command(TrainArgs("run", 20, "cpu:0"))) + " : -np 1 " + Command(other);
+  ShellResult r = RunShell(mpmd, 120);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << "hung: " << r.output;
+  EXPECT_NE(r.output.find("rank 1 was started differently from rank 0"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hidden 32,32"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("hidden 16,16"), std::string::npos) << r.output;
+}
+
+// kill -9 of one rank mid-training: the others end (non-zero) within 60 s,
+// and the newest checkpoint is loadable.
+TEST_F(TrainMpiTest, ARankKilledEndsTheJobAndKeepsTheNewestCheckpoint) {
+  MakeData(2);
+  std::vector<std::string> args = TrainArgs("run", 1000000, "cpu:0");
+  args.insert(args.end(), {"--checkpoint-every-steps", "20"});
+  ShellResult r = SignalRankOne(args, "9");
+  ASSERT_NE(r.output.find("rc="), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("rc=0 "), std::string::npos) << r.output;
+  const double waited = std::stod(r.output.substr(r.output.find("waited=") + 7));
+  EXPECT_LT(waited, 60) << r.output;
+  train::CheckpointManager checkpoints((dir_ / "run").string());
+  ASSERT_FALSE(checkpoints.Checkpoints().empty());
+  EXPECT_TRUE(train::ReadSafetensors(checkpoints.Checkpoints().back()).ok()) << checkpoints.Checkpoints().back();
+}
+
+// A rank that hangs (SIGSTOP): rank 0 names it and the step after
+// --collective-timeout, and the job ends.
+TEST_F(TrainMpiTest, AHungRankIsNamedAfterTheCollectiveTimeout) {
+  MakeData(2);
+  std::vector<std::string> args = TrainArgs("run", 1000000, "cpu:0");
+  args.insert(args.end(), {"--checkpoint-every-steps", "20", "--collective-timeout", "3"});
+  ShellResult r = SignalRankOne(args, "STOP");
+  ASSERT_NE(r.output.find("rc="), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("rc=0 "), std::string::npos) << r.output;
+  EXPECT_LT(std::stod(r.output.substr(r.output.find("waited=") + 7)), 60) << r.output;
+  EXPECT_NE(r.output.find("rank 0 of 2: DeadlineExceeded: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rank 0 ("), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step "), std::string::npos) << r.output;
+  // Rank 1 stopped before the collective (it never joined) or inside it (it
+  // went silent): either way it is named.
+  const bool never_joined = r.output.find("rank 1 (") != std::string::npos &&
+                            r.output.find("never joined it") != std::string::npos;
+  const bool silent = r.output.find("has been silent for") != std::string::npos;
+  EXPECT_TRUE(never_joined || silent) << r.output;
+  EXPECT_NE(r.output.find("rank 1 ("), std::string::npos) << r.output;
+}
+
+// --resume of a two-process job continues from rank 0's newest checkpoint.
+TEST_F(TrainMpiTest, ATwoProcessJobResumes) {
+  MakeData(2);
+  ShellResult first = Mpirun(2, TrainArgs("run", 20, "cpu:0"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::vector<std::string> args = TrainArgs("run", 40, "cpu:0");
+  args.push_back("--resume");
+  ShellResult second = Mpirun(2, args);
+  ASSERT_EQ(second.exit_code, 0) << second.output;
+  EXPECT_NE(second.output.find("(global step 20)"), std::string::npos) << second.output;
+  json j = LastJson(second.output);
+  EXPECT_EQ(j["global_step"], 40);
+  EXPECT_EQ(j["steps"], 20);
+  EXPECT_NE(second.output.find("bit-identical on the 2 ranks at step 40"), std::string::npos) << second.output;
+  // eval on the job's checkpoint just works.
+  auto eval = Run({"eval", "--checkpoint", j["checkpoint"].get<std::string>(), "--data", data_});
+  EXPECT_EQ(eval.exit_code, 0) << eval.err << eval.out;
+}
+
+}  // namespace
+}  // namespace tw
