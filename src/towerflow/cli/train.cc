@@ -266,6 +266,12 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
     AppendJsonString(r.devices[i], &out);
   }
   out += "], \"ranks\": " + std::to_string(r.ranks) + ", \"global_batch\": " + std::to_string(global_batch);
+  if (r.ranks > 1) {
+    out += ", \"allreduce_ms_per_step\": ";
+    AppendJsonNumber(r.allreduce_ms_per_step, "%.3f", &out);
+    out += ", \"allreduce_overlap\": ";
+    AppendJsonNumber(r.allreduce_overlap, "%.3f", &out);
+  }
   if (!r.gpus.empty()) {
     out += ", \"gpus\": [";
     for (size_t i = 0; i < r.gpus.size(); ++i) {

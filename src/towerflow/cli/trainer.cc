@@ -545,6 +545,17 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
   if (world != nullptr) {
     if (Status s = CheckReplicas(*world, session, g.graph, result.global_step, loop); !s.ok()) return s;
+    const dist::World::GradientStats stats = world->gradient_stats();
+    if (stats.rounds > 0) {
+      result.allreduce_ms_per_step = stats.seconds / static_cast<double>(stats.rounds) * 1e3;
+      result.allreduce_overlap = stats.seconds > 0 ? stats.overlapped_seconds / stats.seconds : 0;
+      char line[160];
+      std::snprintf(line, sizeof(line),
+                    "all-reduce: %.3f ms per step (%.2f MB in %s), %.0f%% of it overlapped with the backward pass",
+                    result.allreduce_ms_per_step, static_cast<double>(stats.bytes) / static_cast<double>(stats.rounds) / 1e6,
+                    "fused buckets", 100 * result.allreduce_overlap);
+      loop.Message(line);
+    }
   }
 
   if (chief && (result.steps > 0 || result.checkpoint.empty())) {

@@ -102,6 +102,10 @@ struct TrainResult {
   std::string checkpoint;        // the newest checkpoint written or restored
   std::vector<std::string> devices;  // this process's towers
   int ranks = 1;                     // processes of the job (dist/world.h)
+  // Several processes: this rank's gradient all-reduce time per step (ms), and
+  // the fraction of it that ran while the backward pass was still computing.
+  double allreduce_ms_per_step = 0;
+  double allreduce_overlap = 0;
   // With GPU towers, each tower GPU's physical description, in tower order
   // ("device: 0, name: NVIDIA H200, pci bus id: ..."; Device::physical_description).
   std::vector<std::string> gpus;

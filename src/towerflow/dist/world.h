@@ -101,6 +101,18 @@ class World {
   // Every rank's `mine`, in rank order.
   virtual StatusOr<std::vector<std::string>> AllGather(const CollectiveTag& tag, const std::string& mine) = 0;
 
+  // What the gradient reductions cost so far: a round is one step's buckets
+  // 0..B-1; `seconds` the time their collectives ran; `overlapped_seconds`
+  // the part of it before the round's last bucket was submitted, i.e. while
+  // the backward pass was still producing gradients.
+  struct GradientStats {
+    int64_t rounds = 0;
+    int64_t bytes = 0;
+    double seconds = 0;
+    double overlapped_seconds = 0;
+  };
+  virtual GradientStats gradient_stats() const = 0;
+
   // Leaves the job normally (MPI_Finalize), every rank alike; Current() is then null.
   virtual void Finalize() = 0;
   // Ends the whole job now with `exit_code` (MPI_Abort): the launcher stops

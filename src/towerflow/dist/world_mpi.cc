@@ -92,6 +92,7 @@ struct Call {
   void* data = nullptr;  // the caller's, in and out; read and written under the world's mutex
   size_t bytes = 0;
   std::vector<std::string> gathered;
+  Clock::time_point submitted, started, finished;
   // Guarded by the world's mutex.
   int64_t seq = -1;        // its place on the channel, once issued
   bool abandoned = false;  // the caller timed out and left: `data` is gone
@@ -209,6 +210,7 @@ class MpiWorld final : public World {
     }
     const int ch = static_cast<int>(call->tag.channel);
     const auto submitted = Clock::now();
+    call->submitted = submitted;
     std::unique_lock<std::mutex> lock(mu_);
     if (!broken_.ok()) return broken_;
     if (stopping_) return errors::FailedPrecondition("the multi-process world has finalized");
@@ -301,9 +303,12 @@ class MpiWorld final : public World {
         if (call->bytes > 0) std::memcpy(ch.buffer.data(), call->data, call->bytes);
       }
       Report(c, *call);
+      call->started = Clock::now();
       Status s = Execute(ch.comm, *call, ch.buffer.data());
+      call->finished = Clock::now();
       PollSends(ch);
       std::lock_guard<std::mutex> lock(mu_);
+      if (c == static_cast<int>(dist::Channel::kGradients)) Account(call);
       if (s.ok() && !call->abandoned && call->kind != Kind::kAllGather && call->bytes > 0) {
         std::memcpy(call->data, ch.buffer.data(), call->bytes);
       }
@@ -314,6 +319,31 @@ class MpiWorld final : public World {
   }
 
   // Runs `c` on `buffer` (its input, replaced by its output).
+  // Gradient statistics: a round's overlap is known once its last bucket
+  // is done. REQUIRES: mu_ held.
+  void Account(const CallPtr& call) {
+    if (call->tag.bucket == 0) round_.clear();
+    round_.push_back(call);
+    if (call->tag.bucket + 1 != call->tag.num_buckets) return;
+    Clock::time_point last_submit = round_.front()->submitted;
+    for (const CallPtr& c : round_) last_submit = std::max(last_submit, c->submitted);
+    for (const CallPtr& c : round_) {
+      stats_.seconds += std::chrono::duration<double>(c->finished - c->started).count();
+      stats_.bytes += static_cast<int64_t>(c->bytes);
+      if (last_submit > c->started) {
+        stats_.overlapped_seconds +=
+            std::chrono::duration<double>(std::min(c->finished, last_submit) - c->started).count();
+      }
+    }
+    ++stats_.rounds;
+    round_.clear();
+  }
+
+  GradientStats gradient_stats() const override {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
+  }
+
   Status Execute(MPI_Comm comm, Call& c, char* buffer) {
     if (size() == 1) return Status::OK();
     switch (c.kind) {
@@ -474,8 +504,10 @@ class MpiWorld final : public World {
 
   ChannelState channels_[kNumChannels];
   MPI_Comm reports_;
-  std::mutex mu_;
+  mutable std::mutex mu_;
   std::condition_variable work_, done_;
+  std::vector<CallPtr> round_;  // guarded by mu_: the gradient buckets of the current round
+  GradientStats stats_;         // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
   Status broken_;          // guarded by mu_: a call timed out
   std::mutex reports_mu_;
