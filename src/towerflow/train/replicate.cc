@@ -193,6 +193,21 @@ BatchSourceFn OrderedSource(const BatchSourceFn& source, bool ordered) {
   };
 }
 
+// The towers' gradients of mirrored variable k (group = its copies, one per
+// tower): empty when no tower's loss reaches it, else one per tower, zeros for a
+// tower whose loss does not.
+std::vector<Output> MirrorGradients(const Scope& root, const std::vector<GradsAndVars>& tower_grads,
+                                    const std::vector<Variable>& group, size_t k) {
+  bool any = false;
+  for (const GradsAndVars& g : tower_grads) any |= g[k].first.valid();
+  std::vector<Output> grads;
+  for (size_t i = 0; i < tower_grads.size() && any; ++i) {
+    const Output& g = tower_grads[i][k].first;
+    grads.push_back(g.valid() ? g : ZerosLike(root.WithDevice(DeviceOf(group[i])), group[i].value));
+  }
+  return grads;
+}
+
 }  // namespace
 
 ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices, const BatchSourceFn& given_source,
@@ -338,14 +353,8 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
     // copy is updated with the one result.
     Scope ar = root.NewSubScope("all_reduce");
     for (size_t k = 0; k < n_mirrored; ++k) {
-      std::vector<Output> grads;
-      bool any = false;
-      for (int i = 0; i < n; ++i) any |= tower_grads[static_cast<size_t>(i)][k].first.valid();
-      for (int i = 0; i < n && any; ++i) {
-        const Output& g = tower_grads[static_cast<size_t>(i)][k].first;
-        const Variable& v = mirror_groups[k][static_cast<size_t>(i)];
-        grads.push_back(g.valid() ? g : ZerosLike(root.WithDevice(DeviceOf(v)), v.value));
-      }
+      const std::vector<Output> grads = MirrorGradients(root, tower_grads, mirror_groups[k], k);
+      const bool any = !grads.empty();
       const Variable& home = mirror_groups[k][k % static_cast<size_t>(n)];
       const std::string& name0 = mirror_groups[k][0].name;
       local_means.push_back(any ? AverageOnDevice(ar.NewSubScope(name0.substr(name0.find('/') + 1))
@@ -386,14 +395,8 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
   } else if (n_mirrored > 0) {
     Scope ar = root.NewSubScope("all_reduce");
     for (size_t k = 0; k < n_mirrored; ++k) {
-      std::vector<Output> grads;
-      bool any = false;
-      for (int i = 0; i < n; ++i) any |= tower_grads[static_cast<size_t>(i)][k].first.valid();
-      for (int i = 0; i < n && any; ++i) {
-        const Output& g = tower_grads[static_cast<size_t>(i)][k].first;
-        const Variable& v = mirror_groups[k][static_cast<size_t>(i)];
-        grads.push_back(g.valid() ? g : ZerosLike(root.WithDevice(DeviceOf(v)), v.value));
-      }
+      const std::vector<Output> grads = MirrorGradients(root, tower_grads, mirror_groups[k], k);
+      const bool any = !grads.empty();
       // tower 0's name without its "tower_0/" prefix names the reduction.
       const std::string& name0 = mirror_groups[k][0].name;
       const std::string logical = name0.substr(name0.find('/') + 1);
