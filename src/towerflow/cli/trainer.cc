@@ -136,8 +136,12 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, dist::World* world,
   std::vector<Output> correct;
   std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean;
   if (world != nullptr) {
-    cross_process_mean = [](const Scope& s, const std::vector<Output>& grads) {
-      return dist::CrossProcessMean(s, grads);
+    // On the variables' device: GPU towers reduce with NCCL where the
+    // gradients are, CPU towers with MPI.
+    dist::GradientBucketOptions buckets;
+    buckets.device = c.variable_device;
+    cross_process_mean = [buckets](const Scope& s, const std::vector<Output>& grads) {
+      return dist::CrossProcessMean(s, grads, buckets);
     };
   }
   g->step = train::Replicate(

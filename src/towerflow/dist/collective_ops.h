@@ -9,8 +9,10 @@
 // ProcessBroadcast: rank `root`'s values of a list of tensors, on the control
 // channel (ordered by bucket the same way).
 //
-// CPU kernels only: GPU tensors are copied to the host for the reduction.
-// Without a world (one process), both ops are the identity. Both block their
+// Kernels: ProcessAllReduce on CPUs (MPI) and, in CUDA builds with MPI, on
+// GPUs (NCCL between the processes, collective_kernels_cuda.cc; it has not run
+// yet: it needs two physical GPUs); ProcessBroadcast on CPUs (a GPU tensor is
+// copied to the host). Without a world (one process), both ops are the identity. Both block their
 // executor thread until every rank has joined (MayBlock); a peer that never
 // joins fails them after the world's collective timeout (DeadlineExceeded
 // naming the rank, the bucket and the step).

@@ -12,6 +12,9 @@ void EnsureDistRegistered() {
     EnsureKernelsRegistered();
     RegisterProcessCollectiveOps(OpRegistry::Global(), GradientRegistry::Global());
     RegisterProcessCollectiveKernels(KernelRegistry::Global());
+#if TOWERFLOW_HAVE_CUDA
+    RegisterProcessCollectiveCudaKernels(KernelRegistry::Global());
+#endif
   });
 }
 

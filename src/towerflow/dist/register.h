@@ -15,6 +15,8 @@ void EnsureDistRegistered();
 
 void RegisterProcessCollectiveOps(OpRegistry& ops, GradientRegistry& grads);
 void RegisterProcessCollectiveKernels(KernelRegistry& kernels);
+// collective_kernels_cuda.cc, in builds with the CUDA backend: NCCL across processes.
+void RegisterProcessCollectiveCudaKernels(KernelRegistry& kernels);
 
 }  // namespace tw::dist
 

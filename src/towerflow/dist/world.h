@@ -38,6 +38,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -100,6 +101,12 @@ class World {
   virtual Status Broadcast(const CollectiveTag& tag, void* data, int64_t bytes, int root) = 0;
   // Every rank's `mine`, in rank order.
   virtual StatusOr<std::vector<std::string>> AllGather(const CollectiveTag& tag, const std::string& mine) = 0;
+  // Runs `work` on the channel's thread, in the channel's bucket order, as
+  // one call of the channel (reported, timed out and counted like the
+  // others): for collectives of another library that every rank must issue
+  // in the same order (NCCL's, enqueued on a GPU stream). Its Status is the
+  // call's.
+  virtual Status RunInOrder(const CollectiveTag& tag, std::function<Status()> work) = 0;
 
   // What the gradient reductions cost so far: a round is one step's buckets
   // 0..B-1; `seconds` the time their collectives ran; `overlapped_seconds`

@@ -74,7 +74,7 @@ StatusOr<MPI_Datatype> MpiType(DataType t) {
   }
 }
 
-enum class Kind { kAllReduce, kBroadcast, kAllGather };
+enum class Kind { kAllReduce, kBroadcast, kAllGather, kTask };
 
 // One collective call. Shared by the caller and the channel thread: a caller
 // that times out leaves, and the call lives on until MPI returns, if ever. MPI
@@ -92,6 +92,7 @@ struct Call {
   void* data = nullptr;  // the caller's, in and out; read and written under the world's mutex
   size_t bytes = 0;
   std::vector<std::string> gathered;
+  std::function<Status()> work;  // kTask
   Clock::time_point submitted, started, finished;
   // Guarded by the world's mutex.
   int64_t seq = -1;        // its place on the channel, once issued
@@ -161,6 +162,14 @@ class MpiWorld final : public World {
     call->bytes = mine.size();
     TW_RETURN_IF_ERROR(Run(call));
     return std::move(call->gathered);
+  }
+
+  Status RunInOrder(const CollectiveTag& tag, std::function<Status()> work) override {
+    auto call = std::make_shared<Call>();
+    call->kind = Kind::kTask;
+    call->tag = tag;
+    call->work = std::move(work);
+    return Run(call);
   }
 
   void Finalize() override {
@@ -309,7 +318,8 @@ class MpiWorld final : public World {
       PollSends(ch);
       std::lock_guard<std::mutex> lock(mu_);
       if (c == static_cast<int>(dist::Channel::kGradients)) Account(call);
-      if (s.ok() && !call->abandoned && call->kind != Kind::kAllGather && call->bytes > 0) {
+      if (s.ok() && !call->abandoned && (call->kind == Kind::kAllReduce || call->kind == Kind::kBroadcast) &&
+          call->bytes > 0) {
         std::memcpy(call->data, ch.buffer.data(), call->bytes);
       }
       call->status = s;
@@ -345,6 +355,7 @@ class MpiWorld final : public World {
   }
 
   Status Execute(MPI_Comm comm, Call& c, char* buffer) {
+    if (c.kind == Kind::kTask) return c.work();  // ranks of one process too
     if (size() == 1) return Status::OK();
     switch (c.kind) {
       case Kind::kAllReduce: {
@@ -383,6 +394,8 @@ class MpiWorld final : public World {
         }
         return Status::OK();
       }
+      case Kind::kTask:
+        break;
     }
     return errors::Internal("unknown collective");
   }
@@ -422,7 +435,8 @@ class MpiWorld final : public World {
   std::string Describe(const Call& c) const {
     std::string what = c.tag.what.empty() ? std::string(c.kind == Kind::kAllReduce   ? "an all-reduce"
                                                         : c.kind == Kind::kBroadcast ? "a broadcast"
-                                                                                     : "an all-gather")
+                                                        : c.kind == Kind::kAllGather ? "an all-gather"
+                                                                                     : "a collective")
                                           : c.tag.what;
     return StrCat(what, " (", ChannelName(c.tag.channel), " channel, bucket ", c.tag.bucket, " of ",
                   c.tag.num_buckets, ") at step ", c.step);
