@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "cli_test_util.h"
@@ -231,11 +232,46 @@ TEST_F(TrainMpiTest, AHungRankIsNamedAfterTheCollectiveTimeout) {
   EXPECT_NE(r.output.find("rank 1 ("), std::string::npos) << r.output;
 }
 
+// Ctrl-C on mpirun (SIGINT: it sends SIGTERM to every rank): the ranks stop
+// after the same step and rank 0 writes a final checkpoint at that step.
+TEST_F(TrainMpiTest, CtrlCOnMpirunStopsEveryRankWithAFinalCheckpoint) {
+  MakeData(2);
+  std::vector<std::string> args = TrainArgs("run", 1000000, "cpu:0");
+  args.insert(args.end(), {"--checkpoint-every-steps", "20"});
+  const std::string index = (dir_ / "run" / "checkpoint").string();
+  const std::string script = MpirunCommand(2, Command(args)) + " & MP=$!\n" +
+                             "for i in $(seq 1 600); do [ -e " + ShellWord(index) + " ] && break; sleep 0.1; done\n" +
+                             "kill -INT $MP; wait $MP; echo \"rc=$?\"\n";
+  ShellResult r = RunShell(script, 120);
+  ASSERT_NE(r.output.find("rc="), std::string::npos) << r.output;
+  const json j = LastJson(r.output);
+  ASSERT_FALSE(j.is_discarded()) << r.output;
+  EXPECT_EQ(j["interrupted"], true);
+  const int64_t step = j["global_step"];
+  EXPECT_GT(step, 0);
+  EXPECT_EQ(fs::path(j["checkpoint"].get<std::string>()).filename(), "ckpt-" + std::to_string(step) + ".safetensors");
+  auto file = train::ReadSafetensors(j["checkpoint"].get<std::string>());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), step);
+  EXPECT_NE(r.output.find("bit-identical on the 2 ranks at step " + std::to_string(step)), std::string::npos)
+      << r.output;
+}
+
 // --resume of a two-process job continues from rank 0's newest checkpoint.
 TEST_F(TrainMpiTest, ATwoProcessJobResumes) {
   MakeData(2);
-  ShellResult first = Mpirun(2, TrainArgs("run", 20, "cpu:0"));
+  std::vector<std::string> traced = TrainArgs("run", 20, "cpu:0");
+  traced.insert(traced.end(), {"--trace", (dir_ / "trace.json").string(), "--trace-steps", "2"});
+  ShellResult first = Mpirun(2, traced);
   ASSERT_EQ(first.exit_code, 0) << first.output;
+  // One trace for the job: every rank's devices, as processes "rank r: ...".
+  const json trace = json::parse(testing::ReadFile(dir_ / "trace.json"), nullptr, false);
+  ASSERT_FALSE(trace.is_discarded());
+  std::set<std::string> ranks;
+  for (const json& e : trace["traceEvents"]) {
+    if (e["name"] == "process_name") ranks.insert(e["args"]["name"].get<std::string>().substr(0, 7));
+  }
+  EXPECT_EQ(ranks, (std::set<std::string>{"rank 0:", "rank 1:"}));
   std::vector<std::string> args = TrainArgs("run", 40, "cpu:0");
   args.push_back("--resume");
   ShellResult second = Mpirun(2, args);

@@ -574,8 +574,7 @@ int RunTrain(int argc, char** argv) {
               config.logdir.c_str());
   if (!config.trace_file.empty()) {
     std::printf("trace: %s%s (open in https://ui.perfetto.dev)\n", config.trace_file.c_str(),
-                world != nullptr ? (" (rank 0; rank 1's in " + RankTraceFile(config.trace_file, 1) + ", ...)").c_str()
-                                 : "");
+                world != nullptr ? " (every rank's, as processes \"rank r: <device>\")" : "");
   }
   std::optional<EvalResult> eval;
   if (!eval_files.empty() && !result->interrupted) {

@@ -344,7 +344,22 @@ class Loop {
     if (chief_) progress_.Message(line);
   }
   Status WriteFinalSummaries(TrainResult* result) { return WriteSummaries(result, result->examples_per_sec); }
-  Status WriteTrace(const std::string& path) const { return trace_.Write(path); }
+  Status WriteTrace() const {
+    if (world_ == nullptr) return trace_.Write(c_.trace_file);
+    // One file for the job: rank 0 gathers every rank's events, each rank's
+    // devices as processes "rank r: <device>" (pids r * 1000 + ...), on one
+    // time axis (the steady clock is the host's: aligned on one host).
+    int64_t neg_base = -trace_.earliest_ns();
+    if (Status s = world_->AllReduce(ControlTag("the trace's time base"), kInt64, &neg_base, 1, dist::ReduceOp::kMax);
+        !s.ok()) {
+      return s;
+    }
+    const int rank = world_->rank();
+    auto parts = world_->AllGather(ControlTag("the ranks' traces"),
+                                   trace_.EventsJson(rank * 1000, "rank " + std::to_string(rank) + ": ", -neg_base));
+    if (!parts.ok()) return parts.status();
+    return chief_ ? TraceRecorder::WriteEvents(c_.trace_file, *parts) : Status::OK();
+  }
 
  private:
   ProgressState State(const TrainResult& r, double rate) {
@@ -574,21 +589,9 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
     if (Status s = events->Close(); !s.ok()) return s;
   }
   if (!c.trace_file.empty()) {
-    if (Status s = loop.WriteTrace(world != nullptr ? RankTraceFile(c.trace_file, world->rank()) : c.trace_file);
-        !s.ok()) {
-      return s;
-    }
+    if (Status s = loop.WriteTrace(); !s.ok()) return s;
   }
   return result;
-}
-
-std::string RankTraceFile(const std::string& path, int rank) {
-  if (rank == 0) return path;
-  const std::string::size_type slash = path.rfind('/');
-  const std::string::size_type dot = path.rfind('.');
-  const bool has_ext = dot != std::string::npos && (slash == std::string::npos || dot > slash + 1);
-  const std::string suffix = ".rank" + std::to_string(rank);
-  return has_ext ? path.substr(0, dot) + suffix + path.substr(dot) : path + suffix;
 }
 
 }  // namespace tw::cli

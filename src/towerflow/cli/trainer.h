@@ -133,10 +133,6 @@ std::string CheckpointVariableScope(const TrainConfig& config);
 // offset); checkpoint and event-file writing.
 StatusOr<TrainResult> Train(const TrainConfig& config);
 
-// Where rank `rank` of a job writes its --trace: rank 0 the file itself, the
-// others "<stem>.rank<N><ext>" beside it (trace.json -> trace.rank1.json).
-std::string RankTraceFile(const std::string& path, int rank);
-
 }  // namespace tw::cli
 
 #endif  // TOWERFLOW_CLI_TRAINER_H_

@@ -101,42 +101,64 @@ int TraceRecorder::num_events() const {
   return static_cast<int>(events_.size());
 }
 
-Status TraceRecorder::Write(const std::string& path) const {
+int64_t TraceRecorder::earliest_ns() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t base = std::numeric_limits<int64_t>::max();
+  for (const Event& e : events_) base = std::min(base, e.start_ns);
+  return base;
+}
+
+std::string TraceRecorder::EventsJson(int pid_offset, const std::string& process_prefix, int64_t base_ns) const {
   using Json = nlohmann::json;
-  Json events = Json::array();
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    for (const auto& [name, pid] : pids_) {
-      events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
-                        {"args", {{"name", name}}}});
-      events.push_back({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid}, {"tid", 0},
-                        {"args", {{"sort_index", pid}}}});
-    }
-    for (const auto& [key, name] : threads_) {
-      events.push_back({{"name", "thread_name"}, {"ph", "M"}, {"pid", key.first}, {"tid", key.second},
-                        {"args", {{"name", name}}}});
-    }
-    int64_t base = std::numeric_limits<int64_t>::max();
-    for (const Event& e : events_) base = std::min(base, e.start_ns);
-    for (const Event& e : events_) {
-      // Microseconds with the nanoseconds kept as the fraction.
-      Json event = {{"name", e.name},
-                    {"cat", e.category},
-                    {"ph", "X"},
-                    {"ts", static_cast<double>(e.start_ns - base) / 1e3},
-                    {"dur", static_cast<double>(std::max<int64_t>(e.end_ns - e.start_ns, 0)) / 1e3},
-                    {"pid", e.pid},
-                    {"tid", e.tid}};
-      Json args = Json::object();
-      for (const auto& [key, value] : e.args) args[key] = value;
-      if (e.step >= 0) args["step"] = e.step;
-      event["args"] = std::move(args);
-      events.push_back(std::move(event));
-    }
+  std::string out;
+  auto add = [&](const Json& event) {
+    if (!out.empty()) out += ",";
+    // Names are bytes; invalid UTF-8 becomes U+FFFD rather than an exception.
+    out += event.dump(-1, ' ', false, Json::error_handler_t::replace);
+  };
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const auto& [name, pid] : pids_) {
+    add({{"name", "process_name"}, {"ph", "M"}, {"pid", pid + pid_offset}, {"tid", 0},
+         {"args", {{"name", process_prefix + name}}}});
+    add({{"name", "process_sort_index"}, {"ph", "M"}, {"pid", pid + pid_offset}, {"tid", 0},
+         {"args", {{"sort_index", pid + pid_offset}}}});
   }
-  Json trace = {{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};
-  // Names are bytes; invalid UTF-8 becomes U+FFFD rather than an exception.
-  const std::string text = trace.dump(-1, ' ', false, Json::error_handler_t::replace);
+  for (const auto& [key, name] : threads_) {
+    add({{"name", "thread_name"}, {"ph", "M"}, {"pid", key.first + pid_offset}, {"tid", key.second},
+         {"args", {{"name", name}}}});
+  }
+  for (const Event& e : events_) {
+    // Microseconds with the nanoseconds kept as the fraction.
+    Json event = {{"name", e.name},
+                  {"cat", e.category},
+                  {"ph", "X"},
+                  {"ts", static_cast<double>(e.start_ns - base_ns) / 1e3},
+                  {"dur", static_cast<double>(std::max<int64_t>(e.end_ns - e.start_ns, 0)) / 1e3},
+                  {"pid", e.pid + pid_offset},
+                  {"tid", e.tid}};
+    Json args = Json::object();
+    for (const auto& [key, value] : e.args) args[key] = value;
+    if (e.step >= 0) args["step"] = e.step;
+    event["args"] = std::move(args);
+    add(event);
+  }
+  return out;
+}
+
+Status TraceRecorder::Write(const std::string& path) const {
+  return WriteEvents(path, {EventsJson(0, "", earliest_ns())});
+}
+
+Status TraceRecorder::WriteEvents(const std::string& path, const std::vector<std::string>& parts) {
+  std::string text = "{\"traceEvents\": [";
+  bool first = true;
+  for (const std::string& part : parts) {
+    if (part.empty()) continue;
+    if (!first) text += ",";
+    text += part;
+    first = false;
+  }
+  text += "], \"displayTimeUnit\": \"ms\"}";
 
   // The rename must never put the trace in the place of a device or a FIFO.
   TW_RETURN_IF_ERROR(CheckReplaceableFile(path));

@@ -48,6 +48,17 @@ class TraceRecorder {
                const std::string& track);
 
   int num_events() const;
+  // The steady-clock ns of the earliest event, or INT64_MAX when there is none.
+  int64_t earliest_ns() const;
+
+  // The events as Write writes them, as comma-separated JSON objects (no
+  // brackets), for merging several recorders' traces into one file: every
+  // process is named "<process_prefix><name>" and its pid raised by
+  // `pid_offset`; times are relative to `base_ns` (steady-clock ns).
+  std::string EventsJson(int pid_offset, const std::string& process_prefix, int64_t base_ns) const;
+  // Writes {"traceEvents": [<parts joined>], "displayTimeUnit": "ms"} to
+  // `path` as Write does (the same errors).
+  [[nodiscard]] static Status WriteEvents(const std::string& path, const std::vector<std::string>& parts);
 
   // Writes the trace to `path` through `path`.tmp.<pid> and a rename, so a
   // reader never sees half a file. InvalidArgument when `path` exists and is not
