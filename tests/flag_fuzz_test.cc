@@ -172,6 +172,8 @@ TEST_F(FlagFuzzTest, EveryFlagOfEveryCommandRefusesHostileValuesOnOneLine) {
       {"train --checkpoint-every-secs 99999999999999999999999", "no checkpoint by time"},
       {"train --log-every-secs 1e300", "no progress line by time"},
       {"train --log-every-secs 99999999999999999999999", "no progress line by time"},
+      {"train --collective-timeout 1e300", "collectives wait forever (and one process has none)"},
+      {"train --collective-timeout 99999999999999999999999", "collectives wait forever"},
       // Seeds are any integer, as TF's.
       {"train --seed -1", "any integer seeds the graph"},
       {"train --seed 0", "any integer seeds the graph"},
@@ -184,6 +186,7 @@ TEST_F(FlagFuzzTest, EveryFlagOfEveryCommandRefusesHostileValuesOnOneLine) {
       {"train --checkpoint-every-steps 0", "checkpoints by time only (help: 0: off)"},
       {"train --checkpoint-every-secs 0", "checkpoints by steps only (help: 0: off)"},
       {"train --log-every-secs 0", "a progress line every step"},
+      {"train --collective-timeout 0", "0: collectives wait forever (help)"},
       {"train --intra-op-threads 0", "0: all cores"},
       {"train --inter-op-threads 0", "0: one per core"},
       {"train --gpu-memory-mb 0", "0: an even share (no GPU here: unused)"},

@@ -64,7 +64,8 @@ struct CollectiveTag {
 };
 
 struct WorldOptions {
-  // A collective that has not completed after this long fails (0: wait forever).
+  // A collective that has not completed after this long fails (0, or more
+  // than 1e9 s: wait forever).
   double collective_timeout_seconds = 300;
 };
 

@@ -226,7 +226,8 @@ class MpiWorld final : public World {
     channels_[ch].pending.push_back(call);
     work_.notify_all();
     const double limit = LimitSeconds();
-    if (limit <= 0) {
+    // 0, or longer than any job (a deadline past the clock's range): forever.
+    if (limit <= 0 || limit > 1e9) {
       done_.wait(lock, [&] { return call->done; });
       return call->status;
     }
