@@ -237,7 +237,9 @@ class Loop {
   Loop(const TrainConfig& c, TrainGraph& g, Session& session, train::EventFileWriter* events, dist::World* world)
       : c_(c), g_(g), session_(session), events_(events), world_(world),
         chief_(world == nullptr || world->rank() == 0),
-        progress_(stdout, StdoutIsTerminal(), c.log_every_seconds),
+        // mpirun hands each rank a pseudo-terminal and forwards it line by
+        // line into whatever its own output is (often a log): plain lines.
+        progress_(stdout, StdoutIsTerminal() && world == nullptr, c.log_every_seconds),
         examples_per_step_(c.batch_size * static_cast<int64_t>(c.devices.size()) *
                            (world != nullptr ? world->size() : 1)) {}
 

@@ -24,14 +24,19 @@ TEST(ProcessAllReduceRanks, DISABLED_GpuMatchesCpu) {
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   World& w = **started;
   const float r = static_cast<float>(w.rank());
+  // This rank's three gradients, as constants of `scope`'s graph.
+  auto gradients = [r](const Scope& scope) {
+    std::vector<Output> values;
+    for (int k = 0; k < 3; ++k) {
+      std::vector<float> v(static_cast<size_t>(1000 + k));
+      for (size_t i = 0; i < v.size(); ++i) v[i] = (r + 1) * 0.37f * static_cast<float>(i % 97 + k);
+      values.push_back(Const(scope, Tensor::FromVector(v, TensorShape{static_cast<int64_t>(v.size())})));
+    }
+    return values;
+  };
   Graph graph;
   Scope root(graph);
-  std::vector<Output> values;
-  for (int k = 0; k < 3; ++k) {
-    std::vector<float> v(static_cast<size_t>(1000 + k));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = (r + 1) * 0.37f * static_cast<float>(i % 97 + k);
-    values.push_back(Const(root, Tensor::FromVector(v, TensorShape{static_cast<int64_t>(v.size())})));
-  }
+  std::vector<Output> values = gradients(root);
   // Two rounds of buckets: the GPU's (round 1), then the CPU's (round 2).
   const std::string gpu = "/device:GPU:" + std::to_string(w.rank());
   std::vector<Output> on_gpu = CrossProcessMean(root, values, {.device = gpu});
@@ -43,13 +48,7 @@ TEST(ProcessAllReduceRanks, DISABLED_GpuMatchesCpu) {
   ASSERT_TRUE(g.ok()) << g.status().ToString();
   Graph cpu_graph;
   Scope cpu_root(cpu_graph);
-  std::vector<Output> cpu_values;
-  for (int k = 0; k < 3; ++k) {
-    std::vector<float> v(static_cast<size_t>(1000 + k));
-    for (size_t i = 0; i < v.size(); ++i) v[i] = (r + 1) * 0.37f * static_cast<float>(i % 97 + k);
-    cpu_values.push_back(Const(cpu_root, Tensor::FromVector(v, TensorShape{static_cast<int64_t>(v.size())})));
-  }
-  std::vector<Output> on_cpu = CrossProcessMean(cpu_root, cpu_values);
+  std::vector<Output> on_cpu = CrossProcessMean(cpu_root, gradients(cpu_root));
   Session cpu_session(cpu_graph);
   auto c = cpu_session.Run(on_cpu);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
