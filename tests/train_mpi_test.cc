@@ -261,11 +261,13 @@ TEST_F(TrainMpiTest, CtrlCOnMpirunStopsEveryRankWithAFinalCheckpoint) {
 TEST_F(TrainMpiTest, ATwoProcessJobResumes) {
   MakeData(2);
   std::vector<std::string> traced = TrainArgs("run", 20, "cpu:0");
-  traced.insert(traced.end(), {"--trace", (dir_ / "trace.json").string(), "--trace-steps", "2"});
+  // In a directory not made yet: every rank makes it at start (they used to
+  // race, and the loser refused to start).
+  traced.insert(traced.end(), {"--trace", (dir_ / "traces" / "job.json").string(), "--trace-steps", "2"});
   ShellResult first = Mpirun(2, traced);
   ASSERT_EQ(first.exit_code, 0) << first.output;
   // One trace for the job: every rank's devices, as processes "rank r: ...".
-  const json trace = json::parse(testing::ReadFile(dir_ / "trace.json"), nullptr, false);
+  const json trace = json::parse(testing::ReadFile(dir_ / "traces" / "job.json"), nullptr, false);
   ASSERT_FALSE(trace.is_discarded());
   std::set<std::string> ranks;
   for (const json& e : trace["traceEvents"]) {

@@ -380,9 +380,12 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
     // Its directory is made now (as the logdir is), so that the trace written
     // after the training cannot fail for want of it.
     const std::filesystem::path parent = std::filesystem::path(f.trace).parent_path();
-    std::error_code ec;
+    std::error_code ec, again;
+    // Made by another process meanwhile (the ranks of one job all get here):
+    // create_directories says false without an error; what counts is that
+    // the directory is there.
     if (!parent.empty() && !std::filesystem::is_directory(parent, ec) &&
-        !std::filesystem::create_directories(parent, ec)) {
+        !std::filesystem::create_directories(parent, ec) && !std::filesystem::is_directory(parent, again)) {
       return errors::InvalidArgument("--trace ", f.trace, ": cannot make the directory ", parent.string(), ": ",
                                      ec.message());
     }
