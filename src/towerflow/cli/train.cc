@@ -30,10 +30,10 @@
 #include <cstdio>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "towerflow/cli/commands.h"
+#include "towerflow/cli/devices.h"
 #include "towerflow/cli/evaluate.h"
 #include "towerflow/cli/flags.h"
 #include "towerflow/cli/json.h"
@@ -74,83 +74,6 @@ double DefaultLearningRate(const std::string& optimizer) {
   return 0.01;
 }
 
-// Why there is no GPU to train on, for usage errors.
-std::string NoGpuReason() {
-#if TOWERFLOW_HAVE_CUDA
-  return "no GPU is visible (see nvidia-smi and CUDA_VISIBLE_DEVICES)";
-#else
-  return "this build of towerflow has no GPU devices (CUDA backend not built)";
-#endif
-}
-
-// The ranks of a multi-process job on this host (dist/launch.h; 1 without a
-// launcher): they share its cores and GPUs.
-struct HostShare {
-  int local_rank = 0;
-  int local_size = 1;
-};
-
-HostShare ThisHostShare(const dist::Launch& launch) {
-  if (!launch.multi_process || launch.local_size < 1 || launch.local_rank < 0) return {};
-  return {launch.local_rank, launch.local_size};
-}
-
-// The cores this process may use: the host's, split between its ranks.
-int CoresOfThisProcess(const HostShare& share) {
-  return std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / share.local_size);
-}
-
-// "auto": every GPU when there is one, else one virtual CPU device per core;
-// "gpu": every GPU; else a list. A GPU is one of `logical_gpus` logical GPUs
-// of each visible physical GPU. Ranks of a job on one host split "auto" and
-// "gpu" between them: its cores, or its GPUs (each rank its own when there are
-// enough, else GPU local_rank modulo the count). Returns the canonical devices
-// and sets how many CPU devices the session needs and whether any tower is on
-// a GPU.
-StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,
-                                                  int* num_cpu_devices, bool* uses_gpus) {
-  const int gpus = VisibleCudaGpuCount() * logical_gpus;
-  std::vector<std::string> devices;
-  if (flag == "auto" && gpus == 0) {
-    const int cores = CoresOfThisProcess(share);
-    for (int i = 0; i < cores; ++i) devices.push_back("/device:CPU:" + std::to_string(i));
-  } else if (flag == "auto" || flag == "gpu") {
-    if (gpus == 0) return errors::InvalidArgument("--devices gpu: ", NoGpuReason());
-    const int per_rank = std::max(1, gpus / share.local_size);
-    const int first = gpus >= share.local_size ? share.local_rank * per_rank : share.local_rank % gpus;
-    for (int i = first; i < first + per_rank; ++i) devices.push_back("/device:GPU:" + std::to_string(i));
-  } else {
-    auto parsed = ParseDevices(flag);
-    if (!parsed.ok()) return errors::InvalidArgument("--devices: ", parsed.status().message());
-    devices = *parsed;
-    if (devices.empty()) {
-      return errors::InvalidArgument("--devices '", flag, "' names no device; give auto, gpu, or a list such as cpu:0,cpu:1");
-    }
-  }
-  *num_cpu_devices = 1;
-  *uses_gpus = false;
-  for (const std::string& d : devices) {
-    // Canonical names end in the index, which DeviceSpec parsed as an int.
-    const int64_t index = std::strtoll(d.c_str() + d.rfind(':') + 1, nullptr, 10);
-    if (d.rfind("/device:CPU:", 0) == 0) {
-      if (index >= kMaxCpuDevices) {
-        return errors::InvalidArgument("--devices ", flag, ": ", d, " is past the last virtual CPU device a run may ",
-                                       "have (/device:CPU:", kMaxCpuDevices - 1, ")");
-      }
-      *num_cpu_devices = std::max(*num_cpu_devices, static_cast<int>(index) + 1);
-    }
-    if (d.rfind("/device:GPU:", 0) == 0) {
-      *uses_gpus = true;
-      if (gpus == 0) return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", NoGpuReason());
-      if (index >= gpus) {
-        return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", VisibleCudaGpuCount(),
-                                       " GPU(s) visible x ", logical_gpus, " logical (--logical-gpus) = /device:GPU:0",
-                                       gpus > 1 ? "../device:GPU:" + std::to_string(gpus - 1) : std::string());
-      }
-    }
-  }
-  return devices;
-}
 
 // The data files, their compression (the first file's, which every file must
 // share: one reader reads them all) and the first record, for the schema check.
@@ -287,45 +210,6 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
   out += std::string(", \"deterministic\": ") + (c.deterministic ? "true" : "false");
   out += std::string(", \"interrupted\": ") + (r.interrupted ? "true" : "false") + "}";
   return out;
-}
-
-// The job, printed once by rank 0: "world: 3 ranks on 1 host (vm: ranks
-// 0-2), 2 tower(s) per rank, global batch 600 = 100 x 2 tower(s) x 3 ranks;
-// input: 8 files split by rank (2-3 each)" (dist/sharding.h's split).
-std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
-  std::vector<std::pair<std::string, std::vector<int>>> hosts;  // in order of first rank
-  for (int r = 0; r < world.size(); ++r) {
-    const std::string& h = world.hosts()[static_cast<size_t>(r)];
-    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& e) { return e.first == h; });
-    if (it == hosts.end()) {
-      hosts.push_back({h, {r}});
-    } else {
-      it->second.push_back(r);
-    }
-  }
-  std::string where;
-  for (const auto& [host, rs] : hosts) {
-    where += (where.empty() ? "" : ", ") + host + ": rank" + (rs.size() > 1 ? "s " : " ");
-    // Runs of consecutive ranks as "a-b".
-    for (size_t i = 0; i < rs.size();) {
-      size_t j = i;
-      while (j + 1 < rs.size() && rs[j + 1] == rs[j] + 1) ++j;
-      where += (i > 0 ? "," : "") + std::to_string(rs[i]) + (j > i ? "-" + std::to_string(rs[j]) : "");
-      i = j + 1;
-    }
-  }
-  const size_t towers = c.devices.size();
-  const size_t files = c.files.size(), ranks = static_cast<size_t>(world.size());
-  const std::string input =
-      files >= ranks ? "input: " + std::to_string(files) + " files split by rank (" + std::to_string(files / ranks) +
-                           (files % ranks != 0 ? "-" + std::to_string(files / ranks + 1) : "") + " each)"
-                     : "input: " + std::to_string(files) + " file(s) for " + std::to_string(ranks) +
-                           " ranks, split by record (rank r reads records r, r+" + std::to_string(ranks) + ", ...)";
-  return "world: " + std::to_string(world.size()) + " ranks on " + std::to_string(hosts.size()) + " host" +
-         (hosts.size() > 1 ? "s" : "") + " (" + where + "), " + std::to_string(towers) + " tower(s) per rank, " +
-         "global batch " + std::to_string(c.batch_size * static_cast<int64_t>(towers) * world.size()) + " = " +
-         std::to_string(c.batch_size) + " x " + std::to_string(towers) + " tower(s) x " + std::to_string(world.size()) +
-         " ranks; " + input;
 }
 
 // Checks the flags and the data; fills the configuration. Errors are usage errors.

@@ -1,0 +1,114 @@
+#include "towerflow/cli/devices.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <thread>
+
+#include "towerflow/device/device_set.h"
+#include "towerflow/train/replicate.h"
+
+namespace tw::cli {
+namespace {
+
+// Why there is no GPU to train on, for usage errors.
+std::string NoGpuReason() {
+#if TOWERFLOW_HAVE_CUDA
+  return "no GPU is visible (see nvidia-smi and CUDA_VISIBLE_DEVICES)";
+#else
+  return "this build of towerflow has no GPU devices (CUDA backend not built)";
+#endif
+}
+
+}  // namespace
+
+HostShare ThisHostShare(const dist::Launch& launch) {
+  if (!launch.multi_process || launch.local_size < 1 || launch.local_rank < 0) return {};
+  return {launch.local_rank, launch.local_size};
+}
+
+int CoresOfThisProcess(const HostShare& share) {
+  return std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / share.local_size);
+}
+
+StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,
+                                                  int* num_cpu_devices, bool* uses_gpus) {
+  const int gpus = VisibleCudaGpuCount() * logical_gpus;
+  std::vector<std::string> devices;
+  if (flag == "auto" && gpus == 0) {
+    const int cores = CoresOfThisProcess(share);
+    for (int i = 0; i < cores; ++i) devices.push_back("/device:CPU:" + std::to_string(i));
+  } else if (flag == "auto" || flag == "gpu") {
+    if (gpus == 0) return errors::InvalidArgument("--devices gpu: ", NoGpuReason());
+    const int per_rank = std::max(1, gpus / share.local_size);
+    const int first = gpus >= share.local_size ? share.local_rank * per_rank : share.local_rank % gpus;
+    for (int i = first; i < first + per_rank; ++i) devices.push_back("/device:GPU:" + std::to_string(i));
+  } else {
+    auto parsed = ParseDevices(flag);
+    if (!parsed.ok()) return errors::InvalidArgument("--devices: ", parsed.status().message());
+    devices = *parsed;
+    if (devices.empty()) {
+      return errors::InvalidArgument("--devices '", flag, "' names no device; give auto, gpu, or a list such as cpu:0,cpu:1");
+    }
+  }
+  *num_cpu_devices = 1;
+  *uses_gpus = false;
+  for (const std::string& d : devices) {
+    // Canonical names end in the index, which DeviceSpec parsed as an int.
+    const int64_t index = std::strtoll(d.c_str() + d.rfind(':') + 1, nullptr, 10);
+    if (d.rfind("/device:CPU:", 0) == 0) {
+      if (index >= kMaxCpuDevices) {
+        return errors::InvalidArgument("--devices ", flag, ": ", d, " is past the last virtual CPU device a run may ",
+                                       "have (/device:CPU:", kMaxCpuDevices - 1, ")");
+      }
+      *num_cpu_devices = std::max(*num_cpu_devices, static_cast<int>(index) + 1);
+    }
+    if (d.rfind("/device:GPU:", 0) == 0) {
+      *uses_gpus = true;
+      if (gpus == 0) return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", NoGpuReason());
+      if (index >= gpus) {
+        return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", VisibleCudaGpuCount(),
+                                       " GPU(s) visible x ", logical_gpus, " logical (--logical-gpus) = /device:GPU:0",
+                                       gpus > 1 ? "../device:GPU:" + std::to_string(gpus - 1) : std::string());
+      }
+    }
+  }
+  return devices;
+}
+
+std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
+  std::vector<std::pair<std::string, std::vector<int>>> hosts;  // in order of first rank
+  for (int r = 0; r < world.size(); ++r) {
+    const std::string& h = world.hosts()[static_cast<size_t>(r)];
+    auto it = std::find_if(hosts.begin(), hosts.end(), [&](const auto& e) { return e.first == h; });
+    if (it == hosts.end()) {
+      hosts.push_back({h, {r}});
+    } else {
+      it->second.push_back(r);
+    }
+  }
+  std::string where;
+  for (const auto& [host, rs] : hosts) {
+    where += (where.empty() ? "" : ", ") + host + ": rank" + (rs.size() > 1 ? "s " : " ");
+    // Runs of consecutive ranks as "a-b".
+    for (size_t i = 0; i < rs.size();) {
+      size_t j = i;
+      while (j + 1 < rs.size() && rs[j + 1] == rs[j] + 1) ++j;
+      where += (i > 0 ? "," : "") + std::to_string(rs[i]) + (j > i ? "-" + std::to_string(rs[j]) : "");
+      i = j + 1;
+    }
+  }
+  const size_t towers = c.devices.size();
+  const size_t files = c.files.size(), ranks = static_cast<size_t>(world.size());
+  const std::string input =
+      files >= ranks ? "input: " + std::to_string(files) + " files split by rank (" + std::to_string(files / ranks) +
+                           (files % ranks != 0 ? "-" + std::to_string(files / ranks + 1) : "") + " each)"
+                     : "input: " + std::to_string(files) + " file(s) for " + std::to_string(ranks) +
+                           " ranks, split by record (rank r reads records r, r+" + std::to_string(ranks) + ", ...)";
+  return "world: " + std::to_string(world.size()) + " ranks on " + std::to_string(hosts.size()) + " host" +
+         (hosts.size() > 1 ? "s" : "") + " (" + where + "), " + std::to_string(towers) + " tower(s) per rank, " +
+         "global batch " + std::to_string(c.batch_size * static_cast<int64_t>(towers) * world.size()) + " = " +
+         std::to_string(c.batch_size) + " x " + std::to_string(towers) + " tower(s) x " + std::to_string(world.size()) +
+         " ranks; " + input;
+}
+
+}  // namespace tw::cli
