@@ -23,7 +23,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from torch_train import load, model_of
+from torch_train import load, make_step, model_of
 
 
 def free_port():
@@ -44,20 +44,8 @@ def worker(rank, args, port):
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
     gen = torch.Generator().manual_seed(100 + rank)
-    n, b = x_all.shape[0], args.batch_size
-    perm, pos = torch.randperm(n, generator=gen), 0
-
-    def step():
-        nonlocal perm, pos
-        if pos + b > n:
-            perm, pos = torch.randperm(n, generator=gen), 0
-        idx = perm[pos:pos + b]
-        pos += b
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x_all[idx]), y_all[idx])
-        loss.backward()
-        opt.step()
-        return loss
+    b = args.batch_size
+    step = make_step(model, opt, x_all, y_all, b, lambda n: torch.randperm(n, generator=gen))
 
     for _ in range(args.warmup):
         step()

@@ -49,6 +49,27 @@ def model_of(name):
         nn.Flatten(), nn.Linear(7 * 7 * 64, 1024), nn.ReLU(), nn.Dropout(0.4), nn.Linear(1024, 10))
 
 
+def make_step(model, opt, x_all, y_all, b, randperm=torch.randperm):
+    """One training step per call: a batch of b gathered by index from an
+    epoch's permutation (randperm(n), a new one when it runs out), zero_grad,
+    forward, cross_entropy, backward, step; returns the loss."""
+    n = x_all.shape[0]
+    state = {"perm": randperm(n), "pos": 0}
+
+    def step():
+        if state["pos"] + b > n:
+            state["perm"], state["pos"] = randperm(n), 0
+        idx = state["perm"][state["pos"]:state["pos"] + b]
+        state["pos"] += b
+        opt.zero_grad(set_to_none=True)
+        loss = torch.nn.functional.cross_entropy(model(x_all[idx]), y_all[idx])
+        loss.backward()
+        opt.step()
+        return loss
+
+    return step
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--model", choices=("mlp", "cnn"), required=True)
@@ -66,20 +87,8 @@ def main():
     model = model_of(args.model)
     model.train()
     opt = torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
-    n, b = x_all.shape[0], args.batch_size
-    perm, pos = torch.randperm(n), 0
-
-    def step():
-        nonlocal perm, pos
-        if pos + b > n:
-            perm, pos = torch.randperm(n), 0
-        idx = perm[pos:pos + b]
-        pos += b
-        opt.zero_grad(set_to_none=True)
-        loss = torch.nn.functional.cross_entropy(model(x_all[idx]), y_all[idx])
-        loss.backward()
-        opt.step()
-        return loss
+    b = args.batch_size
+    step = make_step(model, opt, x_all, y_all, b)
 
     for _ in range(args.warmup):
         step()

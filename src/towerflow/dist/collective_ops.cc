@@ -62,6 +62,19 @@ std::vector<Output> Outputs(Node* node, size_t n) {
   return out;
 }
 
+// The node of `op` over `inputs`, with its own attr and the bucket's.
+template <typename A>
+std::vector<Output> BuildList(const Scope& scope, const char* op, const std::vector<Output>& inputs,
+                              const char* attr, const A& value, int bucket, int num_buckets) {
+  Node* node = NodeBuilder(scope, op)
+                   .Inputs(inputs)
+                   .Attr(attr, value)
+                   .Attr("bucket", int64_t{bucket})
+                   .Attr("num_buckets", int64_t{num_buckets})
+                   .Finalize();
+  return Outputs(node, inputs.size());
+}
+
 int64_t Bytes(const Output& t) {
   const PartialShape& shape = t.shape();
   if (!shape.IsFullyDefined()) return 0;
@@ -91,13 +104,7 @@ std::vector<Output> ProcessAllReduce(const Scope& scope, const std::vector<Outpu
         errors::InvalidArgument("ProcessAllReduce: reduction '", attrs.reduction, "' is not one of sum, mean"));
     return Outputs(nullptr, inputs.size());
   }
-  Node* node = NodeBuilder(scope, "ProcessAllReduce")
-                   .Inputs(inputs)
-                   .Attr("reduction", attrs.reduction)
-                   .Attr("bucket", int64_t{attrs.bucket})
-                   .Attr("num_buckets", int64_t{attrs.num_buckets})
-                   .Finalize();
-  return Outputs(node, inputs.size());
+  return BuildList(scope, "ProcessAllReduce", inputs, "reduction", attrs.reduction, attrs.bucket, attrs.num_buckets);
 }
 
 std::vector<Output> ProcessBroadcast(const Scope& scope, const std::vector<Output>& inputs,
@@ -108,13 +115,7 @@ std::vector<Output> ProcessBroadcast(const Scope& scope, const std::vector<Outpu
     scope.UpdateStatus(errors::InvalidArgument("ProcessBroadcast: root ", attrs.root, " is negative"));
     return Outputs(nullptr, inputs.size());
   }
-  Node* node = NodeBuilder(scope, "ProcessBroadcast")
-                   .Inputs(inputs)
-                   .Attr("root", int64_t{attrs.root})
-                   .Attr("bucket", int64_t{attrs.bucket})
-                   .Attr("num_buckets", int64_t{attrs.num_buckets})
-                   .Finalize();
-  return Outputs(node, inputs.size());
+  return BuildList(scope, "ProcessBroadcast", inputs, "root", int64_t{attrs.root}, attrs.bucket, attrs.num_buckets);
 }
 
 std::vector<Output> CrossProcessMean(const Scope& scope, const std::vector<Output>& gradients,

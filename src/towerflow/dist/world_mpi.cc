@@ -128,14 +128,10 @@ class MpiWorld final : public World {
     if (count < 0 || count > std::numeric_limits<int>::max()) {
       return errors::InvalidArgument("all-reduce of ", count, " elements (at most 2^31 - 1)");
     }
-    auto call = std::make_shared<Call>();
-    call->kind = Kind::kAllReduce;
-    call->tag = tag;
+    CallPtr call = NewCall(Kind::kAllReduce, tag, data, static_cast<size_t>(count) * DataTypeSize(dtype));
     call->dtype = dtype;
     call->op = op;
     call->count = count;
-    call->data = data;
-    call->bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
     return Run(call);
   }
 
@@ -144,30 +140,20 @@ class MpiWorld final : public World {
     if (bytes < 0 || bytes > std::numeric_limits<int>::max()) {
       return errors::InvalidArgument("broadcast of ", bytes, " bytes (at most 2^31 - 1)");
     }
-    auto call = std::make_shared<Call>();
-    call->kind = Kind::kBroadcast;
-    call->tag = tag;
+    CallPtr call = NewCall(Kind::kBroadcast, tag, data, static_cast<size_t>(bytes));
     call->root = root;
     call->count = bytes;
-    call->data = data;
-    call->bytes = static_cast<size_t>(bytes);
     return Run(call);
   }
 
   StatusOr<std::vector<std::string>> AllGather(const CollectiveTag& tag, const std::string& mine) override {
-    auto call = std::make_shared<Call>();
-    call->kind = Kind::kAllGather;
-    call->tag = tag;
-    call->data = const_cast<char*>(mine.data());  // read only
-    call->bytes = mine.size();
+    CallPtr call = NewCall(Kind::kAllGather, tag, const_cast<char*>(mine.data()), mine.size());  // read only
     TW_RETURN_IF_ERROR(Run(call));
     return std::move(call->gathered);
   }
 
   Status RunInOrder(const CollectiveTag& tag, std::function<Status()> work) override {
-    auto call = std::make_shared<Call>();
-    call->kind = Kind::kTask;
-    call->tag = tag;
+    CallPtr call = NewCall(Kind::kTask, tag, nullptr, 0);
     call->work = std::move(work);
     return Run(call);
   }
@@ -210,6 +196,15 @@ class MpiWorld final : public World {
     std::deque<Send> sends;        // the channel thread's
     std::vector<char> buffer;      // the channel thread's: what MPI reads and writes
   };
+
+  static CallPtr NewCall(Kind kind, const CollectiveTag& tag, void* data, size_t bytes) {
+    auto call = std::make_shared<Call>();
+    call->kind = kind;
+    call->tag = tag;
+    call->data = data;
+    call->bytes = bytes;
+    return call;
+  }
 
   // Submits `call` and waits for it, or for the collective timeout.
   Status Run(const CallPtr& call) {
