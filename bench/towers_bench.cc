@@ -201,7 +201,7 @@ int PrintTimeline(int towers) {
       if (n.end_ns - n.start_ns < (std::getenv("TOWERFLOW_BENCH_TIMELINE_ALL") ? 0 : 5000)) continue;
       std::printf("  %8.1f +%7.1f us %s%s (%s) on %s\n", (n.start_ns - t0) / 1e3, (n.end_ns - n.start_ns) / 1e3,
                   n.transfer ? "transfer " : "", n.node->name().c_str(), n.node->op().c_str(),
-                  n.device ? n.device->name().c_str() : "?");
+                  n.device ? tw::DeviceNameOf(n.device).c_str() : "?");
     }
   }
   return 0;

@@ -1,9 +1,10 @@
 # Installing towerflow (`cmake --install build [--prefix P]`): the static module
-# libraries and their umbrella target `towerflow::towerflow`, exported for
-# find_package(towerflow) (lib/cmake/towerflow), the headers a user includes
-# (include/towerflow/..., the generated protobuf headers in
-# include/towerflow/proto), `towerflow.pc` for pkg-config, and the `towerflow`
-# command. tests/install/run.sh checks all of it from outside the tree.
+# libraries, libtowerflow.so (when built: src/towerflow/CMakeLists.txt) and
+# the umbrella target `towerflow::towerflow`, exported for
+# find_package(towerflow) (lib/cmake/towerflow), the public headers
+# (include/towerflow/...), `towerflow.pc` for pkg-config, and the `towerflow`
+# command with its man page. tests/install/run.sh checks all of it from
+# outside the tree; cmake/package.cmake makes a .deb of it.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -14,17 +15,23 @@ install(TARGETS ${TW_MODULE_LIBRARIES} towerflow EXPORT towerflowTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
         LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
         INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+if(TARGET towerflow_shared)
+  # libtowerflow.so.0.1.0, its SONAME link libtowerflow.so.0.1 and the
+  # development link libtowerflow.so.
+  install(TARGETS towerflow_shared EXPORT towerflowTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+          INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+endif()
 install(TARGETS towerflow_cli RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+if(TARGET towerflow_man)
+  install(FILES ${PROJECT_BINARY_DIR}/man/towerflow.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1)
+endif()
 install(EXPORT towerflowTargets NAMESPACE towerflow:: DESTINATION ${TW_INSTALL_CMAKEDIR})
 
-# Every header but the tests' helpers (towerflow.h still reaches into the
-# modules: the public boundary of [api-install] is yet to be drawn).
-install(DIRECTORY ${PROJECT_SOURCE_DIR}/src/towerflow/ DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/towerflow
-        FILES_MATCHING PATTERN "*.h"
-        PATTERN "*test*" EXCLUDE
-        PATTERN "cli" EXCLUDE)
-install(DIRECTORY ${PROJECT_BINARY_DIR}/src/towerflow/data/proto/ ${PROJECT_BINARY_DIR}/src/towerflow/train/proto/
-        DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/towerflow/proto FILES_MATCHING PATTERN "*.pb.h")
+# The public headers: include/towerflow/, nothing else (tests/install/run.sh
+# checks that each compiles alone against the install tree, which holds no
+# internal header).
+install(DIRECTORY ${PROJECT_SOURCE_DIR}/include/towerflow DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/towerflowConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/towerflowConfig.cmake INSTALL_DESTINATION ${TW_INSTALL_CMAKEDIR})
@@ -34,11 +41,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/towerflowConfigVersion.cm
 install(FILES ${PROJECT_BINARY_DIR}/towerflowConfig.cmake ${PROJECT_BINARY_DIR}/towerflowConfigVersion.cmake
         DESTINATION ${TW_INSTALL_CMAKEDIR})
 
-# pkg-config: static libraries, so every dependency is in Libs, in link order.
-set(TW_PC_LIBS "")
-foreach(lib tw_dist tw_train tw_data tw_runtime tw_kernels tw_device tw_graph tw_core)
-  string(APPEND TW_PC_LIBS " -l${lib}")
-endforeach()
+# pkg-config: the form towerflow::towerflow has. Shared: -ltowerflow, its own
+# dependencies private (`pkg-config --static` lists them). Static: every module
+# archive and every dependency in Libs, in link order.
 set(TW_PC_DEPS "")
 if(TOWERFLOW_HAVE_ISAL)
   string(APPEND TW_PC_DEPS " ${ISAL_LIBRARY}")
@@ -46,26 +51,34 @@ endif()
 if(TOWERFLOW_HAVE_DNNL)
   string(APPEND TW_PC_DEPS " ${DNNL_LIBRARY} ${OpenMP_CXX_FLAGS}")
 endif()
-set(TW_PC_CFLAGS "")
 if(TOWERFLOW_HAVE_CUDA)
   string(APPEND TW_PC_DEPS " -L${CUDAToolkit_LIBRARY_DIR} -Wl,-rpath,${CUDAToolkit_LIBRARY_DIR} -lcudart ${CUDNN_LIBRARY} ${NCCL_LIBRARY}")
-  foreach(dir ${CUDAToolkit_INCLUDE_DIRS} ${CUDNN_INCLUDE_DIR} ${NCCL_INCLUDE_DIR})
-    string(APPEND TW_PC_CFLAGS " -I${dir}")
-  endforeach()
-  string(APPEND TW_PC_CFLAGS " -DTOWERFLOW_HAVE_CUDA=1")
 endif()
 if(TOWERFLOW_HAVE_MPI)
   foreach(lib ${MPI_CXX_LIBRARIES})
     string(APPEND TW_PC_DEPS " ${lib}")
   endforeach()
 endif()
-if(TOWERFLOW_TCMALLOC_LIBRARY)
-  string(APPEND TW_PC_DEPS " ${TOWERFLOW_TCMALLOC_LIBRARY}")
-endif()
 string(APPEND TW_PC_DEPS " -pthread")
 foreach(lib ${CMAKE_DL_LIBS})
   string(APPEND TW_PC_DEPS " -l${lib}")
 endforeach()
+if(BUILD_SHARED_LIBS)
+  set(TW_PC_LIBS " -ltowerflow")
+  set(TW_PC_REQUIRES "Requires.private: protobuf zlib")
+  set(TW_PC_LIBS_PRIVATE "Libs.private:${TW_PC_DEPS}")
+else()
+  set(TW_PC_LIBS "")
+  foreach(lib tw_dist tw_train tw_data tw_runtime tw_kernels tw_device tw_graph tw_core)
+    string(APPEND TW_PC_LIBS " -l${lib}")
+  endforeach()
+  string(APPEND TW_PC_LIBS "${TW_PC_DEPS}")
+  if(TOWERFLOW_TCMALLOC_LIBRARY)
+    string(APPEND TW_PC_LIBS " ${TOWERFLOW_TCMALLOC_LIBRARY}")
+  endif()
+  set(TW_PC_REQUIRES "Requires: protobuf zlib")
+  set(TW_PC_LIBS_PRIVATE "")
+endif()
 # From <libdir>/pkgconfig back to the prefix ("../.." for lib/pkgconfig).
 file(RELATIVE_PATH TW_PC_TO_PREFIX /prefix/${CMAKE_INSTALL_LIBDIR}/pkgconfig /prefix)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/towerflow.pc.in ${PROJECT_BINARY_DIR}/towerflow.pc @ONLY)

@@ -54,10 +54,19 @@ endif()
 function(tw_library name)
   cmake_parse_arguments(ARG "" "" "SRCS;DEPS" ${ARGN})
   add_library(${name} STATIC ${ARG_SRCS})
-  target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
+  # include/: the public headers (installed); src/: the internal ones, for
+  # towerflow's own modules, tests, benchmarks and tool (never installed).
+  target_include_directories(${name} PUBLIC $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/include>
+                                            $<BUILD_INTERFACE:${PROJECT_SOURCE_DIR}/src>
                                             $<INSTALL_INTERFACE:${CMAKE_INSTALL_INCLUDEDIR}>)
   target_compile_options(${name} PRIVATE ${TW_WARNINGS})
   target_link_libraries(${name} PUBLIC ${ARG_DEPS})
+  # Position-independent, and every symbol hidden but those the public headers
+  # declare (each wraps its declarations in `#pragma GCC visibility
+  # push(default)`): the same objects make the static archives and
+  # libtowerflow.so, whose dynamic symbol table is then the public API alone.
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON CXX_VISIBILITY_PRESET hidden
+                                           CUDA_VISIBILITY_PRESET hidden VISIBILITY_INLINES_HIDDEN ON)
 endfunction()
 
 # tw_test(NAME SRCS ... DEPS ... LABELS ...): a GoogleTest binary registered with CTest.

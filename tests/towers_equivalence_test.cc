@@ -28,16 +28,11 @@ O WithCpus(int cpus, O o = {}) {
   return o;
 }
 
-// Expects `node` placed on `device` ("/device:CPU:1"), once sessions record
-// placement (until then every node runs on CPU:0 and this checks nothing).
-template <typename S>
-void ExpectPlacedOn(const S& session, const Node* node, const std::string& device) {
+// Expects `node` placed on `device` ("/device:CPU:1").
+void ExpectPlacedOn(const Session& session, const Node* node, const std::string& device) {
   ASSERT_NE(node, nullptr);
-  if constexpr (requires { session.placement().device_name(*node); }) {
-    const std::string placed = session.placement().device_name(*node);
-    EXPECT_TRUE(placed.ends_with(device))
-        << node->name() << " placed on '" << placed << "', expected " << device;
-  }
+  const std::string placed = session.PlacedDevice(*node);
+  EXPECT_TRUE(placed.ends_with(device)) << node->name() << " placed on '" << placed << "', expected " << device;
 }
 
 // A float64 MLP F -> H (tanh) -> C with seeded initializers, so every graph

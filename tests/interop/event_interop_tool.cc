@@ -65,7 +65,7 @@ int Run(const std::string& logdir, int64_t steps) {
   std::map<std::string, std::string> devices;
   for (int id = 0; id < graph.num_nodes(); ++id) {
     const tw::Node& n = *graph.node(id);
-    std::string d = session.placement().device_name(n);
+    std::string d = session.PlacedDevice(n);
     if (!d.empty()) devices[n.name()] = d;
   }
 

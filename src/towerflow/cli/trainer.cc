@@ -21,6 +21,7 @@
 #include "towerflow/train/event_writer.h"
 #include "towerflow/train/logdir_lock.h"
 #include "towerflow/train/saver.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw::cli {
 
@@ -196,12 +197,12 @@ StatusOr<std::vector<std::string>> TowerGpus(const Session& session, const std::
   for (const std::string& tower : towers) {
     if (tower.rfind("/device:GPU:", 0) != 0) continue;
     const Device* found = nullptr;
-    for (const auto& d : session.devices()) {
+    for (const auto& d : session.impl().devices()) {
       if (d->short_name() == tower) found = d.get();
     }
     if (found == nullptr) {
       return errors::InvalidArgument("tower device ", tower, " does not exist: the session has ",
-                                     session.device_set().DescribeDevices());
+                                     session.impl().device_set().DescribeDevices());
     }
     gpus.push_back(found->physical_description());
   }
@@ -277,7 +278,7 @@ class Loop {
         if (const std::string warning = dist::SameBatchWarning(*all); !warning.empty()) Message(warning);
       }
       if (traced) {
-        trace_.AddStep(result->global_step + 1, stats, session_.placement());
+        trace_.AddStep(result->global_step + 1, stats, session_);
         trace_.AddSpan("step " + std::to_string(result->global_step + 1), "step", step_start, NowNs(), "steps");
       }
       ++result->steps;

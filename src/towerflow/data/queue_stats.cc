@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "towerflow/data/queue_internal.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw::io {
 
@@ -15,7 +16,7 @@ std::vector<QueueFill> QueueFillStats(Session& session) {
     auto spec = queue_internal::SpecFromNode(*node);
     if (!spec.ok()) continue;
     // A queue whose op has not run yet does not exist in this session.
-    auto queue = QueueResource::Find(session.resource_mgr(), spec->name);
+    auto queue = QueueResource::Find(session.impl().resource_mgr(), spec->name);
     if (!queue.ok()) continue;
     QueueFill f;
     f.queue = node->name();

@@ -21,6 +21,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/random_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -429,17 +430,17 @@ TEST_F(QueueTest, KernelsReachTheQueueThroughItsHandle) {
   Node* enq = q.EnqueueMany(root_, {Const(root_, Tensor::Vec<std::string>({"a", "b"}))});
   ASSERT_TRUE(root_.ok());
   Session s(graph_, Opts());
-  EXPECT_EQ(QueueResource::Find(s.resource_mgr(), "filenames").status().code(), Code::kNotFound);
+  EXPECT_EQ(QueueResource::Find(s.impl().resource_mgr(), "filenames").status().code(), Code::kNotFound);
   ASSERT_TRUE(s.Run(enq).ok());
   Tensor handle = s.Run({q.handle()}).ValueOrDie()[0];
   EXPECT_EQ(handle.scalar<std::string>(), "filenames");
-  auto queue = QueueResource::FromHandle(s.resource_mgr(), handle);
+  auto queue = QueueResource::FromHandle(s.impl().resource_mgr(), handle);
   ASSERT_TRUE(queue.ok()) << queue.status().ToString();
   QueueResource::Tuple t;
   ASSERT_TRUE((*queue)->Dequeue(&t).ok());
   EXPECT_EQ(t[0].scalar<std::string>(), "a");
   EXPECT_EQ((*queue)->Size(), 1);
-  EXPECT_EQ(QueueResource::FromHandle(s.resource_mgr(), Tensor::Scalar<int32_t>(1)).status().code(),
+  EXPECT_EQ(QueueResource::FromHandle(s.impl().resource_mgr(), Tensor::Scalar<int32_t>(1)).status().code(),
             Code::kInvalidArgument);
 }
 

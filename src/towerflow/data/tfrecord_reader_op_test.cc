@@ -17,6 +17,7 @@
 #include "towerflow/data/record_writer.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -225,7 +226,7 @@ TEST_F(TFRecordReaderOpTest, SkipCorruptSkipsAndCounts) {
   EXPECT_EQ(b->second, RecordValue(0, 2));
   EXPECT_EQ(b->first, KeyOf(path, 0, 2));  // the skipped record changes no offset
   EXPECT_EQ(Read().status().code(), Code::kOutOfRange);
-  auto reader = session_->resource_mgr()->LookupOrCreate<TFRecordReaderResource>(
+  auto reader = session_->impl().resource_mgr()->LookupOrCreate<TFRecordReaderResource>(
       "reader", []() -> StatusOr<std::shared_ptr<TFRecordReaderResource>> { return errors::NotFound("no reader"); });
   ASSERT_TRUE(reader.ok()) << reader.status().ToString();
   EXPECT_EQ((*reader)->skipped_records(), 1);

@@ -88,7 +88,7 @@ void EnsureDeviceFactoriesRegistered() {
   });
 }
 
-StatusOr<std::unique_ptr<DeviceSet>> DeviceSet::Create(const DeviceOptions& options) {
+StatusOr<std::unique_ptr<DeviceSet>> DeviceSet::Create(const SessionOptions& options) {
   EnsureDeviceFactoriesRegistered();
   if (options.num_cpu_devices < 1 || options.num_cpu_devices > kMaxCpuDevices) {
     return errors::InvalidArgument("SessionOptions.num_cpu_devices must be 1 to ", kMaxCpuDevices, ", got ",

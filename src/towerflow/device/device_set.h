@@ -1,7 +1,7 @@
 // DeviceSet: the devices one Session runs on, and DeviceFactory, the registry
 // of the backends that make them.
 //
-// A DeviceFactory makes the devices of one backend from DeviceOptions: "CPU"
+// A DeviceFactory makes the devices of one backend from SessionOptions: "CPU"
 // (device/cpu/, N virtual CPU devices sharing the host's threads), "FAKE_GPU"
 // (device/fake/, test-only GPUs backed by host memory) and, when built, the CUDA
 // backend ([cuda], device/cuda/: GPUs that CUDA_VISIBLE_DEVICES leaves visible,
@@ -22,43 +22,17 @@
 #include <vector>
 
 #include "towerflow/device/device.h"
+#include "towerflow/core/session_options.h"
 
 namespace tw {
 
-// The most virtual CPU devices a DeviceSet makes: each costs memory and
-// threads, and a number past this is a typo, not a machine.
-inline constexpr int kMaxCpuDevices = 1024;
-
-struct DeviceOptions {
-  // Total intra-op threads of the host; 0: one per hardware thread. Each CPU
-  // device gets max(1, intra_op_threads / num_cpu_devices).
-  int intra_op_threads = 0;
-  // Virtual CPU devices /device:CPU:0 .. N-1 (TF's device_count {"CPU": N}),
-  // 1 to kMaxCpuDevices.
-  int num_cpu_devices = 1;
-  // Test-only fake GPUs /device:GPU:0 .. N-1 (type "GPU", host memory).
-  int num_fake_gpus = 0;
-  // The CUDA backend (device/cuda/): at most this many of the GPUs that
-  // CUDA_VISIBLE_DEVICES leaves visible; -1: all of them, 0: none.
-  int max_gpus = -1;
-  // Logical GPUs per physical GPU (TF's LogicalDeviceConfiguration): each is a
-  // device of its own (/device:GPU:k) with its own streams and memory limit, so
-  // towers and all-reduce run on a machine with one GPU.
-  int logical_gpus_per_gpu = 1;
-  // Memory limit per logical GPU in MiB; 0: the GPU's free memory at start,
-  // less a reserve for CUDA libraries, split evenly among its logical GPUs.
-  int64_t gpu_memory_limit_mb = 0;
-  // cuBLAS may use TF32 tensor cores for float32 MatMul (about 8x faster on
-  // H100-class GPUs, 10-bit mantissa inputs). Off by default, as in PyTorch.
-  bool allow_tf32 = false;
-};
 
 class DeviceFactory {
  public:
   virtual ~DeviceFactory() = default;
   // Appends this backend's devices (possibly none) to `devices`, which holds the
   // devices of the factories that ran before. InvalidArgument for bad options.
-  virtual Status CreateDevices(const DeviceOptions& options, std::vector<std::unique_ptr<Device>>* devices) = 0;
+  virtual Status CreateDevices(const SessionOptions& options, std::vector<std::unique_ptr<Device>>* devices) = 0;
 
   // Registers `factory` under `name` ("CPU", "FAKE_GPU", "GPU") for devices of
   // `device_type` with `priority`. AlreadyExists when the name is taken.
@@ -85,7 +59,7 @@ class DeviceSet {
   // Runs every registered factory, CPU first, then the others by decreasing
   // priority. InvalidArgument naming the option for bad options (fewer than one
   // CPU device, a negative GPU count).
-  static StatusOr<std::unique_ptr<DeviceSet>> Create(const DeviceOptions& options);
+  static StatusOr<std::unique_ptr<DeviceSet>> Create(const SessionOptions& options);
   // A set of the given devices (tests).
   explicit DeviceSet(std::vector<std::unique_ptr<Device>> devices);
 

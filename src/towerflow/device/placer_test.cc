@@ -37,7 +37,7 @@ class PlacerTest : public ::testing::Test {
 
   // Places the graph on `cpus` CPUs and `gpus` fake GPUs.
   Status Place(int cpus, int gpus, bool soft = false, bool log = false, int verbosity = 0) {
-    DeviceOptions options;
+    SessionOptions options;
     options.intra_op_threads = 1;
     options.num_cpu_devices = cpus;
     options.num_fake_gpus = gpus;
@@ -286,7 +286,7 @@ TEST_F(PlacerTest, LogPrintsOneTfStyleLinePerNode) {
 }
 
 TEST(DeviceSetTest, VirtualCpusHaveTheirOwnPoolsAndFakeGpusTheirOwnMemory) {
-  DeviceOptions options;
+  SessionOptions options;
   options.intra_op_threads = 4;
   options.num_cpu_devices = 2;
   options.num_fake_gpus = 2;
@@ -313,7 +313,7 @@ TEST(DeviceSetTest, VirtualCpusHaveTheirOwnPoolsAndFakeGpusTheirOwnMemory) {
 }
 
 TEST(DeviceSetTest, BadOptionsAreInvalidArgument) {
-  DeviceOptions options;
+  SessionOptions options;
   options.num_cpu_devices = 0;
   auto set = DeviceSet::Create(options);
   ASSERT_FALSE(set.ok());

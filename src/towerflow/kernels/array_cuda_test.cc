@@ -20,6 +20,7 @@
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
 #include "towerflow/kernels/register_all.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -477,7 +478,7 @@ TEST(ArrayCudaTest, ReshapeGradientKeepsShapesOnTheHost) {
   EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{1, 1}));
   EXPECT_EQ((*r)[1].ToVector<int32_t>(), (std::vector<int32_t>{1000, 33}));
   for (const Output& o : {x, y, dy, dx}) {
-    EXPECT_EQ(sess.placement().device(*o.node)->device_type(), kDeviceGpu) << o.node->DebugName();
+    EXPECT_EQ(sess.impl().placement().device(*o.node)->device_type(), kDeviceGpu) << o.node->DebugName();
   }
   EXPECT_EQ(Transfers(stats), (std::vector<std::string>{"corner:0 /device:GPU:0 -> /device:CPU:0"}));
 }
@@ -496,7 +497,7 @@ TEST(ArrayCudaTest, Int32GraphOnTheGpuMakesNoTransfers) {
   auto r = sess.Run({{a, I32Vec({1, 2, 3, 4, 5})}}, {total}, {}, &stats);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)[0].ToVector<int32_t>(), (std::vector<int32_t>{45}));
-  EXPECT_EQ(sess.placement().device(*total.node)->device_type(), kDeviceGpu);
+  EXPECT_EQ(sess.impl().placement().device(*total.node)->device_type(), kDeviceGpu);
   EXPECT_TRUE(Transfers(stats).empty()) << ::testing::PrintToString(Transfers(stats));
 }
 

@@ -34,6 +34,7 @@
 #include "towerflow/device/device_set.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 #define TW_SKIP_WITHOUT_GPU()                                               \
   do {                                                                      \
@@ -115,7 +116,7 @@ inline void PoisonNewGpuMemory() { setenv("TOWERFLOW_GPU_POISON", "1", 1); }
 // Records a test failure, naming `what` and the device, unless `node` was
 // placed on a GPU by `sess`.
 inline void ExpectPlacedOnGpu(const Session& sess, const Node& node, const std::string& what) {
-  const Device* placed = sess.placement().device(node);
+  const Device* placed = sess.impl().placement().device(node);
   EXPECT_TRUE(placed != nullptr && placed->device_type() == kDeviceGpu)
       << what << ": " << node.DebugName() << " ran on "
       << (placed != nullptr ? placed->name() : std::string("no device")) << ", not a GPU";
@@ -169,7 +170,7 @@ inline std::vector<Tensor> RunOn(const Case& c, const std::string& device, Statu
       const Node& n = *g.node(id);
       if (n.requested_device().find("CPU") != std::string::npos) continue;
       // A node left unplaced by a failed run: the run's error says why.
-      if (!r.ok() && sess.placement().device(n) == nullptr) continue;
+      if (!r.ok() && sess.impl().placement().device(n) == nullptr) continue;
       ExpectPlacedOnGpu(sess, n, c.name);
     }
   }

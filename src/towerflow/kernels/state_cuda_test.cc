@@ -17,6 +17,7 @@
 #include "towerflow/kernels/gpu_parity_test_util.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/train/optimizer.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -184,7 +185,7 @@ TEST(StateCudaTest, Int64GlobalStepCountsOnTheGpu) {
   ASSERT_TRUE(read.ok()) << read.status().ToString();
   EXPECT_EQ((*read)[0].scalar<int64_t>(), 3);
   for (const Node* n : {step.ref.node, step.value.node, step.initializer, inc.node}) {
-    EXPECT_EQ(sess.placement().device(*n)->device_type(), kDeviceGpu) << n->DebugName();
+    EXPECT_EQ(sess.impl().placement().device(*n)->device_type(), kDeviceGpu) << n->DebugName();
   }
 }
 

@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "towerflow/device/op_kernel.h"
+#include "towerflow/runtime/step_stats.h"
 
 namespace tw {
 
@@ -107,31 +108,6 @@ struct ExecutorPlan {
 // the plan's items, transfers and fetches are final.
 void CountEntryUses(ExecutorPlan* plan);
 
-struct StepStats {
-  // Time spent inside Compute, summed over nodes (ns); step overhead is the
-  // step's wall time minus this. Transfers are not kernels: not counted.
-  int64_t kernel_ns = 0;
-  // Per node that ran and per transfer: start and end of Compute (of the copy),
-  // steady-clock ns, in no particular order. Filled when the caller asks for
-  // stats (Session::Run with a StepStats); runtime/trace.h draws them.
-  struct NodeTiming {
-    const Node* node;  // for a transfer, the producer of the value moved
-    int64_t start_ns;
-    int64_t end_ns;
-    // The thread that ran it: a small integer per thread, stable for the
-    // thread's life, numbered from 0 in the order threads first record a timing.
-    int thread = 0;
-    // A transfer (partition.h) copied output `output` of `node` from
-    // `transfer_from` to `device`; otherwise the node's kernel ran on `device`.
-    bool transfer = false;
-    int output = 0;
-    const Device* device = nullptr;
-    const Device* transfer_from = nullptr;
-    const Node* fused_producer = nullptr;  // a fused item's consumer's producer (fusion.h)
-    std::vector<const Node*> fused = {};   // all the nodes it absorbed, fused_producer last
-  };
-  std::vector<NodeTiming> nodes;
-};
 
 class Executor {
  public:

@@ -276,7 +276,7 @@ TEST(FusionTest, TracesNameBothOps) {
                        {layer.out}, {}, &stats);
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   TraceRecorder trace;
-  trace.AddStep(1, stats, session.placement());
+  trace.AddStep(1, stats, session);
   const std::string path = ::testing::TempDir() + "/fusion_trace.json";
   ASSERT_TRUE(trace.Write(path).ok());
   std::ifstream in(path);

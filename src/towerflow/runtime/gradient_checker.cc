@@ -8,6 +8,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -53,7 +54,7 @@ std::vector<std::string> MovedNodes(const Graph& graph, const Session& session, 
   for (int id = first; id < graph.num_nodes(); ++id) {
     const Node& node = *graph.node(id);
     if (node.requested_device() != device) continue;
-    const Device* placed = session.placement().device(node);
+    const Device* placed = session.impl().placement().device(node);
     const std::string where = placed ? placed->short_name() : "no device";
     if (where != device) moved.push_back(node.name() + " (" + node.op() + ") on " + where);
   }
@@ -104,10 +105,10 @@ StatusOr<GradCheckResult> CheckGradient(const GradCheckCase& c, uint64_t seed, c
     // The session placed the case's nodes when it was created.
     for (int id = first_op_node; id < graph.num_nodes(); ++id) {
       const Node& node = *graph.node(id);
-      const Device* placed = session.placement().device(node);
+      const Device* placed = session.impl().placement().device(node);
       if (node.op() == c.op && (placed == nullptr || placed->short_name() != on)) {
         return errors::Unimplemented("gradient check '", c.op, " ", c.name, "': ", node.name(), " is not on ", on,
-                                     ": ", placed ? session.placement().reason(node) : "not placed");
+                                     ": ", placed ? session.impl().placement().reason(node) : "not placed");
       }
     }
   }

@@ -18,6 +18,7 @@
 #include "towerflow/graph/shape_inference.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -100,8 +101,8 @@ TEST_F(PartitionTest, CrossDeviceTensorArrivesAsACopyOnTheDestinationAllocator) 
   options.num_fake_gpus = 1;
   options.intra_op_threads = 1;
   Session session(graph_, options);
-  ASSERT_EQ(session.devices().size(), 2u);
-  Allocator* gpu = session.devices()[1]->allocator();
+  ASSERT_EQ(session.impl().devices().size(), 2u);
+  Allocator* gpu = session.impl().devices()[1]->allocator();
   ASSERT_NE(gpu, CpuAllocator());
   const size_t before = gpu->BytesInUse();
   {
@@ -131,10 +132,10 @@ TEST_F(PartitionTest, KernelsRunWithTheirDevicesPoolAndVirtualCpusShareBuffers) 
   const ProbeRecord r0 = Record("p0"), r1 = Record("p1");
   EXPECT_EQ(r0.device, "/job:localhost/replica:0/task:0/device:CPU:0");
   EXPECT_EQ(r1.device, "/job:localhost/replica:0/task:0/device:CPU:1");
-  EXPECT_EQ(r0.pool, session.devices()[0]->intra_op_pool());
-  EXPECT_EQ(r1.pool, session.devices()[1]->intra_op_pool());
+  EXPECT_EQ(r0.pool, session.impl().devices()[0]->intra_op_pool());
+  EXPECT_EQ(r1.pool, session.impl().devices()[1]->intra_op_pool());
   EXPECT_NE(r0.pool, r1.pool);
-  EXPECT_EQ(session.devices()[1]->intra_op_threads(), 2) << "4 threads over 2 virtual CPUs";
+  EXPECT_EQ(session.impl().devices()[1]->intra_op_threads(), 2) << "4 threads over 2 virtual CPUs";
   const Tensor& value = std::get<Tensor>(*c.node->attrs().Find("value"));
   EXPECT_EQ(r0.input_data, value.raw_data()) << "same device: no copy";
   EXPECT_EQ(r1.input_data, value.raw_data()) << "CPU:0 -> CPU:1: a transfer that copies nothing";
@@ -156,9 +157,9 @@ TEST_F(PartitionTest, OneThreadDevicesBorrowIdleInterOpThreadsOnlyByDefault) {
     options.inter_op_threads = 2;
     options.intra_op_threads = intra;
     Session session(graph_, options);
-    if (intra == 0 && session.devices()[0]->intra_op_threads() > 1) GTEST_SKIP() << "more than two cores";
+    if (intra == 0 && session.impl().devices()[0]->intra_op_threads() > 1) GTEST_SKIP() << "more than two cores";
     ASSERT_TRUE(session.Run({p0, p1}).ok());
-    EXPECT_EQ(session.devices()[0]->intra_op_pool(), nullptr);
+    EXPECT_EQ(session.impl().devices()[0]->intra_op_pool(), nullptr);
     if (intra == 0) {
       EXPECT_NE(Record("p0").pool, nullptr);
       EXPECT_EQ(Record("p0").pool, Record("p1").pool) << "the session's inter-op pool";
@@ -176,7 +177,7 @@ TEST_F(PartitionTest, SingleDevicePlanCopiesNothing) {
   Tensor fed = Tensor::FromVector<float>({5}, TensorShape{1});
   ASSERT_TRUE(session.Run({{x, fed}}, {p}).ok());
   EXPECT_EQ(Record("p").input_data, fed.raw_data());
-  EXPECT_EQ(session.placement().reason(*p.node), "default: CPU (no GPU device)");
+  EXPECT_EQ(session.impl().placement().reason(*p.node), "default: CPU (no GPU device)");
 }
 
 TEST_F(PartitionTest, VariableOnCpuReadOnGpu) {
@@ -195,8 +196,8 @@ TEST_F(PartitionTest, VariableOnCpuReadOnGpu) {
   auto out = session.Run({m});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{7, 10, 15, 22}));
-  EXPECT_EQ(session.placement().device_name(*m.node), "/job:localhost/replica:0/task:0/device:GPU:0");
-  EXPECT_EQ(session.placement().device_name(*init.node), "/job:localhost/replica:0/task:0/device:CPU:0");
+  EXPECT_EQ(session.impl().placement().device_name(*m.node), "/job:localhost/replica:0/task:0/device:GPU:0");
+  EXPECT_EQ(session.impl().placement().device_name(*init.node), "/job:localhost/replica:0/task:0/device:CPU:0");
 }
 
 // A read of a variable from another device under a control dependency on its

@@ -12,6 +12,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -72,11 +73,11 @@ TEST_F(PitfallDetectorTest, SessionWarnsOnceAtCreation) {
   ::testing::internal::CaptureStderr();
   {
     Session session(graph_, options);
-    EXPECT_EQ(FindSharedBatches(graph_, session.placement()).size(), 1u);
+    EXPECT_EQ(FindSharedBatches(graph_, session.impl().placement()).size(), 1u);
     // A later placement (a new node, a new plan) does not warn again.
     auto extra = Const(root_.WithOpName("extra"), 1.0f);
     ASSERT_TRUE(session.Run({extra}).ok());
-    EXPECT_EQ(session.placement().num_nodes(), graph_.num_nodes());
+    EXPECT_EQ(session.impl().placement().num_nodes(), graph_.num_nodes());
   }
   const std::string err = ::testing::internal::GetCapturedStderr();
   EXPECT_THAT(err, HasSubstr(std::string("W towerflow: ") + kSharedMessage));
@@ -101,7 +102,7 @@ TEST_F(PitfallDetectorTest, VirtualCpuTowersToo) {
   options.num_cpu_devices = 2;
   ::testing::internal::CaptureStderr();
   Session session(graph_, options);
-  std::vector<SharedBatchFinding> findings = FindSharedBatches(graph_, session.placement());
+  std::vector<SharedBatchFinding> findings = FindSharedBatches(graph_, session.impl().placement());
   ::testing::internal::GetCapturedStderr();
   ASSERT_EQ(findings.size(), 1u);
   EXPECT_THAT(findings[0].Message(), HasSubstr("towers tower_0 (/device:CPU:0) and tower_1 (/device:CPU:1) both"));
@@ -124,7 +125,7 @@ TEST_F(PitfallDetectorTest, PerTowerDequeuesAreFine) {
   options.num_fake_gpus = 3;
   options.strict_tower_inputs = true;
   Session session(graph_, options);
-  EXPECT_TRUE(FindSharedBatches(graph_, session.placement()).empty());
+  EXPECT_TRUE(FindSharedBatches(graph_, session.impl().placement()).empty());
 }
 
 TEST_F(PitfallDetectorTest, ThreeTowersOnOneBatchAreAllNamed) {

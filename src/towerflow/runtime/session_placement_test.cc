@@ -12,6 +12,7 @@
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/graph/ops/training_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -54,7 +55,7 @@ TEST_F(SessionPlacementTest, SoftPlacementRunsTheSeedGraph) {
   auto out = session.Run(Feed(), {y_});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{7, 10}));
-  const Placement& p = session.placement();
+  const Placement& p = session.impl().placement();
   EXPECT_EQ(p.device_name(*y_.node), kGpu0);
   EXPECT_EQ(p.reason(*y_.node), "explicit request /gpu:0");
   const Node* decode = graph_.FindNode("DecodeRaw");
@@ -78,7 +79,7 @@ TEST_F(SessionPlacementTest, WithoutSoftPlacementRunFailsWithTfsText) {
   EXPECT_THAT(msg, HasSubstr("DecodeRaw (DecodeRaw) /gpu:0"));
   EXPECT_THAT(msg, HasSubstr("Registered devices: [CPU, GPU]"));
   EXPECT_THAT(msg, HasSubstr("Registered kernels:\n  device='CPU'; out_type in [float"));
-  EXPECT_FALSE(session.placement().at(bytes_.node->id()).placed());
+  EXPECT_FALSE(session.impl().placement().at(bytes_.node->id()).placed());
   // A plan without the unplaceable nodes still runs.
   auto w = session.Run({Output(graph_.FindNode("w"))});
   EXPECT_TRUE(w.ok()) << w.status().ToString();
@@ -127,7 +128,7 @@ TEST_F(SessionPlacementTest, LogVerbosityOneAddsTheReason) {
   const std::string out = ::testing::internal::GetCapturedStdout();
   EXPECT_EQ(out, std::string("Device mapping: no known devices.\na: (Const): ") + kCpu0 +
                      " [default: CPU (no GPU device)]\n");
-  EXPECT_EQ(session.placement().reason(*a.node), "default: CPU (no GPU device)");
+  EXPECT_EQ(session.impl().placement().reason(*a.node), "default: CPU (no GPU device)");
 }
 
 TEST_F(SessionPlacementTest, VariableTrainsOnTheDeviceItsUpdatesAreColocatedWith) {
@@ -148,7 +149,7 @@ TEST_F(SessionPlacementTest, VariableTrainsOnTheDeviceItsUpdatesAreColocatedWith
   auto out = session.Run({v});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{0.5f, 1.0f}));  // v - 0.25 * 2v
-  const Placement& p = session.placement();
+  const Placement& p = session.impl().placement();
   EXPECT_EQ(p.device_name(*apply.node), kCpu0);
   EXPECT_EQ(p.reason(*apply.node), "colocated with 'v' (ref edge); its request /gpu:0 was ignored (ref edge)");
   EXPECT_EQ(p.device_name(*init.node), kCpu0);
@@ -175,9 +176,9 @@ TEST_F(SessionPlacementTest, BadDeviceOptionsFailEveryRun) {
 
 TEST_F(SessionPlacementTest, OneCpuDeviceByDefault) {
   Session session(graph_);
-  ASSERT_EQ(session.devices().size(), 1u);
-  EXPECT_EQ(session.devices()[0]->name(), kCpu0);
-  EXPECT_EQ(session.device_set().client_device(), session.devices()[0].get());
+  ASSERT_EQ(session.impl().devices().size(), 1u);
+  EXPECT_EQ(session.impl().devices()[0]->name(), kCpu0);
+  EXPECT_EQ(session.impl().device_set().client_device(), session.impl().devices()[0].get());
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "towerflow/core/file_checks.h"
 #include "towerflow/device/device.h"
 #include "towerflow/graph/graph.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -36,7 +37,8 @@ int TraceRecorder::ProcessLocked(const std::string& name) {
   return it->second;
 }
 
-void TraceRecorder::AddStep(int64_t step, const StepStats& stats, const Placement& placement) {
+void TraceRecorder::AddStep(int64_t step, const StepStats& stats, const Session& session) {
+  const Placement& placement = session.impl().placement();
   std::lock_guard<std::mutex> lock(mu_);
   // New devices get pids in name order (CPU:0 before CPU:1 before GPU:0), so
   // the viewer lists them in that order whichever ran first.

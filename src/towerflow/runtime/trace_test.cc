@@ -20,6 +20,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -80,13 +81,13 @@ TEST_F(TraceTest, StepsOverTwoDevicesShowEveryNodeOnItsDeviceAndTheTransfer) {
     const int64_t end = NowNs();
     ASSERT_TRUE(out.ok()) << out.status().ToString();
     EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{74, 136, 306, 584}));
-    trace.AddStep(step, steps[static_cast<size_t>(step)], session.placement());
+    trace.AddStep(step, steps[static_cast<size_t>(step)], session);
     trace.AddSpan("step " + std::to_string(step), "step", start, end, "steps");
   }
   const int64_t now = NowNs();
   trace.AddSpan("queue wait", "input", now, now - 5, "input");  // reversed: zero duration
 
-  const Placement& placement = session.placement();
+  const Placement& placement = session.impl().placement();
   const std::string cpu0 = "/job:localhost/replica:0/task:0/device:CPU:0";
   const std::string cpu1 = "/job:localhost/replica:0/task:0/device:CPU:1";
   ASSERT_EQ(placement.device_name(*sq.node), cpu0);

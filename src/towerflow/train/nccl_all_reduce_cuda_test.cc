@@ -31,7 +31,7 @@ struct Gpus {
 // The GPUs of a DeviceSet of at most `max_gpus` physical GPUs (-1: all), each
 // split into `logical` logical GPUs.
 Gpus MakeGpus(int max_gpus, int logical) {
-  DeviceOptions o;
+  SessionOptions o;
   o.max_gpus = max_gpus;
   o.logical_gpus_per_gpu = logical;
   o.gpu_memory_limit_mb = 2048;

@@ -1,7 +1,9 @@
 // A program outside towerflow's tree, built against an installed towerflow
 // (find_package or pkg-config; tests/install/run.sh): fits y = 3x - 1 with a
-// session and gradient descent, and writes and counts a TFRecord file.
-// Prints the first and last loss; exits 0 when the loss fell a hundredfold.
+// session and gradient descent, writes tf.train.Example records (built with
+// the public ExampleBuilder, GZIP-compressed) and counts them. Prints the
+// first and last loss and the session's devices; exits 0 when the loss fell a
+// hundredfold and every record came back.
 #include <towerflow/towerflow.h>
 
 #include <cstdio>
@@ -37,12 +39,19 @@ int main(int argc, char** argv) {
   auto writer = tw::RecordWriter::Open(records, {.compression = tw::Compression::kGzip});
   if (!writer.ok()) return tw::Fail(writer.status());
   for (int i = 0; i < 3; ++i) {
-    if (tw::Status s = (*writer)->WriteRecord("record " + std::to_string(i)); !s.ok()) return tw::Fail(s);
+    tw::io::ExampleBuilder example;
+    example.SetBytes("name", "record " + std::to_string(i)).SetInt64("label", {i}).SetFloat("x", {0.5f * i});
+    auto bytes = example.Serialize();
+    if (!bytes.ok()) return tw::Fail(bytes.status());
+    if (tw::Status s = (*writer)->WriteRecord(*bytes); !s.ok()) return tw::Fail(s);
   }
   if (tw::Status s = (*writer)->Close(); !s.ok()) return tw::Fail(s);
   auto count = tw::CountRecords(records, tw::Compression::kGzip);
   if (!count.ok()) return tw::Fail(count.status());
 
-  std::printf("loss %.6f -> %.6f, %lld records\n", first, last, static_cast<long long>(*count));
+  std::string devices;
+  for (const tw::DeviceAttributes& d : session.ListDevices()) devices += " " + d.short_name;
+  std::printf("loss %.6f -> %.6f, %lld records, devices%s\n", first, last, static_cast<long long>(*count),
+              devices.c_str());
   return last < first / 100 && *count == 3 ? 0 : 1;
 }

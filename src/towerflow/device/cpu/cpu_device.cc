@@ -12,7 +12,7 @@ namespace {
 
 class CpuDeviceFactory final : public DeviceFactory {
  public:
-  Status CreateDevices(const DeviceOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
+  Status CreateDevices(const SessionOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
     const int total = options.intra_op_threads > 0
                           ? options.intra_op_threads
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));

@@ -106,9 +106,9 @@ TEST(CudaStatusTest, MessagesCodesAndPaths) {
 }
 
 TEST(CudaDeviceFactoryTest, BadOptionsAreInvalidArgumentOnEveryMachine) {
-  for (const DeviceOptions& options :
-       {DeviceOptions{.max_gpus = -2}, DeviceOptions{.logical_gpus_per_gpu = 0},
-        DeviceOptions{.gpu_memory_limit_mb = -1}}) {
+  for (const SessionOptions& options :
+       {SessionOptions{.max_gpus = -2}, SessionOptions{.logical_gpus_per_gpu = 0},
+        SessionOptions{.gpu_memory_limit_mb = -1}}) {
     auto set = DeviceSet::Create(options);
     ASSERT_FALSE(set.ok());
     EXPECT_EQ(set.status().code(), Code::kInvalidArgument) << set.status().ToString();

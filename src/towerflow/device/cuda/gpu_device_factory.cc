@@ -2,7 +2,7 @@
 // VisibleCudaGpuCount (device/device_set.h).
 //
 // Each visible physical GPU (after CUDA_VISIBLE_DEVICES, at most
-// DeviceOptions::max_gpus of them) becomes logical_gpus_per_gpu devices,
+// SessionOptions::max_gpus of them) becomes logical_gpus_per_gpu devices,
 // numbered /device:GPU:0.. in ordinal order, each with its own streams,
 // handles and memory limit, all drawing on the GPU's default memory pool.
 #include <algorithm>
@@ -47,7 +47,7 @@ Status KeepFreedMemoryInPool(int ordinal, uint64_t threshold) {
 
 class CudaDeviceFactory final : public DeviceFactory {
  public:
-  Status CreateDevices(const DeviceOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
+  Status CreateDevices(const SessionOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
     if (options.max_gpus < -1) {
       return errors::InvalidArgument("SessionOptions.max_gpus must be -1 (every visible GPU) or >= 0, got ",
                                      options.max_gpus);

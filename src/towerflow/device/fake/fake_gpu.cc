@@ -37,7 +37,7 @@ class FakeGpuDevice final : public Device {
 
 class FakeGpuDeviceFactory final : public DeviceFactory {
  public:
-  Status CreateDevices(const DeviceOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
+  Status CreateDevices(const SessionOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
     if (options.num_fake_gpus == 0) return Status::OK();
     // Where a CUDA GPU is visible, the "GPU" kernels are CUDA kernels
     // (kernels/cuda_kernels.h) that a fake GPU cannot run, whether or not

@@ -1,0 +1,148 @@
+// The processes of one multi-process training job, and the collectives they
+// run together (MPI underneath: OpenMPI's mpirun launches them, its transports
+// carry the data).
+//
+// World::Start joins the job (MPI_Init_thread) once per process; after it,
+// World::Current() is the world until Finalize or Abort. Without a world (a
+// single process) the collective ops of collective_ops.h are the identity, so
+// a graph built for N processes still runs in one.
+//
+// Collectives. Every call blocks its caller until every rank has made the same
+// call, and runs on the world's one communication thread, which owns every MPI
+// call after Start (MPI's progress engine is driven by polling with short
+// sleeps, which leaves the cores to the training's own threads). Calls travel
+// on one of a few channels, each its own MPI communicator: on a channel every
+// rank must make the same calls in the same order, and a call tagged with
+// `bucket` b of `num_buckets` B waits until buckets 0..b-1 of the same round
+// were issued on this rank, so that the graph executor may run the buckets of
+// a step in any order and every rank still issues them alike. Channels are
+// independent of each other: a rank may be inside a gradient reduction while
+// another makes a control call, and both complete.
+//
+// Exactness: an all-reduce is a reduce-scatter (each element summed once, on
+// the rank that owns its block) then an all-gather, so every rank gets the
+// same bits; the mean divides once, on the owning rank.
+//
+// Faults: a call that has not completed after the collective timeout fails
+// with DeadlineExceeded naming this rank, the channel, the bucket and the
+// training step (set_step); rank 0 also names the ranks that never issued it
+// (it hears from every rank as each call is issued), and the other ranks wait
+// a little longer, so that rank 0's diagnosis comes first. A rank that fails
+// must then Abort (MPI_Abort): the launcher ends every rank. A rank killed by a
+// signal makes the launcher end the others.
+//
+// Thread-safety: every method may be called from any thread; Start, Finalize
+// and Abort from one thread while no collective runs.
+#ifndef TOWERFLOW_DIST_WORLD_H_
+#define TOWERFLOW_DIST_WORLD_H_
+
+#pragma GCC visibility push(default)  // public: exported by libtowerflow.so
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "towerflow/core/status.h"
+#include "towerflow/core/types.h"
+
+namespace tw::dist {
+
+enum class Channel {
+  kControl,    // the trainer's calls: fingerprints, metrics, broadcasts
+  kGradients,  // the gradient buckets of a step
+};
+const char* ChannelName(Channel c);
+
+enum class ReduceOp { kSum, kMean, kMax };
+
+struct CollectiveTag {
+  Channel channel = Channel::kControl;
+  int bucket = 0;
+  int num_buckets = 1;
+  std::string what;  // for errors: "gradient bucket 1 (3 tensors, 1.2 MB)"
+};
+
+struct WorldOptions {
+  // A collective that has not completed after this long fails (0, or more
+  // than 1e9 s: wait forever).
+  double collective_timeout_seconds = 300;
+};
+
+class World {
+ public:
+  virtual ~World() = default;
+  World(const World&) = delete;
+  World& operator=(const World&) = delete;
+
+  // Joins the job this process was launched into (launch.h). Errors:
+  // FailedPrecondition when the build has no MPI support or the process was not
+  // launched as one of several; Internal when MPI fails to start; AlreadyExists
+  // after a first Start.
+  static StatusOr<World*> Start(const WorldOptions& options);
+  // The started world, or nullptr.
+  static World* Current();
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  int local_rank() const { return local_rank_; }  // among the ranks of this host
+  int local_size() const { return local_size_; }
+  const std::vector<std::string>& hosts() const { return hosts_; }  // per rank
+  const WorldOptions& options() const { return options_; }
+
+  // The training step the next collectives belong to (for errors and rank 0's
+  // view of the others).
+  void set_step(int64_t step) { step_.store(step, std::memory_order_relaxed); }
+  int64_t step() const { return step_.load(std::memory_order_relaxed); }
+
+  // `count` elements of `dtype` (float, double, int32, int64) at `data`,
+  // replaced by the reduction over every rank.
+  virtual Status AllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) = 0;
+  // `bytes` at `data` replaced by rank `root`'s.
+  virtual Status Broadcast(const CollectiveTag& tag, void* data, int64_t bytes, int root) = 0;
+  // Every rank's `mine`, in rank order.
+  virtual StatusOr<std::vector<std::string>> AllGather(const CollectiveTag& tag, const std::string& mine) = 0;
+  // Runs `work` on the channel's thread, in the channel's bucket order, as
+  // one call of the channel (reported, timed out and counted like the
+  // others): for collectives of another library that every rank must issue
+  // in the same order (NCCL's, enqueued on a GPU stream). Its Status is the
+  // call's.
+  virtual Status RunInOrder(const CollectiveTag& tag, std::function<Status()> work) = 0;
+
+  // What the gradient reductions cost so far: a round is one step's buckets
+  // 0..B-1; `seconds` the time their collectives ran; `overlapped_seconds`
+  // the part of it before the round's last bucket was submitted, i.e. while
+  // the backward pass was still producing gradients.
+  struct GradientStats {
+    int64_t rounds = 0;
+    int64_t bytes = 0;
+    double seconds = 0;
+    double overlapped_seconds = 0;
+  };
+  virtual GradientStats gradient_stats() const = 0;
+
+  // Leaves the job normally (MPI_Finalize), every rank alike; Current() is then null.
+  virtual void Finalize() = 0;
+  // Ends the whole job now with `exit_code` (MPI_Abort): the launcher stops
+  // every rank. Does not return.
+  [[noreturn]] virtual void Abort(int exit_code) = 0;
+
+ protected:
+  World(int rank, int size, int local_rank, int local_size, std::vector<std::string> hosts, WorldOptions options)
+      : rank_(rank), size_(size), local_rank_(local_rank), local_size_(local_size), hosts_(std::move(hosts)),
+        options_(options) {}
+
+ private:
+  const int rank_, size_, local_rank_, local_size_;
+  const std::vector<std::string> hosts_;
+  const WorldOptions options_;
+  std::atomic<int64_t> step_{0};
+};
+
+}  // namespace tw::dist
+
+#pragma GCC visibility pop
+
+#endif  // TOWERFLOW_DIST_WORLD_H_

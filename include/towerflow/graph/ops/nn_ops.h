@@ -1,0 +1,66 @@
+// Builders for neural-network ops: bias, activations, softmax and losses,
+// convolution and pooling (NHWC), dropout. Each returns the node's output, or a
+// null Output with the error recorded in the scope (see scope.h).
+#ifndef TOWERFLOW_GRAPH_OPS_NN_OPS_H_
+#define TOWERFLOW_GRAPH_OPS_NN_OPS_H_
+
+#pragma GCC visibility push(default)  // public: exported by libtowerflow.so
+
+#include <string>
+#include <vector>
+
+#include "towerflow/graph/scope.h"
+
+namespace tw {
+
+// value + bias along the last dimension.
+Output BiasAdd(const Scope& scope, const Output& value, const Output& bias);
+Output Relu(const Scope& scope, const Output& features);
+// relu(value + bias) in one pass over memory: the fused form of the hidden layers
+// of an MLP (same result as Relu(BiasAdd(value, bias))).
+Output BiasAddRelu(const Scope& scope, const Output& value, const Output& bias);
+// Softmax over the last dimension.
+Output Softmax(const Scope& scope, const Output& logits);
+
+// Per-example cross-entropy of softmax(logits) against `labels` (a probability
+// distribution per row); outputs: loss [batch], backprop [batch, classes].
+struct SoftmaxXentResult {
+  Output loss;
+  Output backprop;
+};
+SoftmaxXentResult SoftmaxCrossEntropyWithLogits(const Scope& scope, const Output& logits,
+                                                const Output& labels);
+// Same with integer class labels [batch] (int32 or int64); a label outside
+// [0, classes) is InvalidArgument naming the row and value.
+SoftmaxXentResult SparseSoftmaxCrossEntropyWithLogits(const Scope& scope, const Output& logits,
+                                                      const Output& labels);
+// sum(t^2) / 2, a scalar.
+Output L2Loss(const Scope& scope, const Output& t);
+
+struct Conv2DOptions {
+  std::vector<int64_t> strides = {1, 1, 1, 1};  // NHWC
+  std::string padding = "SAME";                 // or "VALID"
+};
+// input [N,H,W,C], filter [KH,KW,C,O] -> [N,OH,OW,O].
+Output Conv2D(const Scope& scope, const Output& input, const Output& filter, Conv2DOptions options = {});
+
+struct PoolOptions {
+  std::vector<int64_t> ksize = {1, 2, 2, 1};
+  std::vector<int64_t> strides = {1, 2, 2, 1};
+  std::string padding = "SAME";
+};
+Output MaxPool(const Scope& scope, const Output& input, PoolOptions options = {});
+
+// Keeps each element with probability 1 - rate, scaled by 1 / (1 - rate);
+// outputs: output and the mask it applied (scaled), from a seeded generator.
+struct DropoutResult {
+  Output output;
+  Output mask;
+};
+DropoutResult Dropout(const Scope& scope, const Output& x, float rate, int64_t seed = 0);
+
+}  // namespace tw
+
+#pragma GCC visibility pop
+
+#endif  // TOWERFLOW_GRAPH_OPS_NN_OPS_H_
