@@ -22,7 +22,7 @@ fail() {
 }
 
 (cd "$build" && cpack -G DEB -B "$tmp/pkg") >"$tmp/cpack.log" 2>&1 || fail "cpack: failed" "$tmp/cpack.log"
-deb=$(find "$tmp/pkg" -maxdepth 1 -name 'towerflow_*.deb' | head -1)
+deb=$(find "$tmp/pkg" -maxdepth 1 -name 'towerflow_*.deb' -print -quit)
 [ -n "$deb" ] || fail "cpack: no towerflow_*.deb in $tmp/pkg" "$tmp/cpack.log"
 echo "cpack: $(basename "$deb") ($(du -h "$deb" | cut -f1))"
 

@@ -46,12 +46,12 @@ for f in bin/towerflow include/towerflow/towerflow.h include/towerflow/runtime/s
          "$libdir/cmake/towerflow/towerflowConfigVersion.cmake" "$libdir/pkgconfig/towerflow.pc"; do
   [ -e "$prefix/$f" ] || { echo "install: $prefix/$f is missing"; exit 1; }
 done
-shared=$(find "$prefix/$libdir" -maxdepth 1 -name 'libtowerflow.so.*.*.*' | head -1)
+shared=$(find "$prefix/$libdir" -maxdepth 1 -name 'libtowerflow.so.*.*.*' -print -quit)
 [ -n "$shared" ] || { echo "install: libtowerflow.so.X.Y.Z is missing from $prefix/$libdir"; exit 1; }
 # Only include/towerflow/ is public: no internal header, no generated protobuf
 # header, no test helper.
 for bad in executor.h kernel_registry.h placer.h op_kernel.h device.h session_impl.h '*.pb.h' '*test*'; do
-  found=$(find "$prefix/include" -name "$bad" | head -1)
+  found=$(find "$prefix/include" -name "$bad" -print -quit)
   [ -z "$found" ] || { echo "install: an internal header was installed: $found"; exit 1; }
 done
 "$prefix/bin/towerflow" --help >/dev/null 2>&1 || { echo "install: the installed tool does not run"; exit 1; }
@@ -113,8 +113,11 @@ cmake -S "$src/tests/install/consumer" -B "$tmp/consumer_so" "${generator[@]}" -
   -DCMAKE_BUILD_TYPE=Release -DTOWERFLOW_TARGET=towerflow::towerflow_shared >"$tmp/consumer_so.log" 2>&1 ||
   fail "shared consumer: configuring failed" "$tmp/consumer_so.log"
 cmake --build "$tmp/consumer_so" >>"$tmp/consumer_so.log" 2>&1 || fail "shared consumer: the build failed" "$tmp/consumer_so.log"
-ldd "$tmp/consumer_so/consumer" | grep -q "$soname => $prefix" ||
-  { echo "shared consumer: not linked with $prefix/$libdir/$soname:"; ldd "$tmp/consumer_so/consumer"; exit 1; }
+# (ldd's output is kept first: `ldd | grep -q` fails under pipefail when grep
+# stops reading early and ldd dies of SIGPIPE.)
+ldd "$tmp/consumer_so/consumer" >"$tmp/ldd.txt"
+grep -q "$soname => $prefix" "$tmp/ldd.txt" ||
+  { echo "shared consumer: not linked with $prefix/$libdir/$soname:"; cat "$tmp/ldd.txt"; exit 1; }
 out=$("$tmp/consumer_so/consumer" "$tmp/s.tfrecord" 2>&1) || fail "shared consumer: the program failed: $out"
 echo "find_package, libtowerflow.so: $out"
 
@@ -168,7 +171,7 @@ done
 cmake -S "$src" -B "$tmp/shared_cfg" "${generator[@]}" -DBUILD_SHARED_LIBS=ON -DTOWERFLOW_TESTS=OFF \
   -DTOWERFLOW_BENCH=OFF -DTOWERFLOW_CUDA=OFF >"$tmp/shared_cfg.log" 2>&1 ||
   fail "BUILD_SHARED_LIBS=ON: configuring failed" "$tmp/shared_cfg.log"
-targets=$(find "$tmp/shared_cfg/CMakeFiles/Export" -name towerflowTargets.cmake | head -1)
+targets=$(find "$tmp/shared_cfg/CMakeFiles/Export" -name towerflowTargets.cmake -print -quit)
 grep -q 'add_library(towerflow::towerflow SHARED IMPORTED)' "$targets" &&
   grep -q 'add_library(towerflow::towerflow_static INTERFACE IMPORTED)' "$targets" ||
   { echo "BUILD_SHARED_LIBS=ON: towerflow::towerflow is not the shared library ($targets)"; exit 1; }
