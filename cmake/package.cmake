@@ -1,5 +1,5 @@
-# A Debian package of the installed tree (`cpack -G DEB` in the build folder;
-# scripts/package): towerflow_<version>_<arch>.deb with the `towerflow` tool,
+# A Debian package of the installed tree (`cd build && cpack -G DEB`):
+# package/towerflow_<version>_<arch>.deb with the `towerflow` tool,
 # libtowerflow.so and the static archives, the public headers, the CMake
 # package and towerflow.pc, under /usr. tests/install/package.sh builds it,
 # reads its control fields, unpacks it into an empty root and runs the tool
