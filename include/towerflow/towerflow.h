@@ -21,9 +21,11 @@
 // data: the input pipeline (readers, parsing, queues, batching), TFRecord files
 #include "towerflow/data/batching.h"
 #include "towerflow/data/coordinator.h"
+#include "towerflow/data/dataset.h"
 #include "towerflow/data/example_builder.h"
 #include "towerflow/data/input_producers.h"
 #include "towerflow/data/io_ops.h"
+#include "towerflow/data/iterator_ops.h"
 #include "towerflow/data/queue_ops.h"
 #include "towerflow/data/queue_runner.h"
 #include "towerflow/data/queue_stats.h"

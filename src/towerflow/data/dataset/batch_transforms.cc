@@ -1,0 +1,230 @@
+// Batch, PaddedBatch and Unbatch.
+#include "towerflow/data/dataset/dataset_base.h"
+#include "towerflow/data/dataset/element_util.h"
+
+namespace tw::data {
+namespace {
+
+using DatasetPtr = std::shared_ptr<const DatasetBase>;
+
+PartialShape WithBatchDim(int64_t n, const PartialShape& s) {
+  if (!s.known_rank()) return PartialShape::Unknown();
+  std::vector<int64_t> dims = {n};
+  dims.insert(dims.end(), s.dims().begin(), s.dims().end());
+  return PartialShape(std::move(dims));
+}
+
+// Batch and PaddedBatch (padded = true).
+class BatchDataset final : public UnaryDataset {
+ public:
+  BatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder, bool padded, PaddedBatchOptions pad,
+               ElementSpec spec)
+      : UnaryDataset(padded ? "PaddedBatch" : "Batch", std::move(spec), input),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder),
+        padded_(padded),
+        pad_(std::move(pad)) {}
+  int64_t Cardinality() const override {
+    const int64_t n = input()->Cardinality();
+    if (n < 0) return n;
+    return n / batch_size_ + (!drop_remainder_ && n % batch_size_ != 0 ? 1 : 0);
+  }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    auto it = std::make_unique<Iter>(*this, ctx);
+    TW_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(ctx));
+    return std::unique_ptr<IteratorBase>(std::move(it));
+  }
+
+ private:
+  class Iter final : public DatasetIterator<BatchDataset> {
+   public:
+    using DatasetIterator::DatasetIterator;
+    Status GetNext(Element* out, bool* end) override {
+      const BatchDataset& d = dataset();
+      elements_.clear();
+      elements_.reserve(static_cast<size_t>(d.batch_size_));
+      Element e;
+      while (static_cast<int64_t>(elements_.size()) < d.batch_size_) {
+        bool input_end = false;
+        TW_RETURN_IF_ERROR(input_->GetNext(&e, &input_end));
+        if (input_end) break;
+        elements_.push_back(std::move(e));
+      }
+      if (elements_.empty() || (d.drop_remainder_ && static_cast<int64_t>(elements_.size()) < d.batch_size_)) {
+        *end = true;
+        return Status::OK();
+      }
+      const size_t components = elements_[0].size();
+      out->assign(components, Tensor());
+      std::vector<const Tensor*> parts(elements_.size());
+      for (size_t c = 0; c < components; ++c) {
+        for (size_t i = 0; i < elements_.size(); ++i) parts[i] = &elements_[i][c];
+        if (!d.padded_) {
+          TW_ASSIGN_OR_RETURN((*out)[c], Stack(parts, static_cast<int>(c)));
+          continue;
+        }
+        TW_ASSIGN_OR_RETURN(TensorShape shape, PaddedShape(parts, c));
+        const Tensor pad = c < d.pad_.padding_values.size() ? d.pad_.padding_values[c] : Tensor();
+        (*out)[c] = StackPadded(parts, shape, pad);
+      }
+      *end = false;
+      return Status::OK();
+    }
+    Status Save(StateWriter& w) const override {
+      StateWriter child = w.Child(input_->name());
+      return input_->Save(child);
+    }
+    Status Restore(const StateReader& r) override { return input_->Restore(r.Child(input_->name())); }
+
+    std::unique_ptr<IteratorBase> input_;
+
+   private:
+    // Per dimension: the padded shape's size, or the batch's longest.
+    StatusOr<TensorShape> PaddedShape(const std::vector<const Tensor*>& parts, size_t c) const {
+      const PaddedBatchOptions& pad = dataset().pad_;
+      const int rank = parts[0]->rank();
+      std::vector<int64_t> dims(static_cast<size_t>(rank), 0);
+      for (const Tensor* t : parts) {
+        if (t->rank() != rank) {
+          return errors::InvalidArgument("PaddedBatch: component ", c, " has rank ", rank, " in one element and ",
+                                         t->rank(), " in another");
+        }
+        for (int k = 0; k < rank; ++k) dims[static_cast<size_t>(k)] = std::max(dims[static_cast<size_t>(k)], t->dim(k));
+      }
+      if (c < pad.padded_shapes.size() && pad.padded_shapes[c].known_rank()) {
+        const PartialShape& want = pad.padded_shapes[c];
+        if (want.rank() != rank) {
+          return errors::InvalidArgument("PaddedBatch: component ", c, " has rank ", rank, " but its padded shape ",
+                                         ShapeString(want), " has rank ", want.rank());
+        }
+        for (int k = 0; k < rank; ++k) {
+          if (want.dim(k) < 0) continue;
+          if (dims[static_cast<size_t>(k)] > want.dim(k)) {
+            return errors::InvalidArgument("Attempted to pad to a smaller size than the input element: component ",
+                                           c, " dimension ", k, " has ", dims[static_cast<size_t>(k)],
+                                           " but the padded shape is ", ShapeString(want));
+          }
+          dims[static_cast<size_t>(k)] = want.dim(k);
+        }
+      }
+      return TensorShape(std::move(dims));
+    }
+
+    std::vector<Element> elements_;
+  };
+
+  int64_t batch_size_;
+  bool drop_remainder_;
+  bool padded_;
+  PaddedBatchOptions pad_;
+};
+
+class UnbatchDataset final : public UnaryDataset {
+ public:
+  UnbatchDataset(DatasetPtr input, ElementSpec spec) : UnaryDataset("Unbatch", std::move(spec), input) {}
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    auto it = std::make_unique<Iter>(*this, ctx);
+    TW_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(ctx));
+    return std::unique_ptr<IteratorBase>(std::move(it));
+  }
+
+ private:
+  class Iter final : public DatasetIterator<UnbatchDataset> {
+   public:
+    using DatasetIterator::DatasetIterator;
+    Status GetNext(Element* out, bool* end) override {
+      while (index_ >= rows_) {
+        TW_RETURN_IF_ERROR(input_->GetNext(&batch_, end));
+        if (*end) return Status::OK();
+        index_ = 0;
+        rows_ = batch_[0].dim(0);
+        for (size_t c = 1; c < batch_.size(); ++c) {
+          if (batch_[c].dim(0) != rows_) {
+            return errors::InvalidArgument("Unbatch: input components have different sizes in dimension 0: ", rows_,
+                                           " (component 0) and ", batch_[c].dim(0), " (component ", c, ")");
+          }
+        }
+      }
+      out->clear();
+      for (const Tensor& t : batch_) out->push_back(SliceAlongDim0(t, index_));
+      ++index_;
+      *end = false;
+      return Status::OK();
+    }
+    Status Save(StateWriter& w) const override {
+      w.WriteInt("index", index_);
+      w.WriteInt("rows", rows_);
+      if (index_ < rows_) w.WriteElement("batch", batch_);
+      StateWriter child = w.Child(input_->name());
+      return input_->Save(child);
+    }
+    Status Restore(const StateReader& r) override {
+      TW_RETURN_IF_ERROR(r.ReadInt("index", &index_));
+      TW_RETURN_IF_ERROR(r.ReadInt("rows", &rows_));
+      if (index_ < rows_) TW_RETURN_IF_ERROR(r.ReadElement("batch", &batch_));
+      return input_->Restore(r.Child(input_->name()));
+    }
+
+    std::unique_ptr<IteratorBase> input_;
+
+   private:
+    Element batch_;
+    int64_t index_ = 0, rows_ = 0;
+  };
+};
+
+}  // namespace
+
+StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder) {
+  if (batch_size < 1) return errors::InvalidArgument("Batch size must be greater than zero, got ", batch_size);
+  ElementSpec spec = input->spec();
+  for (PartialShape& s : spec.shapes) s = WithBatchDim(drop_remainder ? batch_size : -1, s);
+  return DatasetPtr(std::make_shared<BatchDataset>(std::move(input), batch_size, drop_remainder, false,
+                                                   PaddedBatchOptions{}, std::move(spec)));
+}
+
+StatusOr<DatasetPtr> MakePaddedBatchDataset(DatasetPtr input, int64_t batch_size, const PaddedBatchOptions& options) {
+  if (batch_size < 1) return errors::InvalidArgument("Batch size must be greater than zero, got ", batch_size);
+  const ElementSpec& in = input->spec();
+  if (!options.padded_shapes.empty() && options.padded_shapes.size() != in.size()) {
+    return errors::InvalidArgument(options.padded_shapes.size(), " padded shapes for ", in.size(), " components");
+  }
+  if (!options.padding_values.empty() && options.padding_values.size() != in.size()) {
+    return errors::InvalidArgument(options.padding_values.size(), " padding values for ", in.size(), " components");
+  }
+  ElementSpec spec = in;
+  for (size_t c = 0; c < in.size(); ++c) {
+    if (c < options.padding_values.size()) {
+      const Tensor& v = options.padding_values[c];
+      if (v.IsInitialized() && (v.dtype() != in.dtypes[c] || v.rank() != 0)) {
+        return errors::InvalidArgument("padding value of component ", c, " must be a ", DataTypeName(in.dtypes[c]),
+                                       " scalar, got ", DataTypeName(v.dtype()), " ", v.shape().ToString());
+      }
+    }
+    PartialShape s = in.shapes[c];
+    if (c < options.padded_shapes.size() && options.padded_shapes[c].known_rank()) {
+      const PartialShape& want = options.padded_shapes[c];
+      if (s.known_rank() && s.rank() != want.rank()) {
+        return errors::InvalidArgument("padded shape ", ShapeString(want), " of component ", c,
+                                       " is not compatible with its shape ", ShapeString(s));
+      }
+      s = want;
+    }  // else: dims known for every element stay known, the others pad to the longest
+    spec.shapes[c] = WithBatchDim(options.drop_remainder ? batch_size : -1, s);
+  }
+  return DatasetPtr(std::make_shared<BatchDataset>(std::move(input), batch_size, options.drop_remainder, true,
+                                                   options, std::move(spec)));
+}
+
+StatusOr<DatasetPtr> MakeUnbatchDataset(DatasetPtr input) {
+  ElementSpec spec = input->spec();
+  for (size_t c = 0; c < spec.size(); ++c) {
+    PartialShape& s = spec.shapes[c];
+    if (!s.known_rank()) continue;
+    if (s.rank() == 0) return errors::InvalidArgument("Unbatch: component ", c, " is a scalar");
+    s = PartialShape(std::vector<int64_t>(s.dims().begin() + 1, s.dims().end()));
+  }
+  return DatasetPtr(std::make_shared<UnbatchDataset>(std::move(input), std::move(spec)));
+}
+
+}  // namespace tw::data

@@ -1,0 +1,188 @@
+// The implementation side of data/dataset.h: DatasetBase (one node of a
+// dataset's chain: immutable, shared by every Dataset value that holds it)
+// and IteratorBase (one pass over it), and what one iterator's whole pipeline
+// shares (PipelineContext: the cancellation flag that stops its threads, the
+// autotune report).
+//
+// Iterators pull: GetNext asks the input iterator for what it needs. An
+// iterator is used by one thread at a time (its consumer); iterators that
+// run ahead (parallel Map, Prefetch, parallel Interleave) own threads that
+// they stop and join in their destructor, waking them through the context's
+// cancellation. Internal to the data module.
+#ifndef TOWERFLOW_DATA_DATASET_DATASET_BASE_H_
+#define TOWERFLOW_DATA_DATASET_DATASET_BASE_H_
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "towerflow/data/dataset.h"
+
+namespace tw::data {
+
+// Shared by every iterator of one pipeline (one Dataset::MakeIterator).
+struct PipelineContext {
+  // Set when the pipeline is being torn down: threads stop waiting and
+  // iterators return Cancelled.
+  std::atomic<bool> cancelled{false};
+  // Callbacks that wake a thread blocked on a condition variable; called
+  // once, by Cancel. Guarded by mu.
+  std::mutex mu;
+  std::map<int, std::function<void()>> wakers;
+  int next_waker = 0;
+  // Autotune decisions, by stage name ("Map", "Prefetch"); guarded by mu.
+  std::map<std::string, std::string> tuned;
+
+  int AddWaker(std::function<void()> wake);
+  void RemoveWaker(int id);
+  void Cancel();
+  void SetTuned(const std::string& stage, const std::string& value);
+};
+
+// Writes and reads an iterator's position (IteratorState) under a key prefix
+// per iterator of the chain ("Batch/Shuffle/TFRecord:file").
+class StateWriter {
+ public:
+  StateWriter(IteratorState* state, std::string prefix) : state_(state), prefix_(std::move(prefix)) {}
+  void WriteInt(const std::string& key, int64_t value);
+  void WriteString(const std::string& key, const std::string& value);
+  // dtype, shape and bytes of each tensor of the element.
+  void WriteElement(const std::string& key, const Element& element);
+  StateWriter Child(const std::string& name) const { return StateWriter(state_, prefix_ + "/" + name); }
+
+ private:
+  IteratorState* state_;
+  std::string prefix_;
+};
+
+class StateReader {
+ public:
+  StateReader(const IteratorState* state, std::string prefix) : state_(state), prefix_(std::move(prefix)) {}
+  // NotFound naming the key when absent; DataLoss when malformed.
+  Status ReadInt(const std::string& key, int64_t* value) const;
+  Status ReadString(const std::string& key, std::string* value) const;
+  Status ReadElement(const std::string& key, Element* element) const;
+  bool Contains(const std::string& key) const;
+  StateReader Child(const std::string& name) const { return StateReader(state_, prefix_ + "/" + name); }
+
+ private:
+  const IteratorState* state_;
+  std::string prefix_;
+};
+
+class IteratorBase {
+ public:
+  virtual ~IteratorBase() = default;
+  // The next element into *out and *end = false; *end = true at the end
+  // (out untouched); or an error.
+  virtual Status GetNext(Element* out, bool* end) = 0;
+  // The iterator's position (see Iterator::Save). Default: Unimplemented.
+  virtual Status Save(StateWriter& writer) const;
+  virtual Status Restore(const StateReader& reader);
+  virtual const std::string& name() const = 0;
+};
+
+class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
+ public:
+  DatasetBase(std::string name, ElementSpec spec) : name_(std::move(name)), spec_(std::move(spec)) {}
+  virtual ~DatasetBase() = default;
+  DatasetBase(const DatasetBase&) = delete;
+  DatasetBase& operator=(const DatasetBase&) = delete;
+
+  // "Batch", "TFRecord": what errors and DebugString call it.
+  const std::string& name() const { return name_; }
+  const ElementSpec& spec() const { return spec_; }
+  virtual int64_t Cardinality() const { return kUnknownCardinality; }
+  // "Batch(Shuffle(TFRecord))".
+  virtual std::string DebugString() const { return name_; }
+  // A fresh iterator at the start. Errors that only show once the dataset is
+  // opened (no file matched a pattern) come from here.
+  virtual StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const = 0;
+
+ private:
+  std::string name_;
+  ElementSpec spec_;
+};
+
+// A dataset with one input: its DebugString wraps the input's.
+class UnaryDataset : public DatasetBase {
+ public:
+  UnaryDataset(std::string name, ElementSpec spec, std::shared_ptr<const DatasetBase> input)
+      : DatasetBase(std::move(name), std::move(spec)), input_(std::move(input)) {}
+  std::string DebugString() const override { return name() + "(" + input_->DebugString() + ")"; }
+  const std::shared_ptr<const DatasetBase>& input() const { return input_; }
+
+ private:
+  std::shared_ptr<const DatasetBase> input_;
+};
+
+// An iterator with a name and the context; most iterators derive from it.
+template <typename DatasetType>
+class DatasetIterator : public IteratorBase {
+ public:
+  DatasetIterator(const DatasetType& dataset, std::shared_ptr<PipelineContext> ctx)
+      : dataset_(std::static_pointer_cast<const DatasetType>(dataset.shared_from_this())), ctx_(std::move(ctx)) {}
+  const std::string& name() const override { return dataset_->name(); }
+
+ protected:
+  const DatasetType& dataset() const { return *dataset_; }
+  const std::shared_ptr<PipelineContext>& ctx() const { return ctx_; }
+  Status CancelledError() const { return errors::Cancelled(dataset_->name(), ": the iterator was closed"); }
+
+ private:
+  std::shared_ptr<const DatasetType> dataset_;
+  std::shared_ptr<PipelineContext> ctx_;
+};
+
+// The implementation behind a Dataset (for builders).
+inline const DatasetBase& Impl(const Dataset& d) { return *d.impl(); }
+
+// Factory functions of the transformations, one file each (map.cc, batch.cc, ...).
+StatusOr<std::shared_ptr<const DatasetBase>> MakeMapDataset(std::shared_ptr<const DatasetBase> input, const MapFn& fn,
+                                                            const MapOptions& options);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeFilterDataset(std::shared_ptr<const DatasetBase> input,
+                                                               const PredicateFn& predicate);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeInterleaveDataset(std::shared_ptr<const DatasetBase> input,
+                                                                   const DatasetFn& fn,
+                                                                   const InterleaveOptions& options,
+                                                                   const std::string& name);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeShuffleDataset(std::shared_ptr<const DatasetBase> input,
+                                                                int64_t buffer_size, const ShuffleOptions& options);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeRepeatDataset(std::shared_ptr<const DatasetBase> input,
+                                                               int64_t count);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeBatchDataset(std::shared_ptr<const DatasetBase> input,
+                                                              int64_t batch_size, bool drop_remainder);
+StatusOr<std::shared_ptr<const DatasetBase>> MakePaddedBatchDataset(std::shared_ptr<const DatasetBase> input,
+                                                                    int64_t batch_size,
+                                                                    const PaddedBatchOptions& options);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeUnbatchDataset(std::shared_ptr<const DatasetBase> input);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeTakeDataset(std::shared_ptr<const DatasetBase> input,
+                                                             int64_t count);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeSkipDataset(std::shared_ptr<const DatasetBase> input,
+                                                             int64_t count);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeShardDataset(std::shared_ptr<const DatasetBase> input,
+                                                              int64_t num_shards, int64_t index);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeCacheDataset(std::shared_ptr<const DatasetBase> input,
+                                                              const std::string& filename);
+StatusOr<std::shared_ptr<const DatasetBase>> MakePrefetchDataset(std::shared_ptr<const DatasetBase> input,
+                                                                 int64_t buffer_size);
+
+// Sources (sources.cc, tfrecord_dataset.cc).
+StatusOr<std::shared_ptr<const DatasetBase>> MakeTFRecordDataset(std::vector<std::string> files,
+                                                                 const TFRecordOptions& options);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeTensorsDataset(Element components, bool slices);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeRangeDataset(int64_t start, int64_t stop, int64_t step);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeListFilesDataset(const std::string& pattern,
+                                                                  const ListFilesOptions& options);
+
+// The number of cores the pipeline may use (autotune's ceiling).
+int PipelineCores();
+
+}  // namespace tw::data
+
+#endif  // TOWERFLOW_DATA_DATASET_DATASET_BASE_H_

@@ -1,0 +1,206 @@
+// IteratorResource, the dataset table, and the kernels of Iterator,
+// MakeIterator and IteratorGetNext (schemas in iterator_ops.cc).
+#include "towerflow/data/dataset/iterator_resource.h"
+
+#include <atomic>
+#include <map>
+
+#include "towerflow/data/queue_internal.h"
+
+namespace tw::data {
+
+namespace {
+
+std::mutex& TableMutex() {
+  static std::mutex mu;
+  return mu;
+}
+// guarded by TableMutex(); entries expire with their graphs.
+std::map<std::string, std::weak_ptr<const Dataset>>& Table() {
+  static auto* table = new std::map<std::string, std::weak_ptr<const Dataset>>();
+  return *table;
+}
+
+}  // namespace
+
+std::string RegisterDataset(Graph& graph, const Dataset& dataset) {
+  static std::atomic<int64_t> next{0};
+  const std::string id = "dataset_" + std::to_string(next.fetch_add(1));
+  auto owned = std::make_shared<const Dataset>(dataset);
+  graph.SetObject("dataset:" + id, owned);
+  std::lock_guard<std::mutex> lock(TableMutex());
+  auto& table = Table();
+  for (auto it = table.begin(); it != table.end();) it = it->second.expired() ? table.erase(it) : std::next(it);
+  table[id] = owned;
+  return id;
+}
+
+StatusOr<Dataset> FindDataset(const std::string& id) {
+  std::lock_guard<std::mutex> lock(TableMutex());
+  auto it = Table().find(id);
+  std::shared_ptr<const Dataset> d = it == Table().end() ? nullptr : it->second.lock();
+  if (d == nullptr) return errors::FailedPrecondition("dataset '", id, "' no longer exists (its graph was destroyed)");
+  return *d;
+}
+
+void IteratorResource::Close() {
+  std::shared_ptr<Iterator> it;
+  {
+    std::lock_guard<std::mutex> lock(cancel_mu_);
+    closed_ = true;
+    it = iterator_;
+  }
+  if (it) it->Cancel();
+}
+
+Status IteratorResource::StartLocked() {
+  TW_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> made, dataset_.MakeIterator());
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  if (closed_) {
+    made->Cancel();
+    return errors::Cancelled("Iterator '", name_, "': the session is closed");
+  }
+  iterator_ = std::move(made);
+  fresh_ = true;
+  return Status::OK();
+}
+
+Status IteratorResource::GetNext(Element* element) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (iterator_ == nullptr) TW_RETURN_IF_ERROR(StartLocked());
+  fresh_ = false;
+  return iterator_->GetNext(element);
+}
+
+Status IteratorResource::Reset() {
+  std::lock_guard<std::mutex> lock(mu_);
+  return StartLocked();
+}
+
+Status IteratorResource::Save(IteratorState* state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (iterator_ == nullptr) TW_RETURN_IF_ERROR(StartLocked());
+  return iterator_->Save(state).WithContext("saving Iterator '" + name_ + "'");
+}
+
+Status IteratorResource::Restore(const IteratorState& state) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (iterator_ == nullptr || !fresh_) TW_RETURN_IF_ERROR(StartLocked());
+  Status s = iterator_->Restore(state);
+  if (!s.ok()) {
+    // A half-restored pass is no pass: the next GetNext starts afresh.
+    std::lock_guard<std::mutex> cancel_lock(cancel_mu_);
+    iterator_.reset();
+    return s.WithContext("restoring Iterator '" + name_ + "'");
+  }
+  return s;
+}
+
+std::string IteratorResource::AutotuneSummary() {
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  return iterator_ ? iterator_->AutotuneSummary() : "";
+}
+
+StatusOr<std::shared_ptr<IteratorResource>> IteratorResourceOf(ResourceMgr* resources, const Node& node) {
+  TW_ASSIGN_OR_RETURN(std::string id, node.attrs().Get<std::string>("dataset_id"));
+  TW_ASSIGN_OR_RETURN(std::string shared_name, node.attrs().Get<std::string>("shared_name"));
+  const std::string name = shared_name.empty() ? node.name() : shared_name;
+  return resources->LookupOrCreate<IteratorResource>(
+      "iterator:" + name, [&]() -> StatusOr<std::shared_ptr<IteratorResource>> {
+        TW_ASSIGN_OR_RETURN(Dataset d, FindDataset(id));
+        return std::make_shared<IteratorResource>(name, std::move(d));
+      });
+}
+
+namespace {
+
+// Iterator: creates (or finds) the resource and outputs a ref to its name.
+class IteratorOp : public OpKernel {
+ public:
+  explicit IteratorOp(OpKernelConstruction* c) : OpKernel(c) {}
+  void Compute(OpKernelContext* ctx) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (!resource_) {
+        auto found = IteratorResourceOf(ctx->resource_mgr(), node());
+        TW_OP_REQUIRES_OK(ctx, found.status());
+        resource_ = *found;
+        handle_ = Tensor::String(node().name());
+      }
+    }
+    ctx->set_output_ref(0, &handle_mu_, &handle_);
+  }
+  bool IsExpensive() const override { return false; }
+  std::shared_ptr<IteratorResource> resource() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return resource_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<IteratorResource> resource_;  // guarded by mu_
+  std::mutex handle_mu_;
+  Tensor handle_;
+};
+
+// The kernels that act on the iterator of the Iterator node feeding input 0.
+class IteratorAccessOp : public OpKernel {
+ public:
+  explicit IteratorAccessOp(OpKernelConstruction* c) : OpKernel(c) {}
+
+ protected:
+  StatusOr<std::shared_ptr<IteratorResource>> Resource(OpKernelContext* ctx) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!resource_) {
+      const Node* source = node().input(0).node;
+      TW_ASSIGN_OR_RETURN(resource_, IteratorResourceOf(ctx->resource_mgr(), *source));
+    }
+    return resource_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<IteratorResource> resource_;  // guarded by mu_
+};
+
+class MakeIteratorOp : public IteratorAccessOp {
+ public:
+  using IteratorAccessOp::IteratorAccessOp;
+  void Compute(OpKernelContext* ctx) override {
+    auto r = Resource(ctx);
+    TW_OP_REQUIRES_OK(ctx, r.status());
+    TW_OP_REQUIRES_OK(ctx, (*r)->Reset());
+  }
+};
+
+class IteratorGetNextOp : public IteratorAccessOp {
+ public:
+  explicit IteratorGetNextOp(OpKernelConstruction* c) : IteratorAccessOp(c) {
+    TW_OP_REQUIRES_OK(c, c->GetAttr("output_types", &types_));
+    positions_ = queue_internal::GroupedPositions(types_);
+  }
+  void Compute(OpKernelContext* ctx) override {
+    auto r = Resource(ctx);
+    TW_OP_REQUIRES_OK(ctx, r.status());
+    Element element;
+    TW_OP_REQUIRES_OK(ctx, (*r)->GetNext(&element));
+    TW_OP_REQUIRES(ctx, element.size() == types_.size(),
+                   errors::Internal("the iterator gave ", element.size(), " components, the op expects ",
+                                    types_.size()));
+    for (size_t i = 0; i < element.size(); ++i) ctx->set_output(positions_[i], std::move(element[i]));
+  }
+
+ private:
+  std::vector<DataType> types_;
+  std::vector<int> positions_;
+};
+
+}  // namespace
+
+void RegisterIteratorKernels(KernelRegistry& kernels) {
+  kernels.RegisterUntyped<IteratorOp>("Iterator", kDeviceCpu);
+  kernels.RegisterUntyped<MakeIteratorOp>("MakeIterator", kDeviceCpu);
+  kernels.RegisterUntyped<IteratorGetNextOp>("IteratorGetNext", kDeviceCpu);
+}
+
+}  // namespace tw::data

@@ -1,0 +1,219 @@
+#include "towerflow/data/dataset/run_ahead.h"
+
+#include <algorithm>
+
+namespace tw::data {
+
+RunAhead::RunAhead(std::shared_ptr<PipelineContext> ctx, IteratorBase* input, Transform transform, Options options)
+    : ctx_(std::move(ctx)), input_(input), transform_(std::move(transform)), options_(std::move(options)) {
+  options_.workers = std::max(1, options_.workers);
+  options_.buffer = std::max<int64_t>(options_.buffer, options_.workers);
+  waker_ = ctx_->AddWaker([this] {
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  });
+}
+
+RunAhead::~RunAhead() {
+  ctx_->RemoveWaker(waker_);
+  std::vector<std::thread> threads;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+    cv_.notify_all();
+    threads.swap(threads_);
+  }
+  for (std::thread& t : threads) t.join();
+}
+
+void RunAhead::StartLocked() {
+  started_ = true;
+  for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  if (options_.tune_workers) ctx_->SetTuned(options_.stage, std::to_string(options_.workers) + " parallel calls");
+  if (options_.tune_buffer) ctx_->SetTuned(options_.stage, std::to_string(options_.buffer) + " elements");
+}
+
+void RunAhead::WorkerLoop() {
+  bool input_exhausted_seen = false;
+  std::unique_lock<std::mutex> lock(mu_);
+  while (true) {
+    cv_.wait(lock, [&] {
+      return stop_ || ctx_->cancelled.load() || input_done_ ||
+             (!paused_ && next_seq_ - next_deliver_ < options_.buffer);
+    });
+    if (stop_ || ctx_->cancelled.load() || input_done_ || input_exhausted_seen) break;
+    ++busy_;
+    lock.unlock();
+    Element in;
+    bool end = false;
+    Status pulled;
+    int64_t seq = -1;
+    {
+      std::lock_guard<std::mutex> input_lock(input_mu_);
+      // Another worker may have reached the end while this one waited.
+      bool done;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        done = end_seq_ >= 0;
+      }
+      if (!done) {
+        pulled = input_->GetNext(&in, &end);
+        std::lock_guard<std::mutex> l(mu_);
+        seq = next_seq_++;
+        if (!pulled.ok() || end) end_seq_ = seq;
+      }
+    }
+    Result r;
+    if (seq >= 0) {
+      if (!pulled.ok() || end) {
+        r.status = pulled;
+        r.end = end;
+      } else if (transform_) {
+        r.status = transform_(seq + seq_base_, std::move(in), &r.element);
+      } else {
+        r.element = std::move(in);
+      }
+    }
+    lock.lock();
+    --busy_;
+    if (seq < 0) {
+      input_exhausted_seen = true;
+    } else {
+      if (!r.status.ok() || r.end) {
+        input_done_ = true;
+        end_seq_ = end_seq_ < 0 ? seq : std::min(end_seq_, seq);
+      }
+      results_[seq] = std::move(r);
+    }
+    cv_.notify_all();
+  }
+}
+
+std::map<int64_t, RunAhead::Result>::iterator RunAhead::ReadyLocked() {
+  if (options_.ordered) return results_.find(next_deliver_);
+  for (auto it = results_.begin(); it != results_.end(); ++it) {
+    if (!it->second.end) return it;
+  }
+  // Only the end is left: it comes once nothing is in flight.
+  if (!results_.empty() && busy_ == 0) return results_.begin();
+  return results_.end();
+}
+
+Status RunAhead::TakeLocked(std::map<int64_t, Result>::iterator it, Element* out, bool* end) {
+  Result r = std::move(it->second);
+  results_.erase(it);
+  ++next_deliver_;
+  cv_.notify_all();  // a worker may pull again
+  *end = r.end;
+  if (r.status.ok() && !r.end) *out = std::move(r.element);
+  return r.status;
+}
+
+void RunAhead::MaybeTuneLocked(bool waited) {
+  if (!options_.tune_workers && !options_.tune_buffer) return;
+  ++gets_;
+  waits_ += waited ? 1 : 0;
+  if (gets_ < 64) return;
+  const bool starved = waits_ * 10 > gets_;
+  gets_ = waits_ = 0;
+  if (!starved) return;
+  if (options_.tune_workers && options_.workers < options_.max_workers) {
+    ++options_.workers;
+    options_.buffer = std::max<int64_t>(options_.buffer, 2 * options_.workers);
+    threads_.emplace_back([this] { WorkerLoop(); });
+    ctx_->SetTuned(options_.stage, std::to_string(options_.workers) + " parallel calls");
+  } else if (options_.tune_buffer && options_.buffer < options_.max_buffer) {
+    options_.buffer = std::min(options_.max_buffer, options_.buffer * 2);
+    ctx_->SetTuned(options_.stage, std::to_string(options_.buffer) + " elements");
+  }
+  cv_.notify_all();
+}
+
+Status RunAhead::GetNext(Element* out, bool* end) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_) StartLocked();
+  bool waited = false;
+  while (true) {
+    if (ctx_->cancelled.load()) return errors::Cancelled(options_.stage, ": the iterator was closed");
+    auto it = ReadyLocked();
+    if (it != results_.end()) {
+      MaybeTuneLocked(waited);
+      return TakeLocked(it, out, end);
+    }
+    if (input_done_ && busy_ == 0 && (results_.empty() || next_deliver_ > end_seq_)) {
+      *end = true;
+      return Status::OK();
+    }
+    waited = true;
+    cv_.wait(lock);
+  }
+}
+
+Status RunAhead::TryGetNext(Element* out, bool* end, bool* ready) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!started_) StartLocked();
+  if (ctx_->cancelled.load()) return errors::Cancelled(options_.stage, ": the iterator was closed");
+  auto it = ReadyLocked();
+  *ready = it != results_.end() || (input_done_ && busy_ == 0 && (results_.empty() || next_deliver_ > end_seq_));
+  if (!*ready) return Status::OK();
+  if (it != results_.end()) return TakeLocked(it, out, end);
+  *end = true;
+  return Status::OK();
+}
+
+Status RunAhead::Save(StateWriter& w) const {
+  std::unique_lock<std::mutex> lock(mu_);
+  paused_ = true;
+  cv_.wait(lock, [&] { return busy_ == 0; });
+  Status s;
+  int64_t n = 0;
+  bool end_pending = false;
+  for (const auto& [seq, r] : results_) {
+    if (!r.status.ok()) {
+      s = errors::FailedPrecondition(options_.stage, ": cannot save an iterator holding an error: ",
+                                     r.status.ToString());
+      break;
+    }
+    if (r.end) {
+      end_pending = true;
+      break;
+    }
+    w.WriteElement("result_" + std::to_string(n++), r.element);
+  }
+  if (s.ok()) {
+    w.WriteInt("buffered", n);
+    // The input number of the first buffered result, so that errors after a
+    // restore name elements as they would have been named.
+    w.WriteInt("index", seq_base_ + next_seq_ - (end_pending ? 1 : 0));
+    w.WriteInt("end", (end_pending || (input_done_ && results_.empty())) ? 1 : 0);
+    StateWriter child = w.Child(input_->name());
+    s = input_->Save(child);
+  }
+  paused_ = false;
+  cv_.notify_all();
+  return s;
+}
+
+Status RunAhead::Restore(const StateReader& r) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (started_) return errors::FailedPrecondition(options_.stage, ": Restore after GetNext");
+  int64_t n = 0, end = 0;
+  TW_RETURN_IF_ERROR(r.ReadInt("buffered", &n));
+  TW_RETURN_IF_ERROR(r.ReadInt("end", &end));
+  results_.clear();
+  for (int64_t i = 0; i < n; ++i) TW_RETURN_IF_ERROR(r.ReadElement("result_" + std::to_string(i), &results_[i].element));
+  next_seq_ = n;
+  next_deliver_ = 0;
+  int64_t base = 0;
+  TW_RETURN_IF_ERROR(r.ReadInt("index", &base));
+  seq_base_ = base - n;
+  if (end != 0) {
+    results_[n].end = true;
+    end_seq_ = n;
+    next_seq_ = n + 1;
+    input_done_ = true;
+  }
+  return input_->Restore(r.Child(input_->name()));
+}
+
+}  // namespace tw::data

@@ -1,0 +1,102 @@
+// RunAhead: worker threads that pull elements from an input iterator and
+// transform them ahead of the consumer, into a bounded buffer. Prefetch is
+// one worker and the identity; a parallel Map is N workers and the map
+// function; a parallel Interleave reads each open dataset through one.
+//
+// Workers take input elements one at a time (under a lock, numbering them),
+// transform them without the lock, and file the result under its number.
+// The consumer takes results in input order (ordered) or as they finish. A
+// worker pulls only while fewer than `buffer` results wait or are in flight,
+// so memory stays bounded. The first error or the input's end stops the
+// pulling; the consumer gets every result before it, then the error or the
+// end. Autotune: every 64 GetNexts, if the consumer waited in more than a
+// tenth of them, one more worker (up to max_workers) or, with one worker, a
+// buffer twice as large (up to max_buffer); the choice is reported to the
+// pipeline (Iterator::AutotuneSummary).
+//
+// Workers start at the first GetNext (so a Restore can refill the buffer
+// first). Save pauses the workers, waits for the results in flight, and
+// saves the buffered results with the input's position. Thread-safe between
+// the consumer and the workers; one consumer. The destructor stops and joins
+// the workers; PipelineContext::Cancel wakes them and the consumer.
+#ifndef TOWERFLOW_DATA_DATASET_RUN_AHEAD_H_
+#define TOWERFLOW_DATA_DATASET_RUN_AHEAD_H_
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "towerflow/data/dataset/dataset_base.h"
+
+namespace tw::data {
+
+class RunAhead {
+ public:
+  // Transforms input element number `index` (counted from the start of this
+  // RunAhead's input; called on worker threads, concurrently).
+  using Transform = std::function<Status(int64_t index, Element&& in, Element* out)>;
+  struct Options {
+    std::string stage;  // "Map", "Prefetch": names autotune reports
+    int workers = 1;
+    int64_t buffer = 1;  // results waiting or in flight, at most
+    bool ordered = true;
+    bool tune_workers = false;
+    bool tune_buffer = false;
+    int max_workers = 1;
+    int64_t max_buffer = 1;
+  };
+  // REQUIRES: `input` outlives this object. A null transform is the identity.
+  RunAhead(std::shared_ptr<PipelineContext> ctx, IteratorBase* input, Transform transform, Options options);
+  ~RunAhead();
+  RunAhead(const RunAhead&) = delete;
+  RunAhead& operator=(const RunAhead&) = delete;
+
+  Status GetNext(Element* out, bool* end);
+  // True with *ready false when no result is ready now (without waiting);
+  // otherwise as GetNext. For unordered consumers (Interleave).
+  Status TryGetNext(Element* out, bool* end, bool* ready);
+  Status Save(StateWriter& w) const;
+  Status Restore(const StateReader& r);
+
+ private:
+  struct Result {
+    Status status;
+    Element element;
+    bool end = false;
+  };
+  void StartLocked();
+  void WorkerLoop();
+  // The result to hand out next, if one is ready (results_ under mu_).
+  std::map<int64_t, Result>::iterator ReadyLocked();
+  Status TakeLocked(std::map<int64_t, Result>::iterator it, Element* out, bool* end);
+  void MaybeTuneLocked(bool waited);
+
+  std::shared_ptr<PipelineContext> ctx_;
+  IteratorBase* input_;
+  Transform transform_;
+  Options options_;
+  int waker_ = -1;
+
+  mutable std::mutex mu_;
+  mutable std::condition_variable cv_;
+  std::mutex input_mu_;  // one worker pulls from input_ at a time
+  std::map<int64_t, Result> results_;  // guarded by mu_; by input number
+  int64_t next_seq_ = 0;               // guarded by input_mu_ and mu_: the next input number
+  int64_t next_deliver_ = 0;           // guarded by mu_: results handed out so far (ordered: the next number)
+  int64_t end_seq_ = -1;               // guarded by mu_: the number of the end or error result
+  int busy_ = 0;                       // guarded by mu_: workers between pull and filing
+  bool input_done_ = false;            // guarded by mu_
+  bool stop_ = false;                  // guarded by mu_
+  mutable bool paused_ = false;        // guarded by mu_ (Save)
+  bool started_ = false;               // guarded by mu_
+  std::vector<std::thread> threads_;   // guarded by mu_
+  int64_t gets_ = 0, waits_ = 0;       // guarded by mu_: autotune's window
+  int64_t seq_base_ = 0;               // input number of seq 0 (after a Restore)
+};
+
+}  // namespace tw::data
+
+#endif  // TOWERFLOW_DATA_DATASET_RUN_AHEAD_H_

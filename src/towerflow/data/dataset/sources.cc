@@ -1,0 +1,210 @@
+// In-memory sources: FromTensors, FromTensorSlices, Range, ListFiles. Each
+// iterator's position is one index (and ListFiles' the order it drew).
+#include <glob.h>
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+
+#include "towerflow/data/dataset/dataset_base.h"
+#include "towerflow/data/dataset/element_util.h"
+
+namespace tw::data {
+namespace {
+
+class TensorsDataset final : public DatasetBase {
+ public:
+  TensorsDataset(Element components, bool slices, ElementSpec spec)
+      : DatasetBase(slices ? "FromTensorSlices" : "FromTensors", std::move(spec)),
+        components_(std::move(components)),
+        slices_(slices) {}
+  int64_t Cardinality() const override { return count(); }
+  int64_t count() const { return slices_ ? components_[0].dim(0) : 1; }
+
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx));
+  }
+
+ private:
+  class Iter final : public DatasetIterator<TensorsDataset> {
+   public:
+    using DatasetIterator::DatasetIterator;
+    Status GetNext(Element* out, bool* end) override {
+      const TensorsDataset& d = dataset();
+      if (next_ >= d.count()) {
+        *end = true;
+        return Status::OK();
+      }
+      out->clear();
+      for (const Tensor& t : d.components_) out->push_back(d.slices_ ? SliceAlongDim0(t, next_) : t);
+      ++next_;
+      *end = false;
+      return Status::OK();
+    }
+    Status Save(StateWriter& w) const override {
+      w.WriteInt("next", next_);
+      return Status::OK();
+    }
+    Status Restore(const StateReader& r) override { return r.ReadInt("next", &next_); }
+
+   private:
+    int64_t next_ = 0;
+  };
+
+  Element components_;
+  bool slices_;
+};
+
+class RangeDataset final : public DatasetBase {
+ public:
+  RangeDataset(int64_t start, int64_t stop, int64_t step)
+      : DatasetBase("Range", ElementSpec{{kInt64}, {PartialShape(TensorShape{})}}),
+        start_(start), stop_(stop), step_(step) {}
+  int64_t Cardinality() const override {
+    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
+    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+  }
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx));
+  }
+
+ private:
+  class Iter final : public DatasetIterator<RangeDataset> {
+   public:
+    using DatasetIterator::DatasetIterator;
+    Status GetNext(Element* out, bool* end) override {
+      if (index_ >= dataset().Cardinality()) {
+        *end = true;
+        return Status::OK();
+      }
+      out->assign(1, Tensor::Scalar<int64_t>(dataset().start_ + index_ * dataset().step_));
+      ++index_;
+      *end = false;
+      return Status::OK();
+    }
+    Status Save(StateWriter& w) const override {
+      w.WriteInt("index", index_);
+      return Status::OK();
+    }
+    Status Restore(const StateReader& r) override { return r.ReadInt("index", &index_); }
+
+   private:
+    int64_t index_ = 0;
+  };
+  int64_t start_, stop_, step_;
+};
+
+class ListFilesDataset final : public DatasetBase {
+ public:
+  ListFilesDataset(std::string pattern, ListFilesOptions options)
+      : DatasetBase("ListFiles", ElementSpec{{kString}, {PartialShape(TensorShape{})}}),
+        pattern_(std::move(pattern)),
+        options_(std::move(options)),
+        seed_(options_.seed ? static_cast<uint64_t>(*options_.seed) : std::random_device{}()) {}
+
+  StatusOr<std::vector<std::string>> Match() const {
+    glob_t g{};
+    const int rc = glob(pattern_.c_str(), GLOB_ERR, nullptr, &g);
+    std::vector<std::string> files;
+    if (rc == 0) {
+      for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
+    }
+    globfree(&g);
+    if (rc != 0 && rc != GLOB_NOMATCH) return errors::Internal("glob(\"", pattern_, "\") failed with code ", rc);
+    if (files.empty()) return errors::InvalidArgument("No files matched pattern: ", pattern_);
+    std::sort(files.begin(), files.end());
+    return files;
+  }
+
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    TW_ASSIGN_OR_RETURN(auto files, Match());
+    const uint64_t iteration = iterations_.fetch_add(1);
+    if (options_.shuffle) {
+      std::mt19937_64 rng(seed_ * 0x9e3779b97f4a7c15ull + iteration);
+      std::shuffle(files.begin(), files.end(), rng);
+    }
+    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx, std::move(files)));
+  }
+
+ private:
+  class Iter final : public DatasetIterator<ListFilesDataset> {
+   public:
+    Iter(const ListFilesDataset& d, std::shared_ptr<PipelineContext> ctx, std::vector<std::string> files)
+        : DatasetIterator(d, std::move(ctx)), files_(std::move(files)) {}
+    Status GetNext(Element* out, bool* end) override {
+      *end = next_ >= static_cast<int64_t>(files_.size());
+      if (!*end) out->assign(1, Tensor::String(files_[static_cast<size_t>(next_++)]));
+      return Status::OK();
+    }
+    Status Save(StateWriter& w) const override {
+      w.WriteInt("next", next_);
+      std::string order;
+      for (const std::string& f : files_) order += f + '\n';
+      w.WriteString("files", order);
+      return Status::OK();
+    }
+    Status Restore(const StateReader& r) override {
+      TW_RETURN_IF_ERROR(r.ReadInt("next", &next_));
+      std::string order;
+      TW_RETURN_IF_ERROR(r.ReadString("files", &order));
+      files_.clear();
+      size_t pos = 0;
+      while (pos < order.size()) {
+        const size_t nl = order.find('\n', pos);
+        files_.push_back(order.substr(pos, nl - pos));
+        pos = nl == std::string::npos ? order.size() : nl + 1;
+      }
+      return Status::OK();
+    }
+
+   private:
+    std::vector<std::string> files_;
+    int64_t next_ = 0;
+  };
+
+  std::string pattern_;
+  ListFilesOptions options_;
+  uint64_t seed_;
+  mutable std::atomic<uint64_t> iterations_{0};
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const DatasetBase>> MakeTensorsDataset(Element components, bool slices) {
+  if (components.empty()) return errors::InvalidArgument("an element needs at least one component");
+  ElementSpec spec;
+  for (size_t i = 0; i < components.size(); ++i) {
+    const Tensor& t = components[i];
+    if (!t.IsInitialized()) return errors::InvalidArgument("component ", i, " is an uninitialized tensor");
+    spec.dtypes.push_back(t.dtype());
+    if (!slices) {
+      spec.shapes.push_back(PartialShape(t.shape()));
+      continue;
+    }
+    if (t.rank() == 0) {
+      return errors::InvalidArgument("component ", i, " is a scalar: slicing needs at least one dimension");
+    }
+    if (t.dim(0) != components[0].dim(0)) {
+      return errors::InvalidArgument("Dimensions ", components[0].dim(0), " and ", t.dim(0),
+                                     " are not compatible: components 0 and ", i,
+                                     " must have the same size in dimension 0");
+    }
+    std::vector<int64_t> dims(t.shape().dims().begin() + 1, t.shape().dims().end());
+    spec.shapes.push_back(PartialShape(std::move(dims)));
+  }
+  return std::shared_ptr<const DatasetBase>(std::make_shared<TensorsDataset>(std::move(components), slices,
+                                                                             std::move(spec)));
+}
+
+StatusOr<std::shared_ptr<const DatasetBase>> MakeRangeDataset(int64_t start, int64_t stop, int64_t step) {
+  if (step == 0) return errors::InvalidArgument("step must not be 0");
+  return std::shared_ptr<const DatasetBase>(std::make_shared<RangeDataset>(start, stop, step));
+}
+
+StatusOr<std::shared_ptr<const DatasetBase>> MakeListFilesDataset(const std::string& pattern,
+                                                                  const ListFilesOptions& options) {
+  if (pattern.empty()) return errors::InvalidArgument("empty file pattern");
+  return std::shared_ptr<const DatasetBase>(std::make_shared<ListFilesDataset>(pattern, options));
+}
+
+}  // namespace tw::data

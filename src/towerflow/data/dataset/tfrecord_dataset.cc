@@ -1,0 +1,115 @@
+// TFRecord: the records of a list of files, file after file, as string
+// scalars. Position: the file's index and the records read from it (a
+// restore reopens the file and skips them, checking their CRCs again).
+#include "towerflow/data/dataset/dataset_base.h"
+#include "towerflow/data/record_reader.h"
+
+namespace tw::data {
+namespace {
+
+class TFRecordDataset final : public DatasetBase {
+ public:
+  TFRecordDataset(std::vector<std::string> files, TFRecordOptions options, RecordReaderOptions reader)
+      : DatasetBase("TFRecord", ElementSpec{{kString}, {PartialShape(TensorShape{})}}),
+        files_(std::move(files)),
+        options_(std::move(options)),
+        reader_(reader) {}
+
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx));
+  }
+  std::string DebugString() const override {
+    return files_.size() == 1 ? "TFRecord(" + files_[0] + ")" : "TFRecord(" + std::to_string(files_.size()) + " files)";
+  }
+
+ private:
+  class Iter final : public DatasetIterator<TFRecordDataset> {
+   public:
+    using DatasetIterator::DatasetIterator;
+
+    Status GetNext(Element* out, bool* end) override {
+      const TFRecordDataset& d = dataset();
+      while (file_ < static_cast<int64_t>(d.files_.size())) {
+        if (ctx()->cancelled.load(std::memory_order_relaxed)) return CancelledError();
+        if (reader_ == nullptr) TW_RETURN_IF_ERROR(Open(0));
+        std::string_view record;
+        Status s = reader_->ReadRecordView(&record);
+        if (s.ok()) {
+          out->assign(1, Tensor::String(std::string(record)));
+          *end = false;
+          return Status::OK();
+        }
+        if (s.code() != Code::kOutOfRange) return s;
+        reader_.reset();
+        ++file_;
+      }
+      *end = true;
+      return Status::OK();
+    }
+
+    Status Save(StateWriter& w) const override {
+      w.WriteInt("file", file_);
+      w.WriteInt("records", reader_ ? reader_->records_read() : 0);
+      return Status::OK();
+    }
+    Status Restore(const StateReader& r) override {
+      int64_t records = 0;
+      TW_RETURN_IF_ERROR(r.ReadInt("file", &file_));
+      TW_RETURN_IF_ERROR(r.ReadInt("records", &records));
+      reader_.reset();
+      if (file_ < 0 || file_ > static_cast<int64_t>(dataset().files_.size())) {
+        return errors::InvalidArgument("iterator state names file ", file_, " of a dataset of ",
+                                       dataset().files_.size(), " files");
+      }
+      if (file_ < static_cast<int64_t>(dataset().files_.size()) && records > 0) return Open(records);
+      return Status::OK();
+    }
+
+   private:
+    // Opens file_ and reads past its first `skip` records.
+    Status Open(int64_t skip) {
+      const std::string& path = dataset().files_[static_cast<size_t>(file_)];
+      TW_ASSIGN_OR_RETURN(reader_, RecordReader::Open(path, dataset().reader_));
+      std::string_view record;
+      for (int64_t i = 0; i < skip; ++i) {
+        Status s = reader_->ReadRecordView(&record);
+        if (s.code() == Code::kOutOfRange) {
+          return errors::DataLoss(path, ": the iterator state is at record ", skip, " but the file has ", i,
+                                  " (was it rewritten?)");
+        }
+        TW_RETURN_IF_ERROR(s);
+      }
+      return Status::OK();
+    }
+
+    int64_t file_ = 0;
+    std::unique_ptr<RecordReader> reader_;
+  };
+
+  std::vector<std::string> files_;
+  TFRecordOptions options_;
+  RecordReaderOptions reader_;
+};
+
+}  // namespace
+
+StatusOr<std::shared_ptr<const DatasetBase>> MakeTFRecordDataset(std::vector<std::string> files,
+                                                                 const TFRecordOptions& options) {
+  if (files.empty()) return errors::InvalidArgument("an empty list of files");
+  for (const std::string& f : files) {
+    if (f.empty()) return errors::InvalidArgument("an empty file name in the list of files");
+  }
+  if (options.buffer_size < 1) return errors::InvalidArgument("buffer_size must be >= 1, got ", options.buffer_size);
+  RecordReaderOptions reader;
+  if (options.compression == "auto") {
+    reader.detect_compression = true;
+  } else {
+    TW_ASSIGN_OR_RETURN(reader.compression, ParseCompression(options.compression));
+  }
+  reader.buffer_size = static_cast<size_t>(options.buffer_size);
+  reader.skip_corrupt = options.skip_corrupt;
+  return std::shared_ptr<const DatasetBase>(
+      std::make_shared<TFRecordDataset>(std::move(files), options, reader));
+}
+
+}  // namespace tw::data
