@@ -8,7 +8,8 @@ namespace tw {
 namespace {
 
 bool IsDequeue(const Node& n) {
-  return n.op() == "QueueDequeue" || n.op() == "QueueDequeueMany" || n.op() == "QueueDequeueUpTo";
+  return n.op() == "QueueDequeue" || n.op() == "QueueDequeueMany" || n.op() == "QueueDequeueUpTo" ||
+         n.op() == "IteratorGetNext";
 }
 
 // Slicing a batch gives each consumer different rows: a split batch is not a

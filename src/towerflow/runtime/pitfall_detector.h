@@ -1,7 +1,8 @@
 // The pitfall detector: finds towers that train on the same batch because the
 // batch was dequeued once, outside the towers (the seed's second lesson).
 //
-// For each dequeue node (QueueDequeue, QueueDequeueMany, QueueDequeueUpTo), it
+// For each dequeue node (QueueDequeue, QueueDequeueMany, QueueDequeueUpTo, and
+// a dataset iterator's IteratorGetNext), it
 // follows data edges forward from the dequeue's outputs through the forward
 // pass (not into gradient nodes, whose names carry a "gradients" scope, and not
 // through slicing ops: a batch split into per-tower slices gives each tower its

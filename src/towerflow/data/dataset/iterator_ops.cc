@@ -96,7 +96,8 @@ GraphIterator MakeIterator(const Scope& scope, const Dataset& dataset, const Ite
   b.Attr("dataset_id", id).Attr("shared_name", options.shared_name);
   Node* node = b.Finalize();
   if (node == nullptr) return it;
-  NodeBuilder init(scope.NewSubScope(node->name()), "MakeIterator", "MakeIterator");
+  const Scope init_scope = scope.NewSubScope(node->name());  // NodeBuilder keeps a reference
+  NodeBuilder init(init_scope, "MakeIterator", "MakeIterator");
   init.Input(Output(node, 0));
   Node* initializer = init.Finalize();
   if (initializer == nullptr) return it;

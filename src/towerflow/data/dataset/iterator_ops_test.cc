@@ -1,0 +1,171 @@
+// A dataset as graph ops: one-shot and initializable iterators, OutOfRange at
+// the end, errors naming the element, session close cancelling a waiting
+// GetNext, and an iterator's position saved from one session into another.
+#include "towerflow/data/iterator_ops.h"
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <thread>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+
+namespace tw::data {
+namespace {
+
+Output I64(const Scope& s, int64_t v) { return Const(s, Tensor::Scalar<int64_t>(v)); }
+
+int64_t Next(Session& session, const Output& x) {
+  auto got = session.Run({x});
+  EXPECT_TRUE(got.ok()) << got.status().ToString();
+  return got.ok() ? (*got)[0].scalar<int64_t>() : -1;
+}
+
+TEST(IteratorOpsTest, OneShotThenOutOfRangeAndInitializerRestarts) {
+  Graph graph;
+  Scope root(graph);
+  GraphIterator it = MakeIterator(root, Dataset::Range(3));
+  std::vector<Output> next = it.GetNext(root);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  ASSERT_EQ(next.size(), 1u);
+  EXPECT_EQ(next[0].dtype(), kInt64);
+  EXPECT_EQ(next[0].shape(), PartialShape(TensorShape{}));
+  EXPECT_EQ(next[0].node->op(), "IteratorGetNext");
+  Session session(graph);
+  EXPECT_EQ(Next(session, next[0]), 0);
+  EXPECT_EQ(Next(session, next[0]), 1);
+  EXPECT_EQ(Next(session, next[0]), 2);
+  auto end = session.Run({next[0]});
+  EXPECT_EQ(end.status().code(), Code::kOutOfRange);
+  EXPECT_NE(end.status().message().find("End of sequence"), std::string::npos) << end.status().ToString();
+  ASSERT_TRUE(session.Run(it.initializer()).ok());
+  EXPECT_EQ(Next(session, next[0]), 0);
+}
+
+TEST(IteratorOpsTest, ComponentsOfSeveralDtypesKeepTheirOrder) {
+  Graph graph;
+  Scope root(graph);
+  Dataset d = Dataset::Range(4).Map([](const Scope& s, const std::vector<Output>& x) {
+    return std::vector<Output>{Cast(s, x[0], kFloat32), x[0], Cast(s, x[0], kInt32)};
+  }).Batch(2);
+  GraphIterator it = MakeIterator(root, d);
+  std::vector<Output> next = it.GetNext(root);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  ASSERT_EQ(next.size(), 3u);
+  EXPECT_EQ(next[0].dtype(), kFloat32);
+  EXPECT_EQ(next[1].dtype(), kInt64);
+  EXPECT_EQ(next[2].dtype(), kInt32);
+  EXPECT_EQ(next[1].shape(), PartialShape({-1}));
+  Session session(graph);
+  auto got = session.Run(next);
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  EXPECT_EQ((*got)[0].ToVector<float>(), (std::vector<float>{0, 1}));
+  EXPECT_EQ((*got)[1].ToVector<int64_t>(), (std::vector<int64_t>{0, 1}));
+  EXPECT_EQ((*got)[2].ToVector<int32_t>(), (std::vector<int32_t>{0, 1}));
+}
+
+TEST(IteratorOpsTest, ADatasetErrorIsRecordedInTheScope) {
+  Graph graph;
+  Scope root(graph);
+  GraphIterator it = MakeIterator(root, Dataset::Range(3).Batch(0));
+  EXPECT_FALSE(it.valid());
+  EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(root.status().message().find("Batch"), std::string::npos);
+}
+
+TEST(IteratorOpsTest, AMapErrorFailsTheRunNamingNodeAndElement) {
+  Graph graph;
+  Scope root(graph);
+  Dataset d = Dataset::Range(5).Map([](const Scope& s, const std::vector<Output>& x) {
+    return std::vector<Output>{Div(s.WithOpName("inverse"), I64(s, 1), Sub(s, x[0], I64(s, 2)))};
+  });
+  GraphIterator it = MakeIterator(root, d);
+  Output next = it.GetNext(root)[0];
+  ASSERT_TRUE(root.ok());
+  Session session(graph);
+  EXPECT_EQ(Next(session, next), 0);  // 1 / -2 truncates to 0
+  EXPECT_EQ(Next(session, next), -1);
+  auto failed = session.Run({next});
+  EXPECT_EQ(failed.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(failed.status().message().find("IteratorGetNext"), std::string::npos) << failed.status().ToString();
+  EXPECT_NE(failed.status().message().find("Map: element 2"), std::string::npos) << failed.status().ToString();
+  EXPECT_NE(failed.status().message().find("inverse"), std::string::npos) << failed.status().ToString();
+}
+
+TEST(IteratorOpsTest, ClosingTheSessionCancelsAWaitingGetNext) {
+  Graph graph;
+  Scope root(graph);
+  // Every element costs a long chain of adds: the consumer outruns the map.
+  Dataset d = Dataset::Range(1000000)
+                  .Map(
+                      [](const Scope& s, const std::vector<Output>& x) {
+                        Output v = x[0];
+                        for (int i = 0; i < 200; ++i) v = Add(s, v, I64(s, 0));
+                        return std::vector<Output>{v};
+                      },
+                      {.num_parallel_calls = 1})
+                  .Prefetch(1);
+  Output next = MakeIterator(root, d).GetNext(root)[0];
+  ASSERT_TRUE(root.ok());
+  Session session(graph);
+  std::thread closer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    session.Close();
+  });
+  Status s;
+  const auto start = std::chrono::steady_clock::now();
+  while (true) {
+    auto got = session.Run({next});
+    if (!got.ok()) {
+      s = got.status();
+      break;
+    }
+  }
+  closer.join();
+  EXPECT_EQ(s.code(), Code::kCancelled) << s.ToString();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+TEST(IteratorOpsTest, APositionSavedInOneSessionContinuesInAnother) {
+  auto make = [] { return Dataset::Range(30).Shuffle(10, {.seed = 4}).Batch(3).Prefetch(2); };
+  Graph graph;
+  Scope root(graph);
+  GraphIterator it = MakeIterator(root, make());
+  Output next = it.GetNext(root)[0];
+  ASSERT_TRUE(root.ok());
+  std::vector<int64_t> whole, resumed;
+  {
+    Graph g;
+    Scope r(g);
+    Output n = MakeIterator(r, make()).GetNext(r)[0];
+    Session s(g);
+    for (int i = 0; i < 10; ++i) {
+      auto v = s.Run({n});
+      ASSERT_TRUE(v.ok());
+      for (int64_t x : (*v)[0].ToVector<int64_t>()) whole.push_back(x);
+    }
+  }
+  IteratorState state;
+  {
+    Session first(graph);
+    for (int i = 0; i < 4; ++i) {
+      auto v = first.Run({next});
+      ASSERT_TRUE(v.ok());
+      for (int64_t x : (*v)[0].ToVector<int64_t>()) resumed.push_back(x);
+    }
+    ASSERT_TRUE(SaveIterator(first, it, &state).ok());
+  }
+  Session second(graph);
+  ASSERT_TRUE(RestoreIterator(second, it, state).ok());
+  for (int i = 0; i < 6; ++i) {
+    auto v = second.Run({next});
+    ASSERT_TRUE(v.ok()) << v.status().ToString();
+    for (int64_t x : (*v)[0].ToVector<int64_t>()) resumed.push_back(x);
+  }
+  EXPECT_EQ(resumed, whole);
+  EXPECT_EQ(second.Run({next}).status().code(), Code::kOutOfRange);
+}
+
+}  // namespace
+}  // namespace tw::data
