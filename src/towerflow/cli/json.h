@@ -75,6 +75,35 @@ inline std::string Base64(std::string_view bytes) {
   return out;
 }
 
+// The inverse of Base64; false for text that is not base64.
+inline bool Base64Decode(std::string_view text, std::string* out) {
+  auto value = [](char c) -> int {
+    if (c >= 'A' && c <= 'Z') return c - 'A';
+    if (c >= 'a' && c <= 'z') return c - 'a' + 26;
+    if (c >= '0' && c <= '9') return c - '0' + 52;
+    if (c == '+') return 62;
+    if (c == '/') return 63;
+    return -1;
+  };
+  if (text.size() % 4 != 0) return false;
+  out->clear();
+  out->reserve(text.size() / 4 * 3);
+  for (size_t i = 0; i < text.size(); i += 4) {
+    const bool last = i + 4 == text.size();
+    const int pad = last ? (text[i + 3] == '=') + (text[i + 2] == '=') : 0;
+    uint32_t v = 0;
+    for (int k = 0; k < 4; ++k) {
+      const int d = k >= 4 - pad ? 0 : value(text[i + static_cast<size_t>(k)]);
+      if (d < 0) return false;
+      v = v << 6 | static_cast<uint32_t>(d);
+    }
+    out->push_back(static_cast<char>(v >> 16));
+    if (pad < 2) out->push_back(static_cast<char>((v >> 8) & 255));
+    if (pad < 1) out->push_back(static_cast<char>(v & 255));
+  }
+  return true;
+}
+
 }  // namespace tw::cli
 
 #endif  // TOWERFLOW_CLI_JSON_H_

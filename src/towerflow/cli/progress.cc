@@ -40,7 +40,7 @@ std::string Progress::Describe(const ProgressState& s) {
   line += " loss " + Format("%.4f", s.loss);
   if (s.accuracy >= 0) line += " acc " + Format("%.3f", s.accuracy);
   line += " " + Rate(s.examples_per_sec) + " ex/s";
-  if (s.queue_fill >= 0) line += " queue " + Format("%.0f%%", 100.0 * s.queue_fill);
+  if (s.queue_fill >= 0) line += " " + s.queue_label + " " + Format("%.0f%%", 100.0 * s.queue_fill);
   return line;
 }
 

@@ -22,6 +22,7 @@ struct ProgressState {
   double accuracy = -1;          // < 0: not shown
   double examples_per_sec = 0;
   double queue_fill = -1;        // 0..1 past min_after_dequeue; < 0: not shown
+  std::string queue_label = "queue";  // what queue_fill is the fill of
 };
 
 class Progress {

@@ -49,7 +49,7 @@ namespace {
 
 struct Flags {
   std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
-  std::string trace, variables = "auto", lr_schedule = "constant";
+  std::string trace, variables = "auto", lr_schedule = "constant", input = "queue";
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
   std::optional<double> lr;
   double l2 = 0;
@@ -208,6 +208,12 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
   out += ", \"logdir\": ";
   AppendJsonString(c.logdir, &out);
   out += std::string(", \"deterministic\": ") + (c.deterministic ? "true" : "false");
+  out += ", \"input\": ";
+  AppendJsonString(c.input, &out);
+  if (!r.input_autotune.empty()) {
+    out += ", \"input_autotune\": ";
+    AppendJsonString(r.input_autotune, &out);
+  }
   out += std::string(", \"interrupted\": ") + (r.interrupted ? "true" : "false") + "}";
   return out;
 }
@@ -282,6 +288,7 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
   c->check_numerics = f.check_numerics;
   c->stop_on_nan_loss = f.on_nan_loss == "stop";
   c->deterministic = f.deterministic;
+  c->input = f.input;
   c->input_threads = f.input_threads;
   c->min_after_dequeue = f.min_after_dequeue;
   // Ranks sharing a host share its cores (0: all of them, for one process).
@@ -348,7 +355,13 @@ int RunTrain(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1000}));
   app.add_flag("--skip-corrupt-records", f.skip_corrupt, "skip records with bad CRCs (counted, logged)");
   app.add_flag("--check-numerics", f.check_numerics, "stop at the first op producing NaN or Inf, naming it");
-  app.add_option("--input-threads", f.input_threads, "threads filling the shuffle queue")->check(CLI::Range(1, 64));
+  app.add_option("--input", f.input,
+                 "input pipeline: queue (TF1's reader, shuffle queue) or dataset (tf.data's, its position "
+                 "checkpointed)")
+      ->check(CLI::IsMember({"queue", "dataset"}));
+  app.add_option("--input-threads", f.input_threads,
+                 "threads reading and parsing: queue runner threads, or the dataset's parallel reads and map calls")
+      ->check(CLI::Range(1, 64));
   app.add_option("--min-after-dequeue", f.min_after_dequeue, "shuffle buffer: records kept in the queue")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));
   app.add_option("--intra-op-threads", f.intra_op_threads, "threads for MatMul/Conv2D, shared by CPU devices (0: all)")

@@ -10,8 +10,8 @@
 #include <thread>
 
 #include "towerflow/cli/progress.h"
+#include "towerflow/cli/train_input.h"
 #include "towerflow/core/logging.h"
-#include "towerflow/data/queue_stats.h"
 #include "towerflow/dist/collective_ops.h"
 #include "towerflow/dist/consistency.h"
 #include "towerflow/dist/sharding.h"
@@ -71,7 +71,7 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c, const Outp
 // The training graph and what the loop fetches from it.
 struct TrainGraph {
   Graph graph;
-  std::optional<train::ShuffleBatchSource> batches;
+  TrainInput input;
   std::unique_ptr<train::Optimizer> optimizer;
   train::ReplicaStep step;
   Output accuracy;  // over every tower's batch
@@ -105,34 +105,10 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, dist::World* world,
   // Each rank shuffles its own way (rank 0 as a single process would).
   g->graph.set_seed(dist::RankSeed(GraphSeed(c.seed, resume_step), rank));
   Scope root(g->graph);
-  // The seed's get_input(), on the CPU: every tower dequeues from one queue.
+  // The seed's get_input(), on the CPU: every tower takes its own batch.
   // Several processes: each reads its own files (or records) of the data.
   const dist::InputShard shard = dist::ShardInput(c.files, rank, ranks);
-  Scope input = root.WithDevice("/device:CPU:0").NewSubScope("input");
-  io::Queue filenames = train::StringInputProducer(input, shard.files, {.shuffle = true});
-  // TF's fast form of the seed's pipeline: read_up_to + parse_example +
-  // decode_raw on whole batches, enqueue_many into the shuffle queue. One step
-  // of an input thread handles a batch of records, not one record: the input
-  // costs half as much CPU, which towers on the same cores get back. Each input
-  // thread has its own reader (shuffle_batch_join), so that threads read and
-  // decompress different files at once instead of taking turns at one reader.
-  std::vector<tw::Batch> per_thread;
-  for (int t = 0; t < c.input_threads; ++t) {
-    io::TFRecordReader reader(input, {.compression = c.compression,
-                                      .skip_corrupt = c.skip_corrupt,
-                                      .shard_count = shard.record_shard_count,
-                                      .shard_index = shard.record_shard_index});
-    auto [keys, values] = reader.ReadUpTo(filenames, c.batch_size);
-    per_thread.push_back(DecodeBatch(input, values, c.model, keys));
-  }
-  const int64_t towers = static_cast<int64_t>(c.devices.size());
-  g->batches = train::ShuffleBatchSource::Join(
-      input, per_thread,
-      {.batch_size = c.batch_size,
-       .capacity = c.min_after_dequeue + (c.input_threads + 2) * c.batch_size * towers,
-       .min_after_dequeue = c.min_after_dequeue,
-       .deterministic = c.deterministic,
-       .enqueue_many = true});
+  if (Status s = BuildTrainInput(root, c, shard, &g->input); !s.ok()) return s;
   g->optimizer = MakeOptimizer(c, LearningRateTensor(root, c));
   std::vector<Output> correct;
   std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean;
@@ -146,7 +122,7 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, dist::World* world,
     };
   }
   g->step = train::Replicate(
-      root, c.devices, *g->batches, *g->optimizer,
+      root, c.devices, g->input.Source(), *g->optimizer,
       [&](const Scope& tower, const tw::Batch& batch) {
         ModelOutputs m = BuildModel(tower, batch, c.model, /*training=*/true, c.l2);
         // Replicate may build one replica only to create the variables; it never runs.
@@ -182,11 +158,14 @@ std::vector<std::string> ConfigFingerprint(const TrainConfig& c) {
           "steps " + std::to_string(c.total_steps) + " variables " + (c.mirrored_variables ? "mirrored" : "shared")};
 }
 
-// The checkpoint metadata: the model's, and where its variables live.
-std::map<std::string, std::string> Metadata(const TrainConfig& c) {
+// The checkpoint metadata: the model's, where its variables live, and (one
+// process reading a dataset) the input's position.
+StatusOr<std::map<std::string, std::string>> Metadata(const TrainConfig& c, Session& session, const TrainGraph& g,
+                                                      bool single_process) {
   std::map<std::string, std::string> m = ModelMetadata(c.model);
   const std::string scope = CheckpointVariableScope(c);
   if (!scope.empty()) m["variable_scope"] = scope;
+  if (single_process) TW_RETURN_IF_ERROR(AddInputState(session, g.input, &m));
   return m;
 }
 
@@ -218,17 +197,6 @@ struct Window {
     return s > 0 ? static_cast<double>(examples) / s : 0;
   }
 };
-
-double ShuffleQueueFill(Session& session, std::vector<std::pair<std::string, double>>* summaries) {
-  double fill = -1;
-  for (const io::QueueFill& q : io::QueueFillStats(session)) {
-    if (summaries) summaries->push_back({q.summary_name, q.value});
-    if (q.op == "RandomShuffleQueue" && q.capacity > 0) {
-      fill = static_cast<double>(q.size) / static_cast<double>(q.capacity);
-    }
-  }
-  return fill;
-}
 
 class Loop {
  public:
@@ -322,7 +290,9 @@ class Loop {
       const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
       const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
       if (chief_ && (by_steps || by_time) && result->global_step < c_.total_steps && !stop_agreed) {
-        auto path = checkpoints.Save(session_, *g_.saver, result->global_step, Metadata(c_));
+        auto metadata = Metadata(c_, session_, g_, world_ == nullptr);
+        if (!metadata.ok()) return metadata.status();
+        auto path = checkpoints.Save(session_, *g_.saver, result->global_step, *std::move(metadata));
         if (!path.ok()) return path.status();
         result->checkpoint = *path;
         last_checkpoint = Clock::now();
@@ -376,7 +346,8 @@ class Loop {
     s.loss = r.final_loss;
     s.accuracy = r.final_accuracy;
     s.examples_per_sec = rate;
-    s.queue_fill = ShuffleQueueFill(session_, nullptr);
+    s.queue_fill = InputFill(session_, g_.input, nullptr);
+    if (g_.input.dataset) s.queue_label = "shuffle buffer";
     return s;
   }
 
@@ -388,7 +359,7 @@ class Loop {
         {"learning_rate", LearningRateAt(c_, r->global_step)},
         {"examples_per_sec", rate},
     };
-    ShuffleQueueFill(session_, &scalars);
+    InputFill(session_, g_.input, &scalars);
     if (Status s = events_->AddScalars(r->global_step, scalars); !s.ok()) return s;
     return events_->Flush();
   }
@@ -441,6 +412,13 @@ StatusOr<int64_t> Resume(Session& session, TrainGraph& g, train::CheckpointManag
   for (const Status& rejected : restored->rejected) loop.Message("resume: skipped " + rejected.ToString());
   result->checkpoint = restored->path;
   loop.Message("resume: restored " + restored->path + " (global step " + std::to_string(restored->step) + ")");
+  if (g.input.dataset && dist::World::Current() == nullptr) {
+    auto metadata = train::ReadSafetensorsMetadata(restored->path);
+    if (!metadata.ok()) return metadata.status();
+    if (Status s = RestoreInputState(session, g.input, *metadata, &result->input_resumed); !s.ok()) return s;
+    loop.Message(result->input_resumed ? "resume: the input continues its epoch from the checkpoint's position"
+                                       : "resume: the checkpoint holds no input position; the input starts afresh");
+  }
   return restored->step;
 }
 
@@ -563,6 +541,8 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   Status joined = coord.Join(runners, std::chrono::seconds(30));
   if (!joined.ok()) status = joined;
   if (result.interrupted && (errors::IsCancelled(status) || errors::IsOutOfRange(status) || errors::IsAborted(status))) status = Status::OK();
+  result.input_autotune = InputAutotune(session, g.input);
+  if (!result.input_autotune.empty()) loop.Message("input autotune: " + result.input_autotune);
   loop.Finish(result);
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
   if (world != nullptr) {
@@ -581,7 +561,9 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   }
 
   if (chief && (result.steps > 0 || result.checkpoint.empty())) {
-    auto path = checkpoints.Save(session, *g.saver, result.global_step, Metadata(c));
+    auto metadata = Metadata(c, session, g, world == nullptr);
+    if (!metadata.ok()) return metadata.status();
+    auto path = checkpoints.Save(session, *g.saver, result.global_step, *std::move(metadata));
     if (!path.ok()) return path.status();
     result.checkpoint = *path;
   }

@@ -76,6 +76,20 @@ struct TrainConfig {
   // draw, and the towers' dequeues in tower order (each tower's batch is then
   // a function of the seed alone).
   bool deterministic = false;
+  // The input pipeline (both read, shuffle, parse and batch the same way):
+  //   "queue"    TF1's: a TFRecordReader per input thread, ReadUpTo +
+  //              ParseExample + DecodeRaw, a shuffle queue of min_after_dequeue
+  //              examples (enqueue_many), a dequeue per tower;
+  //   "dataset"  tf.data's (data/dataset.h): file names shuffled each epoch ->
+  //              TFRecord records (input_threads files read at once) -> Shuffle
+  //              of min_after_dequeue records -> Batch -> Map(ParseExample +
+  //              DecodeRaw, input_threads parallel calls) -> Prefetch
+  //              (autotuned), an IteratorGetNext per tower. Its position (read
+  //              offsets, the shuffle buffer) is saved in every checkpoint
+  //              (metadata "input_state") and restored by --resume, so that a
+  //              resumed run continues its epoch (one process; several
+  //              processes restart their input as the queue does).
+  std::string input = "queue";
   int input_threads = 1;
   int64_t min_after_dequeue = 5000;
   int intra_op_threads = 0;
@@ -102,6 +116,10 @@ struct TrainResult {
   std::string checkpoint;        // the newest checkpoint written or restored
   std::vector<std::string> devices;  // this process's towers
   int ranks = 1;                     // processes of the job (dist/world.h)
+  // --input dataset: what autotuning chose ("Map: 2 parallel calls, ..."),
+  // and whether --resume continued the input from the checkpoint's position.
+  std::string input_autotune;
+  bool input_resumed = false;
   // Several processes: this rank's gradient all-reduce time per step (ms), and
   // the fraction of it that ran while the backward pass was still computing.
   double allreduce_ms_per_step = 0;

@@ -57,10 +57,12 @@ class BatchDataset final : public UnaryDataset {
       const size_t components = elements_[0].size();
       out->assign(components, Tensor());
       std::vector<const Tensor*> parts(elements_.size());
+      std::vector<Tensor*> owned(elements_.size());
       for (size_t c = 0; c < components; ++c) {
-        for (size_t i = 0; i < elements_.size(); ++i) parts[i] = &elements_[i][c];
+        for (size_t i = 0; i < elements_.size(); ++i) parts[i] = owned[i] = &elements_[i][c];
         if (!d.padded_) {
-          TW_ASSIGN_OR_RETURN((*out)[c], Stack(parts, static_cast<int>(c)));
+          // The elements are this iterator's: their strings move into the batch.
+          TW_ASSIGN_OR_RETURN((*out)[c], StackConsuming(owned, static_cast<int>(c)));
           continue;
         }
         TW_ASSIGN_OR_RETURN(TensorShape shape, PaddedShape(parts, c));

@@ -3,6 +3,7 @@
 #include "towerflow/data/dataset.h"
 
 #include <charconv>
+#include <cstring>
 #include <thread>
 
 #include "towerflow/data/dataset/dataset_base.h"
@@ -36,6 +37,11 @@ void PipelineContext::Cancel() {
 void PipelineContext::SetTuned(const std::string& stage, const std::string& value) {
   std::lock_guard<std::mutex> lock(mu);
   tuned[stage] = value;
+}
+
+void PipelineContext::SetGauge(const std::string& name, double value) {
+  std::lock_guard<std::mutex> lock(mu);
+  gauges[name] = value;
 }
 
 int PipelineCores() {
@@ -261,6 +267,49 @@ Status Iterator::Restore(const IteratorState& state) {
 }
 
 void Iterator::Cancel() { context_->Cancel(); }
+
+std::map<std::string, double> Iterator::Gauges() const {
+  std::lock_guard<std::mutex> lock(context_->mu);
+  return context_->gauges;
+}
+
+std::string SerializeIteratorState(const IteratorState& state) {
+  std::string out;
+  auto put = [&out](std::string_view s) {
+    const uint64_t n = s.size();
+    out.append(reinterpret_cast<const char*>(&n), sizeof(n));
+    out.append(s);
+  };
+  for (const auto& [key, value] : state) {
+    put(key);
+    put(value);
+  }
+  return out;
+}
+
+StatusOr<IteratorState> ParseIteratorState(std::string_view bytes) {
+  IteratorState state;
+  size_t at = 0;
+  auto get = [&](std::string* s) {
+    uint64_t n = 0;
+    if (bytes.size() - at < sizeof(n)) return false;
+    std::memcpy(&n, bytes.data() + at, sizeof(n));
+    at += sizeof(n);
+    if (bytes.size() - at < n) return false;
+    s->assign(bytes.substr(at, n));
+    at += n;
+    return true;
+  };
+  while (at < bytes.size()) {
+    const size_t start = at;
+    std::string key, value;
+    if (!get(&key) || !get(&value)) {
+      return errors::DataLoss("iterator state: truncated entry at byte ", start, " of ", bytes.size());
+    }
+    state[std::move(key)] = std::move(value);
+  }
+  return state;
+}
 
 std::string Iterator::AutotuneSummary() const {
   std::lock_guard<std::mutex> lock(context_->mu);

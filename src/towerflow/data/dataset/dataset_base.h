@@ -37,11 +37,14 @@ struct PipelineContext {
   int next_waker = 0;
   // Autotune decisions, by stage name ("Map", "Prefetch"); guarded by mu.
   std::map<std::string, std::string> tuned;
+  // Iterator::Gauges; guarded by mu.
+  std::map<std::string, double> gauges;
 
   int AddWaker(std::function<void()> wake);
   void RemoveWaker(int id);
   void Cancel();
   void SetTuned(const std::string& stage, const std::string& value);
+  void SetGauge(const std::string& name, double value);
 };
 
 // Writes and reads an iterator's position (IteratorState) under a key prefix

@@ -133,6 +133,25 @@ StatusOr<Tensor> Stack(const std::vector<const Tensor*>& parts, int component) {
   return out;
 }
 
+StatusOr<Tensor> StackConsuming(const std::vector<Tensor*>& parts, int component) {
+  TW_CHECK(!parts.empty());
+  if (parts[0]->dtype() != kString) return Stack(std::vector<const Tensor*>(parts.begin(), parts.end()), component);
+  const Tensor& first = *parts[0];
+  for (size_t i = 1; i < parts.size(); ++i) {
+    if (parts[i]->shape() != first.shape()) return Stack(std::vector<const Tensor*>(parts.begin(), parts.end()), component);
+  }
+  Tensor out(kString, WithDim0(static_cast<int64_t>(parts.size()), first.shape()));
+  const int64_t n = first.NumElements();
+  std::string* dst = out.data<std::string>();
+  for (size_t i = 0; i < parts.size(); ++i, dst += n) {
+    Tensor& part = *parts[i];
+    std::string* src = part.data<std::string>();
+    const bool owned = part.buffer().use_count() == 1;
+    for (int64_t k = 0; k < n; ++k) dst[k] = owned ? std::move(src[k]) : src[k];
+  }
+  return out;
+}
+
 Tensor StackPadded(const std::vector<const Tensor*>& parts, const TensorShape& shape, const Tensor& pad) {
   TW_CHECK(!parts.empty());
   Tensor out(parts[0]->dtype(), WithDim0(static_cast<int64_t>(parts.size()), shape));

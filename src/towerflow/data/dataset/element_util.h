@@ -21,6 +21,9 @@ Tensor SliceAlongDim0(const Tensor& t, int64_t i);
 // tensors with different shapes in component <c>. First element had shape
 // <s> and element <i> had shape <t>." (TF's text) when shapes differ.
 StatusOr<Tensor> Stack(const std::vector<const Tensor*>& parts, int component);
+// As Stack, but the strings of a part that holds the only reference to its
+// buffer are moved, not copied (the part is left with empty strings).
+StatusOr<Tensor> StackConsuming(const std::vector<Tensor*>& parts, int component);
 
 // The tensors stacked along a new dimension 0, each padded (with `pad`, a
 // scalar of their dtype, or zero/"" when uninitialized) to `shape` (the

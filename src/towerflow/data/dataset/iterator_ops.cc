@@ -155,5 +155,10 @@ std::string IteratorAutotuneSummary(Session& session, const GraphIterator& itera
   return r.ok() ? (*r)->AutotuneSummary() : "";
 }
 
+std::map<std::string, double> IteratorGauges(Session& session, const GraphIterator& iterator) {
+  auto r = SessionIterator(session, iterator);
+  return r.ok() ? (*r)->Gauges() : std::map<std::string, double>{};
+}
+
 }  // namespace data
 }  // namespace tw

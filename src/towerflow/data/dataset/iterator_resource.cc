@@ -101,6 +101,11 @@ std::string IteratorResource::AutotuneSummary() {
   return iterator_ ? iterator_->AutotuneSummary() : "";
 }
 
+std::map<std::string, double> IteratorResource::Gauges() {
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  return iterator_ ? iterator_->Gauges() : std::map<std::string, double>{};
+}
+
 StatusOr<std::shared_ptr<IteratorResource>> IteratorResourceOf(ResourceMgr* resources, const Node& node) {
   TW_ASSIGN_OR_RETURN(std::string id, node.attrs().Get<std::string>("dataset_id"));
   TW_ASSIGN_OR_RETURN(std::string shared_name, node.attrs().Get<std::string>("shared_name"));

@@ -36,6 +36,7 @@ class IteratorResource final : public ResourceBase {
   Status Save(IteratorState* state);
   Status Restore(const IteratorState& state);
   std::string AutotuneSummary();
+  std::map<std::string, double> Gauges();
   const Dataset& dataset() const { return dataset_; }
 
  private:

@@ -62,6 +62,9 @@ class ShuffleDataset final : public UnaryDataset {
         *end = true;
         return Status::OK();
       }
+      if (handed_out_++ % 64 == 0) {
+        ctx()->SetGauge("Shuffle buffer fill", static_cast<double>(buffer_.size()) / static_cast<double>(capacity));
+      }
       std::uniform_int_distribution<size_t> pick(0, buffer_.size() - 1);
       const size_t i = pick(rng_);
       *out = std::move(buffer_[i]);
@@ -114,6 +117,7 @@ class ShuffleDataset final : public UnaryDataset {
     std::mt19937_64 rng_;
     std::vector<Element> buffer_;
     bool input_ended_ = false;
+    int64_t handed_out_ = 0;
   };
 
   int64_t buffer_size_;

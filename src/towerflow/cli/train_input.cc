@@ -1,0 +1,135 @@
+#include "towerflow/cli/train_input.h"
+
+#include "towerflow/cli/json.h"
+
+namespace tw::cli {
+
+namespace {
+
+// TF's fast form of the seed's pipeline: read_up_to + parse_example +
+// decode_raw on whole batches, enqueue_many into the shuffle queue. One step
+// of an input thread handles a batch of records, not one record: the input
+// costs half as much CPU, which towers on the same cores get back. Each input
+// thread has its own reader (shuffle_batch_join), so that threads read and
+// decompress different files at once instead of taking turns at one reader.
+void BuildQueue(const Scope& input, const TrainConfig& c, const dist::InputShard& shard, TrainInput* in) {
+  io::Queue filenames = train::StringInputProducer(input, shard.files, {.shuffle = true});
+  std::vector<tw::Batch> per_thread;
+  for (int t = 0; t < c.input_threads; ++t) {
+    io::TFRecordReader reader(input, {.compression = c.compression,
+                                      .skip_corrupt = c.skip_corrupt,
+                                      .shard_count = shard.record_shard_count,
+                                      .shard_index = shard.record_shard_index});
+    auto [keys, values] = reader.ReadUpTo(filenames, c.batch_size);
+    per_thread.push_back(DecodeBatch(input, values, c.model, keys));
+  }
+  const int64_t towers = static_cast<int64_t>(c.devices.size());
+  in->queue = train::ShuffleBatchSource::Join(
+      input, per_thread,
+      {.batch_size = c.batch_size,
+       .capacity = c.min_after_dequeue + (c.input_threads + 2) * c.batch_size * towers,
+       .min_after_dequeue = c.min_after_dequeue,
+       .deterministic = c.deterministic,
+       .enqueue_many = true});
+}
+
+// The same work as tf.data users write it: the file order shuffled each
+// epoch, input_threads files read at once (each file's records split by
+// rank when there are fewer files than ranks), a shuffle buffer of records,
+// whole batches parsed by parallel calls of one map, batches prefetched.
+void BuildDataset(const Scope& input, const TrainConfig& c, const dist::InputShard& shard, TrainInput* in) {
+  Tensor names(kString, TensorShape{static_cast<int64_t>(shard.files.size())});
+  for (size_t i = 0; i < shard.files.size(); ++i) names.flat<std::string>()[i] = shard.files[i];
+  // Op-level seeds from the graph's, as the queues' (Graph::set_seed).
+  const OpSeeds seeds = GetSeeds(input.graph(), 0);
+  const int64_t seed = seeds.seed * 1000003 + seeds.seed2;
+  const data::TFRecordOptions read = {.compression = std::string(CompressionName(c.compression)),
+                                      .skip_corrupt = c.skip_corrupt};
+  const int64_t shards = shard.record_shard_count, index = shard.record_shard_index;
+  data::Dataset records =
+      data::Dataset::FromTensorSlices({names})
+          .Shuffle(static_cast<int64_t>(shard.files.size()), {.seed = seed})
+          .Repeat()
+          .Interleave(
+              [read, shards, index](const data::Element& e) -> StatusOr<data::Dataset> {
+                data::Dataset file = data::Dataset::TFRecord(std::vector<std::string>{e[0].scalar<std::string>()}, read);
+                return shards > 1 ? file.Shard(shards, index) : file;
+              },
+              {.cycle_length = c.input_threads, .num_parallel_calls = c.input_threads > 1 ? c.input_threads : 0});
+  const ModelConfig model = c.model;
+  data::Dataset batches =
+      records.Shuffle(std::max<int64_t>(1, c.min_after_dequeue), {.seed = seed + 1})
+          .Batch(c.batch_size, /*drop_remainder=*/true)
+          .Map([model](const Scope& s,
+                       const std::vector<Output>& serialized) { return DecodeBatch(s, serialized[0], model); },
+               {.num_parallel_calls = c.input_threads})
+          .Prefetch(data::kAutotune);
+  in->dataset = data::MakeIterator(input, batches);
+}
+
+}  // namespace
+
+train::BatchSourceFn TrainInput::Source() const {
+  if (queue) return *queue;
+  return *dataset;
+}
+
+Status BuildTrainInput(const Scope& root, const TrainConfig& c, const dist::InputShard& shard, TrainInput* input) {
+  Scope scope = root.WithDevice("/device:CPU:0").NewSubScope("input");
+  if (c.input == "dataset") {
+    BuildDataset(scope, c, shard, input);
+  } else if (c.input == "queue") {
+    BuildQueue(scope, c, shard, input);
+  } else {
+    return errors::InvalidArgument("unknown input '", c.input, "' (queue or dataset)");
+  }
+  return root.status();
+}
+
+double InputFill(Session& session, const TrainInput& input, std::vector<std::pair<std::string, double>>* summaries) {
+  if (input.dataset) {
+    const auto gauges = data::IteratorGauges(session, *input.dataset);
+    auto it = gauges.find("Shuffle buffer fill");
+    if (it == gauges.end()) return -1;
+    if (summaries) summaries->push_back({"input/shuffle_buffer_fill", it->second});
+    return it->second;
+  }
+  double fill = -1;
+  for (const io::QueueFill& q : io::QueueFillStats(session)) {
+    if (summaries) summaries->push_back({q.summary_name, q.value});
+    if (q.op == "RandomShuffleQueue" && q.capacity > 0) {
+      fill = static_cast<double>(q.size) / static_cast<double>(q.capacity);
+    }
+  }
+  return fill;
+}
+
+std::string InputAutotune(Session& session, const TrainInput& input) {
+  return input.dataset ? data::IteratorAutotuneSummary(session, *input.dataset) : "";
+}
+
+Status AddInputState(Session& session, const TrainInput& input, std::map<std::string, std::string>* metadata) {
+  if (!input.dataset) return Status::OK();
+  data::IteratorState state;
+  TW_RETURN_IF_ERROR(data::SaveIterator(session, *input.dataset, &state));
+  (*metadata)[kInputStateKey] = Base64(data::SerializeIteratorState(state));
+  return Status::OK();
+}
+
+Status RestoreInputState(Session& session, const TrainInput& input,
+                         const std::map<std::string, std::string>& metadata, bool* restored) {
+  *restored = false;
+  auto it = metadata.find(kInputStateKey);
+  if (!input.dataset || it == metadata.end()) return Status::OK();
+  std::string bytes;
+  if (!Base64Decode(it->second, &bytes)) {
+    return errors::DataLoss("checkpoint metadata '", kInputStateKey, "' is not base64");
+  }
+  auto state = data::ParseIteratorState(bytes);
+  if (!state.ok()) return state.status().WithContext(std::string("checkpoint metadata '") + kInputStateKey + "'");
+  TW_RETURN_IF_ERROR(data::RestoreIterator(session, *input.dataset, *state));
+  *restored = true;
+  return Status::OK();
+}
+
+}  // namespace tw::cli
