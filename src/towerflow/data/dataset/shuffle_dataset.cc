@@ -3,7 +3,9 @@
 // the next input element (tf.data's algorithm). Each iteration draws from a
 // generator seeded by the seed and the iteration's number, so that Repeat's
 // epochs differ (reshuffle_each_iteration) yet a seeded run is the same every
-// time. The position saves the buffer itself and the generator's state.
+// time. The position saves the buffer itself, the generator's state, the
+// seed and the iteration's number: a restored pipeline draws the later
+// iterations' orders of the run that saved it, whatever seed it was built with.
 #include <atomic>
 #include <random>
 #include <sstream>
@@ -30,11 +32,12 @@ class ShuffleDataset final : public UnaryDataset {
         buffer_size_(buffer_size),
         options_(options),
         seed_(options.seed ? static_cast<uint64_t>(*options.seed) : std::random_device{}()) {}
+  uint64_t seed() const { return seed_.load(); }
   int64_t Cardinality() const override { return input()->Cardinality(); }
 
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
     const uint64_t iteration = options_.reshuffle_each_iteration ? iterations_.fetch_add(1) : 0;
-    auto it = std::make_unique<Iter>(*this, ctx, Mix(seed_, iteration));
+    auto it = std::make_unique<Iter>(*this, ctx, Mix(seed_.load(), iteration));
     it->iteration_ = iteration;
     TW_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(std::move(it));
@@ -79,6 +82,7 @@ class ShuffleDataset final : public UnaryDataset {
       rng << rng_;
       w.WriteString("rng", rng.str());
       w.WriteInt("iteration", static_cast<int64_t>(iteration_));
+      w.WriteInt("seed", static_cast<int64_t>(dataset().seed()));
       w.WriteInt("input_ended", input_ended_ ? 1 : 0);
       w.WriteInt("buffered", static_cast<int64_t>(buffer_.size()));
       for (size_t i = 0; i < buffer_.size(); ++i) w.WriteElement("buffer_" + std::to_string(i), buffer_[i]);
@@ -93,6 +97,9 @@ class ShuffleDataset final : public UnaryDataset {
       TW_RETURN_IF_ERROR(r.ReadInt("iteration", &iteration));
       // Later iterations (Repeat's next epochs) draw the orders they would have.
       if (dataset().options_.reshuffle_each_iteration) dataset().iterations_.store(static_cast<uint64_t>(iteration) + 1);
+      int64_t seed = 0;
+      TW_RETURN_IF_ERROR(r.ReadInt("seed", &seed));
+      dataset().seed_.store(static_cast<uint64_t>(seed));
       std::istringstream in(rng);
       in >> rng_;
       if (in.fail()) return errors::DataLoss("Shuffle: the saved generator state does not parse");
@@ -122,7 +129,8 @@ class ShuffleDataset final : public UnaryDataset {
 
   int64_t buffer_size_;
   ShuffleOptions options_;
-  uint64_t seed_;
+  // Mutable for Restore, which takes the saving run's seed.
+  mutable std::atomic<uint64_t> seed_;
   mutable std::atomic<uint64_t> iterations_{0};
 };
 
