@@ -164,19 +164,28 @@ TEST_F(TrainMpiTest, ProcessesOfOneTowerMatchOneProcessOfAsManyTowers) {
 // Real data: files split by rank (4 files, 2 ranks) or records by index
 // (1 file, 3 ranks); no two ranks get the same batch, and training learns.
 TEST_F(TrainMpiTest, EveryRankReadsItsOwnShard) {
-  MakeData(4);
-  ShellResult files = Mpirun(2, TrainArgs("files", 200, "cpu:0"));
-  ASSERT_EQ(files.exit_code, 0) << files.output;
-  EXPECT_NE(files.output.find("input: 4 files split by rank (2 each)"), std::string::npos) << files.output;
-  EXPECT_EQ(files.output.find("same first batch"), std::string::npos) << files.output;
-  EXPECT_LT(LastJson(files.output)["final_loss"].get<double>(), 0.6) << files.output;
+  // Both inputs: TF1's queue and the dataset (--input dataset).
+  for (const std::string input : {"queue", "dataset"}) {
+    SCOPED_TRACE(input);
+    fs::remove_all(dir_ / "data");
+    MakeData(4);
+    std::vector<std::string> args = TrainArgs("files-" + input, 200, "cpu:0");
+    args.insert(args.end(), {"--input", input});
+    ShellResult files = Mpirun(2, args);
+    ASSERT_EQ(files.exit_code, 0) << files.output;
+    EXPECT_NE(files.output.find("input: 4 files split by rank (2 each)"), std::string::npos) << files.output;
+    EXPECT_EQ(files.output.find("same first batch"), std::string::npos) << files.output;
+    EXPECT_LT(LastJson(files.output)["final_loss"].get<double>(), 0.6) << files.output;
 
-  fs::remove_all(dir_ / "data");
-  MakeData(1);
-  ShellResult records = Mpirun(3, TrainArgs("records", 50, "cpu:0"));
-  ASSERT_EQ(records.exit_code, 0) << records.output;
-  EXPECT_NE(records.output.find("split by record"), std::string::npos) << records.output;
-  EXPECT_EQ(records.output.find("same first batch"), std::string::npos) << records.output;
+    fs::remove_all(dir_ / "data");
+    MakeData(1);
+    args = TrainArgs("records-" + input, 50, "cpu:0");
+    args.insert(args.end(), {"--input", input});
+    ShellResult records = Mpirun(3, args);
+    ASSERT_EQ(records.exit_code, 0) << records.output;
+    EXPECT_NE(records.output.find("split by record"), std::string::npos) << records.output;
+    EXPECT_EQ(records.output.find("same first batch"), std::string::npos) << records.output;
+  }
 }
 
 // A rank built with another --hidden is refused, naming the difference, by
