@@ -5,7 +5,8 @@
 // plain and GZIP files, 1 and 2 threads. bench/input_pipeline runs it next to
 // TensorFlow (bench/peers/tf_input.py) on the same files and prints the table.
 //
-// Pipelines, all built with the graph API as a user would:
+// Pipelines, all built with the public API as a user would (the graph API, or
+// tw::data's Dataset):
 //   queue    the seed's: StringInputProducer -> TFRecordReader ->
 //            ParseSingleExample -> DecodeRaw -> Reshape -> ShuffleBatch
 //            (min_after_dequeue 1000, capacity 1000 + 4 * 100, num_threads T);
@@ -15,11 +16,23 @@
 //   batched  StringInputProducer -> TFRecordReader -> Batch of 100 serialized
 //            records (num_threads T); the loop's step runs ParseExample +
 //            DecodeRaw on the batch (parallel over T intra-op threads)
+//   dataset_single   tw::data: Dataset::TFRecord -> Repeat -> Map(ParseSingleExample
+//            -> DecodeRaw -> Reshape, the queue pipeline's per-record work,
+//            num_parallel_calls T) -> Batch(100) -> Prefetch(kAutotune); the loop
+//            takes batches from an Iterator (Dataset::MakeIterator). tf.data's
+//            map(parse_single)+batch
+//   dataset_batched  tw::data: Dataset::TFRecord -> Repeat -> Batch(100) ->
+//            Map(ParseExample + DecodeRaw on the batch, num_parallel_calls T) ->
+//            Prefetch(kAutotune): tf.data's batch+map(parse_example)
 //   library  no graph: RecordReader + ExampleParser + DecodeRawFill in one loop
 //            on one thread, what the kernels cost without the framework; for
 //            GZIP files also on zlib's decoder (".../gzip-zlib/..."), against
 //            the default ISA-L
-// The session has T inter-op and T intra-op threads. Plus the machine's limits:
+// The session has T inter-op and T intra-op threads. The dataset pipelines have
+// no session of the benchmark's: T Map workers (which also read the records,
+// one worker at a time, and run the function on a session of one thread each)
+// and the Prefetch thread (which batches, in dataset_single); their label is
+// the iterator's AutotuneSummary (Prefetch's buffer). Plus the machine's limits:
 // memcpy and CRC32C (data/crc32c.h) GB/s.
 //
 // Data: TOWERFLOW_INPUT_BENCH_DATA=DIR holding DIR/fmnist/*.tfrecord[.gz] and
@@ -51,8 +64,9 @@ constexpr int64_t kMinAfterDequeue = 1000;  // the seed's
 constexpr int kSeedFeatures = 64;
 
 enum class Schema { kFashionMnist, kSeed };
-enum class Mode { kQueue, kBatched, kReadUpTo, kLibrary };
+enum class Mode { kQueue, kBatched, kReadUpTo, kLibrary, kDatasetSingle, kDatasetBatched };
 
+// The benchmark's files (not a tw::data::Dataset: that one is always named in full).
 struct Dataset {
   Schema schema;
   std::string schema_name;  // "fmnist" | "seed"
@@ -174,19 +188,70 @@ class Pipeline {
   tw::Status status_;
 };
 
+// A running tw::data pipeline (Mode::kDatasetSingle or kDatasetBatched): the
+// dataset, read forever (Repeat), and an iterator over it. The iterator's
+// destructor stops and joins the pipeline's threads.
+class DatasetPipeline {
+ public:
+  DatasetPipeline(const Dataset& d, Mode mode, int threads) {
+    const Schema schema = d.schema;
+    const tw::data::TFRecordOptions files{.compression = d.compression == tw::Compression::kGzip ? "GZIP" : ""};
+    const tw::data::Dataset records = tw::data::Dataset::TFRecord(d.files, files).Repeat();
+    const tw::data::MapOptions parallel{.num_parallel_calls = threads};
+    if (mode == Mode::kDatasetSingle) {
+      // Per record, then batched: tf.data's map(parse_single_example)+batch.
+      const tw::data::MapFn parse_one = [schema](const tw::Scope& s, const std::vector<tw::Output>& record) {
+        return ParseOne(s, record[0], schema);
+      };
+      dataset_ = records.Map(parse_one, parallel).Batch(kBatch).Prefetch(tw::data::kAutotune);
+    } else {
+      // Batched, then parsed per batch: tf.data's batch+map(parse_example).
+      const tw::data::MapFn parse_many = [schema](const tw::Scope& s, const std::vector<tw::Output>& batch) {
+        return ParseMany(s, batch[0], schema);
+      };
+      dataset_ = records.Batch(kBatch).Map(parse_many, parallel).Prefetch(tw::data::kAutotune);
+    }
+    auto it = dataset_.MakeIterator();  // the dataset's error, if building it failed
+    if (!it.ok()) {
+      status_ = it.status();
+      return;
+    }
+    iterator_ = std::move(*it);
+  }
+  const tw::Status& status() const { return status_; }
+  std::string AutotuneSummary() const { return iterator_ != nullptr ? iterator_->AutotuneSummary() : ""; }
+
+  // One batch of kBatch decoded records.
+  tw::Status Step() {
+    TW_RETURN_IF_ERROR(iterator_->GetNext(&batch_));
+    if (batch_[0].shape().dim(0) != kBatch) {
+      return tw::errors::Internal("batch of ", batch_[0].shape().ToString());
+    }
+    return tw::Status::OK();
+  }
+
+ private:
+  tw::data::Dataset dataset_;
+  std::unique_ptr<tw::data::Iterator> iterator_;
+  tw::data::Element batch_;
+  tw::Status status_;
+};
+
 void SetRates(benchmark::State& state, const Dataset& d) {
   const double records = static_cast<double>(state.iterations()) * kBatch;
   state.counters["records_per_sec"] = benchmark::Counter(records, benchmark::Counter::kIsRate);
   state.counters["bytes_per_sec"] = benchmark::Counter(records * d.record_bytes, benchmark::Counter::kIsRate);
 }
 
-void BM_Pipeline(benchmark::State& state, Dataset d, Mode mode, int threads) {
-  Pipeline p(d, mode, threads);
+// Warms up, then times p.Step() (one batch of kBatch records) per iteration.
+template <typename P>
+void Measure(benchmark::State& state, P& p, const Dataset& d) {
   if (!p.status().ok()) {
     state.SkipWithError(p.status().ToString().c_str());
     return;
   }
-  // Warm-up, untimed: the shuffle queue fills to min_after_dequeue first.
+  // Warm-up, untimed: the shuffle queue fills to min_after_dequeue first (the
+  // dataset pipelines' threads start and their buffers fill).
   for (int i = 0; i < 30; ++i) {
     if (tw::Status s = p.Step(); !s.ok()) {
       state.SkipWithError(s.ToString().c_str());
@@ -200,6 +265,17 @@ void BM_Pipeline(benchmark::State& state, Dataset d, Mode mode, int threads) {
     }
   }
   SetRates(state, d);
+}
+
+void BM_Pipeline(benchmark::State& state, Dataset d, Mode mode, int threads) {
+  Pipeline p(d, mode, threads);
+  Measure(state, p, d);
+}
+
+void BM_DatasetPipeline(benchmark::State& state, Dataset d, Mode mode, int threads) {
+  DatasetPipeline p(d, mode, threads);
+  Measure(state, p, d);
+  state.SetLabel(p.AutotuneSummary());  // what autotuning chose, for the log
 }
 
 // The library loop: the files read over and over; each iteration parses and
@@ -300,6 +376,13 @@ int main(int argc, char** argv) {
           const char* mode_name = mode == Mode::kQueue ? "queue" : mode == Mode::kBatched ? "batched" : "readupto";
           const std::string name = std::string(mode_name) + tail + "/threads:" + std::to_string(threads);
           benchmark::RegisterBenchmark(name.c_str(), BM_Pipeline, d, mode, threads)
+              ->UseRealTime()
+              ->Unit(benchmark::kMillisecond);
+        }
+        for (Mode mode : {Mode::kDatasetSingle, Mode::kDatasetBatched}) {
+          const char* mode_name = mode == Mode::kDatasetSingle ? "dataset_single" : "dataset_batched";
+          const std::string name = std::string(mode_name) + tail + "/threads:" + std::to_string(threads);
+          benchmark::RegisterBenchmark(name.c_str(), BM_DatasetPipeline, d, mode, threads)
               ->UseRealTime()
               ->Unit(benchmark::kMillisecond);
         }

@@ -30,6 +30,10 @@ class BatchDataset final : public UnaryDataset {
     return n / batch_size_ + (!drop_remainder_ && n % batch_size_ != 0 ? 1 : 0);
   }
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    if (!padded_) {
+      TW_ASSIGN_OR_RETURN(auto fused, MakeMapAndBatchIterator(*input(), batch_size_, drop_remainder_, ctx));
+      if (fused != nullptr) return fused;
+    }
     auto it = std::make_unique<Iter>(*this, ctx);
     TW_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(ctx));
     return std::unique_ptr<IteratorBase>(std::move(it));

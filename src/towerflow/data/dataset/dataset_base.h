@@ -175,6 +175,14 @@ StatusOr<std::shared_ptr<const DatasetBase>> MakeCacheDataset(std::shared_ptr<co
 StatusOr<std::shared_ptr<const DatasetBase>> MakePrefetchDataset(std::shared_ptr<const DatasetBase> input,
                                                                  int64_t buffer_size);
 
+// map_and_batch (map_dataset.cc): Batch over a Map with parallel calls, fused:
+// each of the Map's workers maps and stacks a whole batch, so that elements
+// are handed between threads once per batch, not once per element. Null when
+// `map` is not a parallel Map.
+StatusOr<std::unique_ptr<IteratorBase>> MakeMapAndBatchIterator(const DatasetBase& map, int64_t batch_size,
+                                                                bool drop_remainder,
+                                                                const std::shared_ptr<PipelineContext>& ctx);
+
 // Sources (sources.cc, tfrecord_dataset.cc).
 StatusOr<std::shared_ptr<const DatasetBase>> MakeTFRecordDataset(std::vector<std::string> files,
                                                                  const TFRecordOptions& options);

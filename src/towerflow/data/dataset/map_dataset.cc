@@ -1,6 +1,7 @@
 // Map (sequential, or parallel through RunAhead) and Filter. A failure of
 // the function names the element's number in this iteration and the node.
 #include "towerflow/data/dataset/dataset_base.h"
+#include "towerflow/data/dataset/element_util.h"
 #include "towerflow/data/dataset/graph_function.h"
 #include "towerflow/data/dataset/run_ahead.h"
 
@@ -29,7 +30,7 @@ class MapDataset final : public UnaryDataset {
           [fn = fn_](int64_t index, Element&& in, Element* out) { return Apply(*fn, index, in, out); },
           RunAhead::Options{.stage = "Map",
                             .workers = workers,
-                            .buffer = 2 * workers,
+                            .buffer = std::max(16, 2 * workers),
                             .ordered = options_.deterministic,
                             .tune_workers = tune,
                             .max_workers = tune ? cores : workers,
@@ -43,6 +44,9 @@ class MapDataset final : public UnaryDataset {
     if (!s.ok()) return s.WithContext("Map: element " + std::to_string(index));
     return s;
   }
+
+  const std::shared_ptr<GraphFunction>& fn() const { return fn_; }
+  const MapOptions& options() const { return options_; }
 
  private:
   class Iter final : public DatasetIterator<MapDataset> {
@@ -126,7 +130,104 @@ class FilterDataset final : public UnaryDataset {
   std::shared_ptr<GraphFunction> fn_;
 };
 
+// map_and_batch's input: up to batch_size input elements per GetNext, as one
+// Element: an int64 scalar count, then each element's components in turn.
+class ChunkIterator final : public IteratorBase {
+ public:
+  ChunkIterator(std::unique_ptr<IteratorBase> input, int64_t size, bool drop_remainder)
+      : input_(std::move(input)), size_(size), drop_remainder_(drop_remainder) {}
+  const std::string& name() const override { return name_; }
+  Status GetNext(Element* out, bool* end) override {
+    out->assign(1, Tensor());
+    int64_t count = 0;
+    Element e;
+    while (count < size_) {
+      bool input_end = false;
+      TW_RETURN_IF_ERROR(input_->GetNext(&e, &input_end));
+      if (input_end) break;
+      for (Tensor& t : e) out->push_back(std::move(t));
+      ++count;
+    }
+    *end = count == 0 || (drop_remainder_ && count < size_);
+    (*out)[0] = Tensor::Scalar<int64_t>(count);
+    return Status::OK();
+  }
+  Status Save(StateWriter& w) const override {
+    StateWriter child = w.Child(input_->name());
+    return input_->Save(child);
+  }
+  Status Restore(const StateReader& r) override { return input_->Restore(r.Child(input_->name())); }
+
+ private:
+  const std::string name_ = "Chunk";
+  std::unique_ptr<IteratorBase> input_;
+  const int64_t size_;
+  const bool drop_remainder_;
+};
+
+class MapAndBatchIterator final : public IteratorBase {
+ public:
+  const std::string& name() const override { return name_; }
+  Status GetNext(Element* out, bool* end) override { return run_ahead_->GetNext(out, end); }
+  Status Save(StateWriter& w) const override { return run_ahead_->Save(w); }
+  Status Restore(const StateReader& r) override { return run_ahead_->Restore(r); }
+
+  // Maps chunk number `chunk` (see ChunkIterator) element by element and
+  // stacks the results.
+  static Status MapChunk(const GraphFunction& fn, size_t arity, int64_t batch_size, int64_t chunk, Element&& in,
+                         Element* out) {
+    const int64_t count = in[0].scalar<int64_t>();
+    std::vector<Element> mapped(static_cast<size_t>(count));
+    Element element(arity);
+    for (int64_t i = 0; i < count; ++i) {
+      for (size_t c = 0; c < arity; ++c) element[c] = std::move(in[1 + static_cast<size_t>(i) * arity + c]);
+      TW_RETURN_IF_ERROR(MapDataset::Apply(fn, chunk * batch_size + i, element, &mapped[static_cast<size_t>(i)]));
+    }
+    const size_t components = mapped[0].size();
+    out->assign(components, Tensor());
+    std::vector<Tensor*> parts(mapped.size());
+    for (size_t c = 0; c < components; ++c) {
+      for (size_t i = 0; i < mapped.size(); ++i) parts[i] = &mapped[i][c];
+      TW_ASSIGN_OR_RETURN((*out)[c], StackConsuming(parts, static_cast<int>(c)));
+    }
+    return Status::OK();
+  }
+
+  std::unique_ptr<ChunkIterator> chunks_;  // outlives run_ahead_'s workers
+  std::unique_ptr<RunAhead> run_ahead_;
+
+ private:
+  const std::string name_ = "MapAndBatch";
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<IteratorBase>> MakeMapAndBatchIterator(const DatasetBase& map, int64_t batch_size,
+                                                                bool drop_remainder,
+                                                                const std::shared_ptr<PipelineContext>& ctx) {
+  const auto* m = dynamic_cast<const MapDataset*>(&map);
+  if (m == nullptr || m->options().num_parallel_calls == 0) return std::unique_ptr<IteratorBase>();
+  TW_ASSIGN_OR_RETURN(auto input, m->input()->MakeIterator(ctx));
+  auto it = std::make_unique<MapAndBatchIterator>();
+  it->chunks_ = std::make_unique<ChunkIterator>(std::move(input), batch_size, drop_remainder);
+  const bool tune = m->options().num_parallel_calls == kAutotune;
+  const int cores = PipelineCores();
+  const int workers = tune ? 1 : static_cast<int>(m->options().num_parallel_calls);
+  const size_t arity = m->input()->spec().size();
+  it->run_ahead_ = std::make_unique<RunAhead>(
+      ctx, it->chunks_.get(),
+      [fn = m->fn(), arity, batch_size](int64_t chunk, Element&& in, Element* out) {
+        return MapAndBatchIterator::MapChunk(*fn, arity, batch_size, chunk, std::move(in), out);
+      },
+      RunAhead::Options{.stage = "MapAndBatch",
+                        .workers = workers,
+                        .buffer = 2 * workers,
+                        .ordered = m->options().deterministic,
+                        .tune_workers = tune,
+                        .max_workers = tune ? cores : workers,
+                        .max_buffer = 2 * std::max(cores, workers)});
+  return std::unique_ptr<IteratorBase>(std::move(it));
+}
 
 StatusOr<DatasetPtr> MakeMapDataset(DatasetPtr input, const MapFn& fn, const MapOptions& options) {
   if (options.num_parallel_calls < 0 && options.num_parallel_calls != kAutotune) {

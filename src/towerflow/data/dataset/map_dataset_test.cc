@@ -53,6 +53,32 @@ TEST(MapDatasetTest, ParallelMapKeepsOrderWhenDeterministic) {
   EXPECT_EQ(any, Ints(Dataset::Range(500).Map(Times10())));
 }
 
+TEST(MapDatasetTest, MapThenBatchFusedGivesTheUnfusedBatches) {
+  // Batch over a parallel Map runs fused (map_and_batch); a sequential Map
+  // is batched by Batch itself. Same batches, remainders and drops.
+  for (bool drop : {false, true}) {
+    std::vector<Element> fused = Drain(Dataset::Range(103).Map(Times10(), {.num_parallel_calls = 3}).Batch(10, drop));
+    std::vector<Element> plain = Drain(Dataset::Range(103).Map(Times10()).Batch(10, drop));
+    ASSERT_EQ(fused.size(), drop ? 10u : 11u);
+    ASSERT_EQ(fused.size(), plain.size());
+    for (size_t i = 0; i < fused.size(); ++i) EXPECT_EQ(fused[i][0].ToVector<int64_t>(), plain[i][0].ToVector<int64_t>());
+  }
+  std::vector<int64_t> any;
+  for (const Element& b : Drain(Dataset::Range(103).Map(Times10(), {.num_parallel_calls = 2, .deterministic = false})
+                                    .Batch(10))) {
+    for (int64_t v : b[0].ToVector<int64_t>()) any.push_back(v);
+  }
+  std::sort(any.begin(), any.end());
+  EXPECT_EQ(any, Ints(Dataset::Range(103).Map(Times10())));
+  // Strings move into the batch; the shapes of a batch must agree.
+  auto strings = Drain(Dataset::FromTensorSlices({Tensor::Vec<std::string>({"a", "b", "c"})})
+                           .Map([](const Scope&, const std::vector<Output>& x) { return x; },
+                                {.num_parallel_calls = 2})
+                           .Batch(2));
+  ASSERT_EQ(strings.size(), 2u);
+  EXPECT_EQ(strings[0][0].ToVector<std::string>(), (std::vector<std::string>{"a", "b"}));
+}
+
 TEST(MapDatasetTest, AFailingMapNamesTheElementAndTheNodeAndDoesNotHang) {
   // 10 / (x - 3): integer division by zero at element 3.
   MapFn divide = [](const Scope& s, const std::vector<Output>& x) {
@@ -64,6 +90,15 @@ TEST(MapDatasetTest, AFailingMapNamesTheElementAndTheNodeAndDoesNotHang) {
     Element e;
     for (int i = 0; i < 3; ++i) ASSERT_TRUE((*it)->GetNext(&e).ok());
     Status s = (*it)->GetNext(&e);
+    EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
+    EXPECT_NE(s.message().find("Map: element 3"), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("divide"), std::string::npos) << s.ToString();
+    EXPECT_EQ((*it)->GetNext(&e).code(), Code::kInvalidArgument);
+    // Fused with a Batch: the batch holding element 3 fails, naming it.
+    auto batched = Dataset::Range(100).Map(divide, {.num_parallel_calls = calls}).Batch(2).MakeIterator();
+    ASSERT_TRUE(batched.ok());
+    ASSERT_TRUE((*batched)->GetNext(&e).ok());
+    s = (*batched)->GetNext(&e);
     EXPECT_EQ(s.code(), Code::kInvalidArgument) << s.ToString();
     EXPECT_NE(s.message().find("Map: element 3"), std::string::npos) << s.ToString();
     EXPECT_NE(s.message().find("divide"), std::string::npos) << s.ToString();
@@ -199,6 +234,11 @@ TEST_F(MapFileTest, ASavedIteratorContinuesItsEpochExactly) {
                     .Prefetch(3); },
                 22);
   ExpectResumes([] { return Dataset::Range(40).Shard(3, 1).Skip(2).Take(9).Batch(2).Unbatch(); }, 3);
+  ExpectResumes(
+      [&] {
+        return Dataset::TFRecord(files).Shuffle(8, {.seed = 3}).Map(Parse(), {.num_parallel_calls = 2}).Batch(4);
+      },
+      6);
   ExpectResumes(
       [] {
         return Dataset::Range(1, 6).Interleave(

@@ -10,7 +10,8 @@ RunAhead::RunAhead(std::shared_ptr<PipelineContext> ctx, IteratorBase* input, Tr
   options_.buffer = std::max<int64_t>(options_.buffer, options_.workers);
   waker_ = ctx_->AddWaker([this] {
     std::lock_guard<std::mutex> lock(mu_);
-    cv_.notify_all();
+    worker_cv_.notify_all();
+    consumer_cv_.notify_all();
   });
 }
 
@@ -20,7 +21,7 @@ RunAhead::~RunAhead() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     stop_ = true;
-    cv_.notify_all();
+    worker_cv_.notify_all();
     threads.swap(threads_);
   }
   for (std::thread& t : threads) t.join();
@@ -37,10 +38,12 @@ void RunAhead::WorkerLoop() {
   bool input_exhausted_seen = false;
   std::unique_lock<std::mutex> lock(mu_);
   while (true) {
-    cv_.wait(lock, [&] {
+    ++workers_waiting_;
+    worker_cv_.wait(lock, [&] {
       return stop_ || ctx_->cancelled.load() || input_done_ ||
              (!paused_ && next_seq_ - next_deliver_ < options_.buffer);
     });
+    --workers_waiting_;
     if (stop_ || ctx_->cancelled.load() || input_done_ || input_exhausted_seen) break;
     ++busy_;
     lock.unlock();
@@ -85,7 +88,11 @@ void RunAhead::WorkerLoop() {
       }
       results_[seq] = std::move(r);
     }
-    cv_.notify_all();
+    // Wake the consumer once enough is ready (not for every result: each
+    // wake-up costs a context switch), or at the end, or for Save.
+    if (consumer_waiting_ && (static_cast<int64_t>(results_.size()) >= wake_at_ || input_done_ || (paused_ && busy_ == 0))) {
+      consumer_cv_.notify_one();
+    }
   }
 }
 
@@ -103,7 +110,8 @@ Status RunAhead::TakeLocked(std::map<int64_t, Result>::iterator it, Element* out
   Result r = std::move(it->second);
   results_.erase(it);
   ++next_deliver_;
-  cv_.notify_all();  // a worker may pull again
+  // Workers pull again once a quarter of the buffer is free.
+  if (workers_waiting_ > 0 && options_.buffer - (next_seq_ - next_deliver_) >= Slack()) worker_cv_.notify_all();
   *end = r.end;
   if (r.status.ok() && !r.end) *out = std::move(r.element);
   return r.status;
@@ -126,7 +134,7 @@ void RunAhead::MaybeTuneLocked(bool waited) {
     options_.buffer = std::min(options_.max_buffer, options_.buffer * 2);
     ctx_->SetTuned(options_.stage, std::to_string(options_.buffer) + " elements");
   }
-  cv_.notify_all();
+  worker_cv_.notify_all();
 }
 
 Status RunAhead::GetNext(Element* out, bool* end) {
@@ -145,7 +153,13 @@ Status RunAhead::GetNext(Element* out, bool* end) {
       return Status::OK();
     }
     waited = true;
-    cv_.wait(lock);
+    // Nothing ready: workers with room must be running, and the consumer
+    // sleeps until a quarter of the buffer is ready.
+    if (workers_waiting_ > 0 && next_seq_ - next_deliver_ < options_.buffer) worker_cv_.notify_all();
+    wake_at_ = std::max<int64_t>(1, std::min<int64_t>(Slack(), options_.buffer - busy_));
+    consumer_waiting_ = true;
+    consumer_cv_.wait(lock);
+    consumer_waiting_ = false;
   }
 }
 
@@ -164,7 +178,9 @@ Status RunAhead::TryGetNext(Element* out, bool* end, bool* ready) {
 Status RunAhead::Save(StateWriter& w) const {
   std::unique_lock<std::mutex> lock(mu_);
   paused_ = true;
-  cv_.wait(lock, [&] { return busy_ == 0; });
+  consumer_waiting_ = true;
+  consumer_cv_.wait(lock, [&] { return busy_ == 0; });
+  consumer_waiting_ = false;
   Status s;
   int64_t n = 0;
   bool end_pending = false;
@@ -190,7 +206,7 @@ Status RunAhead::Save(StateWriter& w) const {
     s = input_->Save(child);
   }
   paused_ = false;
-  cv_.notify_all();
+  worker_cv_.notify_all();
   return s;
 }
 

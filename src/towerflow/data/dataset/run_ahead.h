@@ -22,6 +22,7 @@
 #ifndef TOWERFLOW_DATA_DATASET_RUN_AHEAD_H_
 #define TOWERFLOW_DATA_DATASET_RUN_AHEAD_H_
 
+#include <algorithm>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -80,8 +81,16 @@ class RunAhead {
   Options options_;
   int waker_ = -1;
 
+  // A quarter of the buffer: how many results the consumer waits for, and
+  // how much free room wakes the workers.
+  int64_t Slack() const { return std::max<int64_t>(1, options_.buffer / 4); }
+
   mutable std::mutex mu_;
-  mutable std::condition_variable cv_;
+  mutable std::condition_variable worker_cv_;    // workers wait for room
+  mutable std::condition_variable consumer_cv_;  // the consumer (and Save) waits for results
+  mutable bool consumer_waiting_ = false;        // guarded by mu_
+  int64_t wake_at_ = 1;                          // guarded by mu_: results that wake the consumer
+  int workers_waiting_ = 0;                      // guarded by mu_
   std::mutex input_mu_;  // one worker pulls from input_ at a time
   std::map<int64_t, Result> results_;  // guarded by mu_; by input number
   int64_t next_seq_ = 0;               // guarded by input_mu_ and mu_: the next input number
