@@ -36,7 +36,7 @@ void BuildQueue(const Scope& input, const TrainConfig& c, const dist::InputShard
 // The same work as tf.data users write it: the file order shuffled each
 // epoch, input_threads files read at once (each file's records split by
 // rank when there are fewer files than ranks), a shuffle buffer of records,
-// whole batches parsed by parallel calls of one map, batches prefetched.
+// whole batches parsed by parallel calls of one map, which run ahead.
 void BuildDataset(const Scope& input, const TrainConfig& c, const dist::InputShard& shard, TrainInput* in) {
   Tensor names(kString, TensorShape{static_cast<int64_t>(shard.files.size())});
   for (size_t i = 0; i < shard.files.size(); ++i) names.flat<std::string>()[i] = shard.files[i];
@@ -62,8 +62,9 @@ void BuildDataset(const Scope& input, const TrainConfig& c, const dist::InputSha
           .Batch(c.batch_size, /*drop_remainder=*/true)
           .Map([model](const Scope& s,
                        const std::vector<Output>& serialized) { return DecodeBatch(s, serialized[0], model); },
-               {.num_parallel_calls = c.input_threads})
-          .Prefetch(data::kAutotune);
+               // The map's workers run ahead of the towers by up to 16 batches:
+               // a Prefetch after it would only add a thread hop per batch.
+               {.num_parallel_calls = c.input_threads});
   in->dataset = data::MakeIterator(input, batches);
 }
 

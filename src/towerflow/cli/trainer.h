@@ -83,8 +83,8 @@ struct TrainConfig {
   //   "dataset"  tf.data's (data/dataset.h): file names shuffled each epoch ->
   //              TFRecord records (input_threads files read at once) -> Shuffle
   //              of min_after_dequeue records -> Batch -> Map(ParseExample +
-  //              DecodeRaw, input_threads parallel calls) -> Prefetch
-  //              (autotuned), an IteratorGetNext per tower. Its position (read
+  //              DecodeRaw, input_threads parallel calls running ahead), an
+  //              IteratorGetNext per tower. Its position (read
   //              offsets, the shuffle buffer) is saved in every checkpoint
   //              (metadata "input_state") and restored by --resume, so that a
   //              resumed run continues its epoch (one process; several

@@ -81,9 +81,14 @@ class RunAhead {
   Options options_;
   int waker_ = -1;
 
-  // A quarter of the buffer: how many results the consumer waits for, and
-  // how much free room wakes the workers.
-  int64_t Slack() const { return std::max<int64_t>(1, options_.buffer / 4); }
+  // How many results the consumer waits for, and how much free room wakes
+  // the workers: a quarter of the buffer for cheap elements (a wake-up, a
+  // context switch of some 10 us, would cost more than the element), one for
+  // elements that take longer than kCheapNs to produce.
+  static constexpr int64_t kCheapNs = 20000;
+  int64_t Slack() const {
+    return element_ns_ > kCheapNs ? 1 : std::max<int64_t>(1, options_.buffer / 4);
+  }
 
   mutable std::mutex mu_;
   mutable std::condition_variable worker_cv_;    // workers wait for room
@@ -104,6 +109,7 @@ class RunAhead {
   std::vector<std::thread> threads_;   // guarded by mu_
   int64_t gets_ = 0, waits_ = 0;       // guarded by mu_: autotune's window
   int64_t seq_base_ = 0;               // input number of seq 0 (after a Restore)
+  int64_t element_ns_ = 0;             // guarded by mu_: moving average of pull + transform time
 };
 
 }  // namespace tw::data
