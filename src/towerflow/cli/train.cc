@@ -56,7 +56,7 @@ struct Flags {
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
   bool check_numerics = false, allow_tf32 = false, deterministic = false;
   std::string on_nan_loss = "stop";
-  int input_threads = 1, intra_op_threads = 0, inter_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
+  int input_threads = 0, intra_op_threads = 0, inter_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
   int64_t gpu_memory_mb = 0;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
   double checkpoint_every_secs = 60, log_every_secs = 10;
@@ -221,7 +221,8 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
 // Checks the flags and the data; fills the configuration. Errors are usage errors.
 Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFiles* data) {
   if (f.epochs > 0 && f.steps > 0) return errors::InvalidArgument("give --epochs or --steps, not both");
-  if (f.deterministic && f.input_threads > 1) {
+  // A dataset's parallel map keeps its order; a queue filled by several threads does not.
+  if (f.deterministic && f.input == "queue" && f.input_threads > 1) {
     return errors::InvalidArgument("--deterministic reads with one input thread: --input-threads ", f.input_threads,
                                    " would race for the shuffle queue");
   }
@@ -360,7 +361,8 @@ int RunTrain(int argc, char** argv) {
                  "checkpointed)")
       ->check(CLI::IsMember({"queue", "dataset"}));
   app.add_option("--input-threads", f.input_threads,
-                 "threads reading and parsing: queue runner threads, or the dataset's parallel reads and map calls")
+                 "threads reading and parsing: queue runner threads (default 1), or the dataset's files read at "
+                 "once and parse calls (default: 1 file, calls autotuned)")
       ->check(CLI::Range(1, 64));
   app.add_option("--min-after-dequeue", f.min_after_dequeue, "shuffle buffer: records kept in the queue")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 24));

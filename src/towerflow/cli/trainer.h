@@ -81,16 +81,19 @@ struct TrainConfig {
   //              ParseExample + DecodeRaw, a shuffle queue of min_after_dequeue
   //              examples (enqueue_many), a dequeue per tower;
   //   "dataset"  tf.data's (data/dataset.h): file names shuffled each epoch ->
-  //              TFRecord records (input_threads files read at once) -> Shuffle
-  //              of min_after_dequeue records -> Batch -> Map(ParseExample +
-  //              DecodeRaw, input_threads parallel calls running ahead), an
-  //              IteratorGetNext per tower. Its position (read
-  //              offsets, the shuffle buffer) is saved in every checkpoint
+  //              TFRecord records (input_threads files read at once) -> Batch
+  //              -> Map(ParseExample + DecodeRaw, input_threads parallel calls
+  //              or autotuned, running ahead) -> Unbatch -> Shuffle of
+  //              min_after_dequeue examples -> Batch -> Prefetch (autotuned), an
+  //              IteratorGetNext per tower. Its position
+  //              (read offsets, the shuffle buffer) is saved in every checkpoint
   //              (metadata "input_state") and restored by --resume, so that a
   //              resumed run continues its epoch (one process; several
   //              processes restart their input as the queue does).
   std::string input = "queue";
-  int input_threads = 1;
+  // Queue: runner threads (0: 1). Dataset: files read at once (0: 1) and
+  // parse calls (0: autotuned, TrainResult::input_autotune).
+  int input_threads = 0;
   int64_t min_after_dequeue = 5000;
   int intra_op_threads = 0;
   int inter_op_threads = 0;  // SessionOptions::inter_op_threads

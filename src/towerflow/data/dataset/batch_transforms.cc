@@ -33,6 +33,8 @@ class BatchDataset final : public UnaryDataset {
     if (!padded_) {
       TW_ASSIGN_OR_RETURN(auto fused, MakeMapAndBatchIterator(*input(), batch_size_, drop_remainder_, ctx));
       if (fused != nullptr) return fused;
+      TW_ASSIGN_OR_RETURN(fused, MakeShuffleBatchIterator(*input(), batch_size_, drop_remainder_, ctx));
+      if (fused != nullptr) return fused;
     }
     auto it = std::make_unique<Iter>(*this, ctx);
     TW_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(ctx));
@@ -180,6 +182,11 @@ class UnbatchDataset final : public UnaryDataset {
 };
 
 }  // namespace
+
+const DatasetBase* UnbatchInput(const DatasetBase& d) {
+  const auto* u = dynamic_cast<const UnbatchDataset*>(&d);
+  return u != nullptr ? u->input().get() : nullptr;
+}
 
 StatusOr<DatasetPtr> MakeBatchDataset(DatasetPtr input, int64_t batch_size, bool drop_remainder) {
   if (batch_size < 1) return errors::InvalidArgument("Batch size must be greater than zero, got ", batch_size);

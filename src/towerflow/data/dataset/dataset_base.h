@@ -183,6 +183,18 @@ StatusOr<std::unique_ptr<IteratorBase>> MakeMapAndBatchIterator(const DatasetBas
                                                                 bool drop_remainder,
                                                                 const std::shared_ptr<PipelineContext>& ctx);
 
+// Batch(Shuffle(Unbatch(x))) fused (shuffle_dataset.cc) when every component
+// is numeric with a fully defined row shape: the shuffle buffer keeps rows
+// in one contiguous array per component (as the shuffle queue's slabs) and
+// batches copy picked rows, instead of an element (and its tensors) per row.
+// The same elements in the same order as the chain it replaces. Null when
+// `shuffle` is not such a chain.
+StatusOr<std::unique_ptr<IteratorBase>> MakeShuffleBatchIterator(const DatasetBase& shuffle, int64_t batch_size,
+                                                                 bool drop_remainder,
+                                                                 const std::shared_ptr<PipelineContext>& ctx);
+// The input of `d` when it is an Unbatch; null otherwise (batch_transforms.cc).
+const DatasetBase* UnbatchInput(const DatasetBase& d);
+
 // Sources (sources.cc, tfrecord_dataset.cc).
 StatusOr<std::shared_ptr<const DatasetBase>> MakeTFRecordDataset(std::vector<std::string> files,
                                                                  const TFRecordOptions& options);

@@ -171,6 +171,48 @@ TEST(DatasetTest, ShuffleIsAPermutationSeededAndReshuffledPerEpoch) {
   EXPECT_EQ(Dataset::Range(5).Shuffle(0).status().code(), Code::kInvalidArgument);
 }
 
+TEST(DatasetTest, ShuffledRowsBatchedFusedGiveTheUnfusedOrder) {
+  // Batch(Shuffle(Unbatch(x))) over numeric rows runs fused (rows kept in one
+  // array per component); Take(-1) in between keeps it unfused. Same seed,
+  // same batches, remainders and drops.
+  auto rows = [] {
+    // Batches of 7 rows {i, [i, i]} from Range(100).
+    return Dataset::Range(100).Batch(7).FlatMap([](const Element& e) -> StatusOr<Dataset> {
+      Tensor pairs(kInt64, TensorShape{e[0].dim(0), 2});
+      for (int64_t i = 0; i < e[0].dim(0); ++i) {
+        pairs.flat<int64_t>()[static_cast<size_t>(2 * i)] = pairs.flat<int64_t>()[static_cast<size_t>(2 * i + 1)] =
+            e[0].flat<int64_t>()[static_cast<size_t>(i)];
+      }
+      return Dataset::FromTensors({e[0], pairs});
+    });
+  };
+  for (bool drop : {false, true}) {
+    auto fused = Drain(rows().Repeat(2).Unbatch().Shuffle(30, {.seed = 8}).Batch(16, drop));
+    auto plain = Drain(rows().Repeat(2).Unbatch().Shuffle(30, {.seed = 8}).Take(-1).Batch(16, drop));
+    ASSERT_EQ(fused.size(), drop ? 12u : 13u);
+    ASSERT_EQ(fused.size(), plain.size());
+    for (size_t i = 0; i < fused.size(); ++i) {
+      EXPECT_EQ(Values(fused[i][0]), Values(plain[i][0])) << i;
+      EXPECT_EQ(Values(fused[i][1]), Values(plain[i][1])) << i;
+    }
+  }
+  // The fused iterator is the one that ran (its state names it), and Take(-1) keeps it out.
+  auto names_of = [](const Dataset& d) {
+    auto it = d.MakeIterator();
+    IteratorState state;
+    EXPECT_TRUE(it.ok() && (*it)->Save(&state).ok());
+    return state.empty() ? std::string() : std::next(state.begin())->first;
+  };
+  EXPECT_EQ(names_of(rows().Unbatch().Shuffle(30, {.seed = 2}).Batch(8)).rfind("/ShuffleBatch", 0), 0u);
+  EXPECT_EQ(names_of(rows().Unbatch().Shuffle(30, {.seed = 2}).Take(-1).Batch(8)).rfind("/Batch", 0), 0u);
+  // Without Repeat: Batch directly over the Shuffle.
+  auto fused = Drain(rows().Unbatch().Shuffle(30, {.seed = 2}).Batch(8));
+  auto plain = Drain(rows().Unbatch().Shuffle(30, {.seed = 2}).Take(-1).Batch(8));
+  ASSERT_EQ(fused.size(), plain.size());
+  for (size_t i = 0; i < fused.size(); ++i) EXPECT_EQ(Values(fused[i][1]), Values(plain[i][1])) << i;
+  EXPECT_EQ(fused.back()[0].dim(0), 100 % 8);
+}
+
 class DatasetFileTest : public record_test::TempDirTest {};
 
 TEST_F(DatasetFileTest, TFRecordReadsFilesInOrderPlainAndCompressed) {

@@ -42,8 +42,10 @@ Status CheckElement(const Element& element, const ElementSpec& spec, const std::
 // "[2,3]" for PartialShapes ("[-1,3]", "<unknown>").
 std::string ShapeString(const PartialShape& shape);
 
-// Byte encoding of an element: count, then per tensor dtype, rank, dims and
-// values (strings length-prefixed). Decode: DataLoss on malformed bytes.
+// Byte encoding of an element: u32 count, then per tensor i32 dtype, i32
+// rank, i64 dims and the values (strings as u64 length + bytes), little-endian.
+// Do not change: on-disk format (iterator states in checkpoints, Cache files;
+// docs/formats.md). Decode: DataLoss naming the byte on malformed bytes.
 void EncodeElement(const Element& element, std::string* out);
 StatusOr<Element> DecodeElement(std::string_view bytes);
 

@@ -239,6 +239,24 @@ TEST_F(MapFileTest, ASavedIteratorContinuesItsEpochExactly) {
         return Dataset::TFRecord(files).Shuffle(8, {.seed = 3}).Map(Parse(), {.num_parallel_calls = 2}).Batch(4);
       },
       6);
+  // Batch(Shuffle(Unbatch(...))) fused over rows, as train's dataset input.
+  ExpectResumes(
+      [&] {
+        return Dataset::TFRecord(files)
+            .Batch(4)
+            .Map(
+                [](const Scope& s, const std::vector<Output>& x) {
+                  io::ParsedFeatures f = io::ParseExample(
+                      s, x[0], {{"id", io::FixedLenFeature(kInt64)}, {"pixels", io::FixedLenFeature(kString)}});
+                  return std::vector<Output>{f["id"], Reshape(s, io::DecodeRaw(s, f["pixels"], kUInt8), {-1, 4})};
+                },
+                {.num_parallel_calls = 2})
+            .Repeat(2)
+            .Unbatch()
+            .Shuffle(20, {.seed = 6})
+            .Batch(7);
+      },
+      9);
   ExpectResumes(
       [] {
         return Dataset::Range(1, 6).Interleave(

@@ -7,6 +7,7 @@
 // seed and the iteration's number: a restored pipeline draws the later
 // iterations' orders of the run that saved it, whatever seed it was built with.
 #include <atomic>
+#include <cstring>
 #include <random>
 #include <sstream>
 
@@ -127,6 +128,10 @@ class ShuffleDataset final : public UnaryDataset {
     int64_t handed_out_ = 0;
   };
 
+  friend class ShuffleBatchIter;
+  friend StatusOr<std::unique_ptr<IteratorBase>> tw::data::MakeShuffleBatchIterator(
+      const DatasetBase&, int64_t, bool, const std::shared_ptr<PipelineContext>&);
+
   int64_t buffer_size_;
   ShuffleOptions options_;
   // Mutable for Restore, which takes the saving run's seed.
@@ -134,7 +139,214 @@ class ShuffleDataset final : public UnaryDataset {
   mutable std::atomic<uint64_t> iterations_{0};
 };
 
+// Batch(Shuffle(Unbatch(x))) over fixed-size numeric rows (dataset_base.h):
+// the draws of ShuffleDataset::Iter, row for row, on rows kept in one array
+// per component.
+class ShuffleBatchIter final : public IteratorBase {
+ public:
+  ShuffleBatchIter(const ShuffleDataset& shuffle, std::shared_ptr<PipelineContext> ctx, int64_t batch_size,
+                   bool drop_remainder, std::vector<DataType> dtypes, std::vector<TensorShape> rows,
+                   uint64_t iteration)
+      : shuffle_(std::static_pointer_cast<const ShuffleDataset>(shuffle.shared_from_this())),
+        ctx_(std::move(ctx)),
+        batch_size_(batch_size),
+        drop_remainder_(drop_remainder),
+        dtypes_(std::move(dtypes)),
+        rows_shape_(std::move(rows)),
+        rng_(Mix(shuffle.seed(), iteration)),
+        iteration_(iteration) {
+    for (size_t c = 0; c < dtypes_.size(); ++c) {
+      row_bytes_.push_back(static_cast<size_t>(rows_shape_[c].num_elements()) * DataTypeSize(dtypes_[c]));
+      store_.emplace_back(row_bytes_.back() * static_cast<size_t>(shuffle_->buffer_size_));
+    }
+  }
+  const std::string& name() const override { return name_; }
+
+  Status GetNext(Element* out, bool* end) override {
+    const int64_t capacity = shuffle_->buffer_size_;
+    Element batch(dtypes_.size());
+    for (size_t c = 0; c < dtypes_.size(); ++c) batch[c] = Tensor(dtypes_[c], WithRows(batch_size_, c));
+    int64_t k = 0;
+    for (; k < batch_size_; ++k) {
+      while (!input_ended_ && size_ < capacity) {
+        bool got = false;
+        TW_RETURN_IF_ERROR(NextRow(&got));
+        if (!got) input_ended_ = true;
+      }
+      if (size_ == 0) break;
+      if (handed_out_++ % 64 == 0) {
+        ctx_->SetGauge("Shuffle buffer fill", static_cast<double>(size_) / static_cast<double>(capacity));
+      }
+      std::uniform_int_distribution<size_t> pick(0, static_cast<size_t>(size_) - 1);
+      const size_t i = pick(rng_);
+      for (size_t c = 0; c < dtypes_.size(); ++c) {
+        const size_t n = row_bytes_[c];
+        char* rows = store_[c].data();
+        std::memcpy(static_cast<char*>(batch[c].raw_data()) + static_cast<size_t>(k) * n, rows + i * n, n);
+        if (i + 1 != static_cast<size_t>(size_)) std::memcpy(rows + i * n, rows + static_cast<size_t>(size_ - 1) * n, n);
+      }
+      --size_;
+    }
+    if (k == 0 || (drop_remainder_ && k < batch_size_)) {
+      *end = true;
+      return Status::OK();
+    }
+    if (k < batch_size_) {  // the last, smaller batch
+      for (size_t c = 0; c < dtypes_.size(); ++c) {
+        Tensor part(dtypes_[c], WithRows(k, c));
+        std::memcpy(part.raw_data(), batch[c].raw_data(), part.TotalBytes());
+        batch[c] = std::move(part);
+      }
+    }
+    *out = std::move(batch);
+    *end = false;
+    return Status::OK();
+  }
+
+  Status Save(StateWriter& w) const override {
+    std::ostringstream rng;
+    rng << rng_;
+    w.WriteString("rng", rng.str());
+    w.WriteInt("iteration", static_cast<int64_t>(iteration_));
+    w.WriteInt("seed", static_cast<int64_t>(shuffle_->seed()));
+    w.WriteInt("input_ended", input_ended_ ? 1 : 0);
+    Element buffer(dtypes_.size());
+    for (size_t c = 0; c < dtypes_.size(); ++c) {
+      buffer[c] = Tensor(dtypes_[c], WithRows(size_, c));
+      if (buffer[c].TotalBytes() > 0) std::memcpy(buffer[c].raw_data(), store_[c].data(), buffer[c].TotalBytes());
+    }
+    w.WriteElement("buffer", buffer);
+    w.WriteInt("index", index_);
+    if (index_ < batch_rows_) w.WriteElement("batch", batch_);
+    StateWriter child = w.Child(input_->name());
+    return input_->Save(child);
+  }
+
+  Status Restore(const StateReader& r) override {
+    std::string rng;
+    int64_t iteration = 0, seed = 0, ended = 0;
+    TW_RETURN_IF_ERROR(r.ReadString("rng", &rng));
+    std::istringstream in(rng);
+    in >> rng_;
+    if (in.fail()) return errors::DataLoss("Shuffle: the saved generator state does not parse");
+    TW_RETURN_IF_ERROR(r.ReadInt("iteration", &iteration));
+    TW_RETURN_IF_ERROR(r.ReadInt("seed", &seed));
+    TW_RETURN_IF_ERROR(r.ReadInt("input_ended", &ended));
+    iteration_ = static_cast<uint64_t>(iteration);
+    if (shuffle_->options_.reshuffle_each_iteration) shuffle_->iterations_.store(iteration_ + 1);
+    shuffle_->seed_.store(static_cast<uint64_t>(seed));
+    input_ended_ = ended != 0;
+    Element buffer;
+    TW_RETURN_IF_ERROR(r.ReadElement("buffer", &buffer));
+    TW_RETURN_IF_ERROR(CheckRows(buffer, "the saved shuffle buffer"));
+    size_ = buffer.empty() ? 0 : buffer[0].dim(0);
+    if (size_ > shuffle_->buffer_size_) return errors::DataLoss("Shuffle: the saved buffer holds too many rows");
+    for (size_t c = 0; c < dtypes_.size(); ++c) {
+      if (buffer[c].TotalBytes() > 0) std::memcpy(store_[c].data(), buffer[c].raw_data(), buffer[c].TotalBytes());
+    }
+    TW_RETURN_IF_ERROR(r.ReadInt("index", &index_));
+    batch_rows_ = 0;
+    if (r.Contains("batch")) {
+      TW_RETURN_IF_ERROR(r.ReadElement("batch", &batch_));
+      TW_RETURN_IF_ERROR(CheckRows(batch_, "the saved input batch"));
+      batch_rows_ = batch_.empty() ? 0 : batch_[0].dim(0);
+    }
+    return input_->Restore(r.Child(input_->name()));
+  }
+
+  std::unique_ptr<IteratorBase> input_;  // over the Unbatch's input: batches
+
+ private:
+  TensorShape WithRows(int64_t n, size_t c) const {
+    std::vector<int64_t> dims = {n};
+    dims.insert(dims.end(), rows_shape_[c].dims().begin(), rows_shape_[c].dims().end());
+    return TensorShape(std::move(dims));
+  }
+
+  // InvalidArgument unless `e` is one batch of rows of the expected dtypes
+  // and shapes (Unbatch's and Batch's checks).
+  Status CheckRows(const Element& e, const char* what) const {
+    if (e.size() != dtypes_.size()) return errors::InvalidArgument(what, " has ", e.size(), " components");
+    for (size_t c = 0; c < e.size(); ++c) {
+      if (e[c].dtype() != dtypes_[c] || e[c].rank() != rows_shape_[c].rank() + 1 ||
+          e[c].dim(0) != e[0].dim(0) ||
+          TensorShape(std::vector<int64_t>(e[c].shape().dims().begin() + 1, e[c].shape().dims().end())) !=
+              rows_shape_[c]) {
+        return errors::InvalidArgument("Unbatch: ", what, " component ", c, " is ", DataTypeName(e[c].dtype()), " ",
+                                       e[c].shape().ToString(), ", expected rows of ", rows_shape_[c].ToString(),
+                                       " as many as component 0's ", e[0].rank() > 0 ? e[0].dim(0) : 0);
+      }
+    }
+    return Status::OK();
+  }
+
+  // Copies the next input row into slot size_; *got false at the input's end.
+  Status NextRow(bool* got) {
+    while (index_ >= batch_rows_) {
+      bool end = false;
+      TW_RETURN_IF_ERROR(input_->GetNext(&batch_, &end));
+      if (end) {
+        *got = false;
+        return Status::OK();
+      }
+      TW_RETURN_IF_ERROR(CheckRows(batch_, "an input batch"));
+      index_ = 0;
+      batch_rows_ = batch_[0].dim(0);
+    }
+    for (size_t c = 0; c < dtypes_.size(); ++c) {
+      const size_t n = row_bytes_[c];
+      std::memcpy(store_[c].data() + static_cast<size_t>(size_) * n,
+                  static_cast<const char*>(batch_[c].raw_data()) + static_cast<size_t>(index_) * n, n);
+    }
+    ++index_;
+    ++size_;
+    *got = true;
+    return Status::OK();
+  }
+
+  const std::string name_ = "ShuffleBatch";
+  std::shared_ptr<const ShuffleDataset> shuffle_;
+  std::shared_ptr<PipelineContext> ctx_;
+  const int64_t batch_size_;
+  const bool drop_remainder_;
+  const std::vector<DataType> dtypes_;
+  const std::vector<TensorShape> rows_shape_;
+  std::vector<size_t> row_bytes_;
+  std::vector<std::vector<char>> store_;  // per component: buffer_size rows
+  int64_t size_ = 0;                       // rows in the buffer
+  Element batch_;                          // the input batch being unbatched
+  int64_t index_ = 0, batch_rows_ = 0;     // its next row, its rows
+  std::mt19937_64 rng_;
+  uint64_t iteration_;
+  bool input_ended_ = false;
+  int64_t handed_out_ = 0;
+};
+
 }  // namespace
+
+StatusOr<std::unique_ptr<IteratorBase>> MakeShuffleBatchIterator(const DatasetBase& shuffle, int64_t batch_size,
+                                                                 bool drop_remainder,
+                                                                 const std::shared_ptr<PipelineContext>& ctx) {
+  const auto* s = dynamic_cast<const ShuffleDataset*>(&shuffle);
+  const DatasetBase* batches = s != nullptr ? UnbatchInput(*s->input()) : nullptr;
+  if (batches == nullptr) return std::unique_ptr<IteratorBase>();
+  const ElementSpec& spec = batches->spec();
+  std::vector<TensorShape> rows;
+  for (size_t c = 0; c < spec.size(); ++c) {
+    const PartialShape& shape = spec.shapes[c];
+    if (spec.dtypes[c] == kString || !shape.known_rank() || shape.rank() < 1) return std::unique_ptr<IteratorBase>();
+    std::vector<int64_t> dims(shape.dims().begin() + 1, shape.dims().end());
+    for (int64_t d : dims) {
+      if (d < 0) return std::unique_ptr<IteratorBase>();
+    }
+    rows.emplace_back(std::move(dims));
+  }
+  const uint64_t iteration = s->options_.reshuffle_each_iteration ? s->iterations_.fetch_add(1) : 0;
+  auto it = std::make_unique<ShuffleBatchIter>(*s, ctx, batch_size, drop_remainder, spec.dtypes, std::move(rows),
+                                               iteration);
+  TW_ASSIGN_OR_RETURN(it->input_, batches->MakeIterator(ctx));
+  return std::unique_ptr<IteratorBase>(std::move(it));
+}
 
 StatusOr<DatasetPtr> MakeShuffleDataset(DatasetPtr input, int64_t buffer_size, const ShuffleOptions& options) {
   if (buffer_size < 1) return errors::InvalidArgument("buffer_size must be greater than zero, got ", buffer_size);

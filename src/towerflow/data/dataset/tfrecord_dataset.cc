@@ -35,7 +35,9 @@ class TFRecordDataset final : public DatasetBase {
         std::string_view record;
         Status s = reader_->ReadRecordView(&record);
         if (s.ok()) {
-          out->assign(1, Tensor::String(std::string(record)));
+          Tensor t(kString, TensorShape{});
+          t.data<std::string>()[0].assign(record);  // one copy of the record, into the tensor
+          out->assign(1, std::move(t));
           *end = false;
           return Status::OK();
         }
