@@ -42,14 +42,16 @@ void RunAhead::WorkerLoop() {
   pthread_setname_np(pthread_self(), ("tw_data/" + options_.stage).substr(0, 15).c_str());
   bool input_exhausted_seen = false;
   std::unique_lock<std::mutex> lock(mu_);
+  ++running_;
   while (true) {
     ++workers_waiting_;
     worker_cv_.wait(lock, [&] {
-      return stop_ || ctx_->cancelled.load() || input_done_ ||
+      return stop_ || ctx_->cancelled.load() || input_done_ || running_ > options_.workers ||
              (!paused_ && next_seq_ - next_deliver_ < options_.buffer);
     });
     --workers_waiting_;
     if (stop_ || ctx_->cancelled.load() || input_done_ || input_exhausted_seen) break;
+    if (running_ > options_.workers) break;  // autotune retired a worker
     ++busy_;
     lock.unlock();
     const auto started = std::chrono::steady_clock::now();
@@ -99,10 +101,12 @@ void RunAhead::WorkerLoop() {
     }
     // Wake the consumer once enough is ready (not for every result: each
     // wake-up costs a context switch), or at the end, or for Save.
-    if (consumer_waiting_ && (static_cast<int64_t>(results_.size()) >= wake_at_ || input_done_ || (paused_ && busy_ == 0))) {
+    if (consumer_waiting_ &&
+        (static_cast<int64_t>(results_.size()) >= wake_at_ || input_done_ || (paused_ && busy_ == 0))) {
       consumer_cv_.notify_one();
     }
   }
+  --running_;
 }
 
 std::map<int64_t, RunAhead::Result>::iterator RunAhead::ReadyLocked() {
@@ -128,13 +132,31 @@ Status RunAhead::TakeLocked(std::map<int64_t, Result>::iterator it, Element* out
 
 void RunAhead::MaybeTuneLocked(bool waited) {
   if (!options_.tune_workers && !options_.tune_buffer) return;
+  const auto now = std::chrono::steady_clock::now();
+  if (gets_ == 0) window_start_ = now;
   ++gets_;
   waits_ += waited ? 1 : 0;
   if (gets_ < 64) return;
+  const double seconds = std::chrono::duration<double>(now - window_start_).count();
+  const double rate = seconds > 0 ? static_cast<double>(gets_) / seconds : 0;
   const bool starved = waits_ * 10 > gets_;
   gets_ = waits_ = 0;
+  if (trial_rate_ > 0) {
+    // The window after a worker was added: keep it only if the consumer got
+    // 5% more elements a second (on busy cores another thread can slow the
+    // whole process down); otherwise retire it and tune workers no more.
+    if (rate < 1.05 * trial_rate_) {
+      --options_.workers;
+      options_.tune_workers = false;
+      ctx_->SetTuned(options_.stage, std::to_string(options_.workers) + " parallel calls");
+      worker_cv_.notify_all();  // the one past options_.workers exits
+    }
+    trial_rate_ = 0;
+    return;
+  }
   if (!starved) return;
   if (options_.tune_workers && options_.workers < options_.max_workers) {
+    trial_rate_ = rate;
     ++options_.workers;
     options_.buffer = std::max<int64_t>(options_.buffer, 2 * options_.workers);
     threads_.emplace_back([this] { WorkerLoop(); });

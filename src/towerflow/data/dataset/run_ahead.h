@@ -10,9 +10,10 @@
 // so memory stays bounded. The first error or the input's end stops the
 // pulling; the consumer gets every result before it, then the error or the
 // end. Autotune: every 64 GetNexts, if the consumer waited in more than a
-// tenth of them, one more worker (up to max_workers) or, with one worker, a
-// buffer twice as large (up to max_buffer); the choice is reported to the
-// pipeline (Iterator::AutotuneSummary).
+// tenth of them, one more worker (up to max_workers), kept only if the next
+// 64 come at least 5% faster (else it is retired and the workers are final),
+// or, once workers are final, a buffer twice as large (up to max_buffer); the
+// choice is reported to the pipeline (Iterator::AutotuneSummary).
 //
 // Workers start at the first GetNext (so a Restore can refill the buffer
 // first). Save pauses the workers, waits for the results in flight, and
@@ -23,6 +24,7 @@
 #define TOWERFLOW_DATA_DATASET_RUN_AHEAD_H_
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <functional>
 #include <map>
@@ -110,6 +112,9 @@ class RunAhead {
   int64_t gets_ = 0, waits_ = 0;       // guarded by mu_: autotune's window
   int64_t seq_base_ = 0;               // input number of seq 0 (after a Restore)
   int64_t element_ns_ = 0;             // guarded by mu_: moving average of pull + transform time
+  int running_ = 0;                    // guarded by mu_: workers in WorkerLoop
+  std::chrono::steady_clock::time_point window_start_;  // guarded by mu_: autotune's window
+  double trial_rate_ = 0;              // guarded by mu_: the rate before a trial worker, or 0
 };
 
 }  // namespace tw::data
