@@ -47,25 +47,27 @@ class BatchDataset final : public UnaryDataset {
     using DatasetIterator::DatasetIterator;
     Status GetNext(Element* out, bool* end) override {
       const BatchDataset& d = dataset();
-      elements_.clear();
-      elements_.reserve(static_cast<size_t>(d.batch_size_));
-      Element e;
-      while (static_cast<int64_t>(elements_.size()) < d.batch_size_) {
+      // The slots are kept from batch to batch and handed to the input to
+      // fill: an input that reuses what it is handed (TFRecord) then allocates
+      // nothing per element but the element's bytes.
+      elements_.resize(static_cast<size_t>(d.batch_size_));
+      size_t count = 0;
+      while (count < elements_.size()) {
         bool input_end = false;
-        TW_RETURN_IF_ERROR(input_->GetNext(&e, &input_end));
+        TW_RETURN_IF_ERROR(input_->GetNext(&elements_[count], &input_end));
         if (input_end) break;
-        elements_.push_back(std::move(e));
+        ++count;
       }
-      if (elements_.empty() || (d.drop_remainder_ && static_cast<int64_t>(elements_.size()) < d.batch_size_)) {
+      if (count == 0 || (d.drop_remainder_ && static_cast<int64_t>(count) < d.batch_size_)) {
         *end = true;
         return Status::OK();
       }
       const size_t components = elements_[0].size();
       out->assign(components, Tensor());
-      std::vector<const Tensor*> parts(elements_.size());
-      std::vector<Tensor*> owned(elements_.size());
+      std::vector<const Tensor*> parts(count);
+      std::vector<Tensor*> owned(count);
       for (size_t c = 0; c < components; ++c) {
-        for (size_t i = 0; i < elements_.size(); ++i) parts[i] = owned[i] = &elements_[i][c];
+        for (size_t i = 0; i < count; ++i) parts[i] = owned[i] = &elements_[i][c];
         if (!d.padded_) {
           // The elements are this iterator's: their strings move into the batch.
           TW_ASSIGN_OR_RETURN((*out)[c], StackConsuming(owned, static_cast<int>(c)));

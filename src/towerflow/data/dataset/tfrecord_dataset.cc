@@ -35,9 +35,17 @@ class TFRecordDataset final : public DatasetBase {
         std::string_view record;
         Status s = reader_->ReadRecordView(&record);
         if (s.ok()) {
-          Tensor t(kString, TensorShape{});
-          t.data<std::string>()[0].assign(record);  // one copy of the record, into the tensor
-          out->assign(1, std::move(t));
+          // One copy of the record, into the tensor; into the caller's own
+          // string scalar when it hands one back (Batch does), so that a record
+          // costs no allocation but its bytes'.
+          if (out->size() == 1 && (*out)[0].dtype() == kString && (*out)[0].rank() == 0 &&
+              (*out)[0].buffer().use_count() == 1) {
+            (*out)[0].data<std::string>()[0].assign(record);
+          } else {
+            Tensor t(kString, TensorShape{});
+            t.data<std::string>()[0].assign(record);
+            out->assign(1, std::move(t));
+          }
           *end = false;
           return Status::OK();
         }
