@@ -50,6 +50,7 @@ struct PipelineContext;
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "towerflow/core/status.h"
@@ -93,6 +94,10 @@ struct TFRecordOptions {
   // Records whose CRC does not check are skipped, logged and counted instead of
   // failing with DataLoss (RecordReaderOptions::skip_corrupt).
   bool skip_corrupt = false;
+  // Elements (key, record) instead of the record alone: the key is
+  // "<file>:<offset>", the record's byte offset in its (uncompressed) file,
+  // as TF1's readers key their records; parse ops name it in their errors.
+  bool keys = false;
 };
 
 struct ListFilesOptions {
@@ -229,6 +234,12 @@ class Dataset {
 
 // An iterator's position, for checkpoints: named byte strings (a plain value).
 using IteratorState = std::map<std::string, std::string>;
+// One byte string holding a state (each key and value as a u64 length and
+// its bytes, little-endian, in key order), and back; DataLoss naming the byte
+// offset for bytes that are not one. Do not change: on-disk format (the
+// "input_state" of `towerflow train`'s checkpoints; docs/formats.md).
+std::string SerializeIteratorState(const IteratorState& state);
+StatusOr<IteratorState> ParseIteratorState(std::string_view bytes);
 
 // A pass over a dataset. Not thread-safe: one consumer at a time (graph use
 // serializes GetNext under a lock). Destroying it stops and joins the
@@ -254,6 +265,9 @@ class Iterator {
   // What autotuning chose, one "stage: value" per tuned stage
   // ("Map: 2 parallel calls, Prefetch: 8 elements"); "" when nothing is tuned.
   std::string AutotuneSummary() const;
+  // Live measures of the pipeline, by name: "Shuffle buffer fill" (0..1, the
+  // fraction of the shuffle buffer filled, as TF's queue fill summaries).
+  std::map<std::string, double> Gauges() const;
 
   // Stops the pipeline, from any thread: a GetNext waiting now, and every
   // later one, returns Cancelled.

@@ -28,6 +28,7 @@
 
 #pragma GCC visibility push(default)  // public: exported by libtowerflow.so
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -76,6 +77,8 @@ Status SaveIterator(Session& session, const GraphIterator& iterator, IteratorSta
 Status RestoreIterator(Session& session, const GraphIterator& iterator, const IteratorState& state);
 // The autotune choices of the session's iterator (Iterator::AutotuneSummary).
 std::string IteratorAutotuneSummary(Session& session, const GraphIterator& iterator);
+// Its gauges (Iterator::Gauges); empty before its first GetNext.
+std::map<std::string, double> IteratorGauges(Session& session, const GraphIterator& iterator);
 
 }  // namespace tw::data
 

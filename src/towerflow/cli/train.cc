@@ -49,7 +49,7 @@ namespace {
 
 struct Flags {
   std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
-  std::string trace, variables = "auto", lr_schedule = "constant", input = "queue";
+  std::string trace, variables = "auto", lr_schedule = "constant", input = "dataset";
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
   std::optional<double> lr;
   double l2 = 0;

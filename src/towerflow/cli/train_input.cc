@@ -48,8 +48,10 @@ void BuildDataset(const Scope& input, const TrainConfig& c, const dist::InputSha
   // Op-level seeds from the graph's, as the queues' (Graph::set_seed).
   const OpSeeds seeds = GetSeeds(input.graph(), 0);
   const int64_t seed = seeds.seed * 1000003 + seeds.seed2;
+  // Keyed records, so that a parse error names the record's file and offset.
   const data::TFRecordOptions read = {.compression = std::string(CompressionName(c.compression)),
-                                      .skip_corrupt = c.skip_corrupt};
+                                      .skip_corrupt = c.skip_corrupt,
+                                      .keys = true};
   const int64_t shards = shard.record_shard_count, index = shard.record_shard_index;
   const int64_t reads = std::max(1, c.input_threads);
   const int64_t calls = c.input_threads > 0 ? c.input_threads : data::kAutotune;
@@ -69,8 +71,9 @@ void BuildDataset(const Scope& input, const TrainConfig& c, const dist::InputSha
   // rows kept in one array per component), not a serialized record each.
   data::Dataset batches =
       records.Batch(c.batch_size)
-          .Map([model](const Scope& s,
-                       const std::vector<Output>& serialized) { return DecodeBatch(s, serialized[0], model); },
+          .Map([model](const Scope& s, const std::vector<Output>& keyed) {
+                 return DecodeBatch(s, keyed[1], model, /*names=*/keyed[0]);
+               },
                {.num_parallel_calls = calls})
           .Unbatch()
           .Shuffle(std::max<int64_t>(1, c.min_after_dequeue), {.seed = seed + 1})

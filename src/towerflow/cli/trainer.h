@@ -90,7 +90,7 @@ struct TrainConfig {
   //              (metadata "input_state") and restored by --resume, so that a
   //              resumed run continues its epoch (one process; several
   //              processes restart their input as the queue does).
-  std::string input = "queue";
+  std::string input = "dataset";
   // Queue: runner threads (0: 1). Dataset: files read at once (0: 1) and
   // parse calls (0: autotuned, TrainResult::input_autotune).
   int input_threads = 0;

@@ -153,11 +153,15 @@ Dataset Dataset::TFRecord(const Dataset& filenames, const TFRecordOptions& optio
   };
   int64_t parallel = options.num_parallel_reads;
   if (parallel == kAutotune) parallel = PipelineCores();
-  if (parallel <= 1) return Wrap(MakeInterleaveDataset(filenames.impl(), open, {.cycle_length = 1}, "TFRecord"),
-                                 "TFRecord");
+  ElementSpec records{{kString}, {PartialShape(TensorShape{})}};
+  if (options.keys) records = ElementSpec{{kString, kString}, {TensorShape{}, TensorShape{}}};
+  if (parallel <= 1) {
+    return Wrap(MakeInterleaveDataset(filenames.impl(), open, {.cycle_length = 1}, "TFRecord", &records),
+                "TFRecord");
+  }
   return Wrap(MakeInterleaveDataset(filenames.impl(), open,
                                     {.cycle_length = parallel, .block_length = 1, .num_parallel_calls = parallel},
-                                    "TFRecord"),
+                                    "TFRecord", &records),
               "TFRecord");
 }
 

@@ -150,10 +150,13 @@ StatusOr<std::shared_ptr<const DatasetBase>> MakeMapDataset(std::shared_ptr<cons
                                                             const MapOptions& options);
 StatusOr<std::shared_ptr<const DatasetBase>> MakeFilterDataset(std::shared_ptr<const DatasetBase> input,
                                                                const PredicateFn& predicate);
+// `spec`: the element spec of fn's datasets when known (else found by
+// calling fn on the input's first element).
 StatusOr<std::shared_ptr<const DatasetBase>> MakeInterleaveDataset(std::shared_ptr<const DatasetBase> input,
                                                                    const DatasetFn& fn,
                                                                    const InterleaveOptions& options,
-                                                                   const std::string& name);
+                                                                   const std::string& name,
+                                                                   const ElementSpec* spec = nullptr);
 StatusOr<std::shared_ptr<const DatasetBase>> MakeShuffleDataset(std::shared_ptr<const DatasetBase> input,
                                                                 int64_t buffer_size, const ShuffleOptions& options);
 StatusOr<std::shared_ptr<const DatasetBase>> MakeRepeatDataset(std::shared_ptr<const DatasetBase> input,

@@ -223,6 +223,18 @@ TEST_F(DatasetFileTest, TFRecordReadsFilesInOrderPlainAndCompressed) {
   // num_parallel_reads: one record per file in turn, as tf.data.
   EXPECT_EQ(Strings(Dataset::TFRecord({Path("a.tfrecord"), Path("b.tfrecord.gz")}, {.num_parallel_reads = 2})),
             (std::vector<std::string>{"a0", "b0", "a1", "b1", "a2"}));
+  // Keyed: "<file>:<offset>" as TF1's readers key records (each record here
+  // is 16 bytes of framing and 2 of data).
+  auto keyed = Drain(Dataset::TFRecord({Path("a.tfrecord"), Path("b.tfrecord.gz")}, {.keys = true}));
+  ASSERT_EQ(keyed.size(), 5u);
+  EXPECT_EQ(keyed[1][0].scalar<std::string>(), Path("a.tfrecord") + ":18");
+  EXPECT_EQ(keyed[1][1].scalar<std::string>(), "a1");
+  EXPECT_EQ(keyed[4][0].scalar<std::string>(), Path("b.tfrecord.gz") + ":18");
+  auto parallel = Drain(Dataset::TFRecord(Dataset::FromTensorSlices({Tensor::Vec<std::string>(
+                                              {Path("a.tfrecord"), Path("b.tfrecord.gz")})}),
+                                          {.num_parallel_reads = 2, .keys = true}));
+  ASSERT_EQ(parallel.size(), 5u);
+  EXPECT_EQ(parallel[1][0].scalar<std::string>(), Path("b.tfrecord.gz") + ":0");
   EXPECT_EQ(Dataset::TFRecord(std::vector<std::string>{}).status().code(), Code::kInvalidArgument);
   EXPECT_EQ(Dataset::TFRecord({Path("a.tfrecord")}, {.compression = "LZ4"}).status().code(), Code::kInvalidArgument);
 }

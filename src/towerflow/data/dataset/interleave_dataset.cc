@@ -196,7 +196,7 @@ class InterleaveDataset final : public UnaryDataset {
 }  // namespace
 
 StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, const DatasetFn& fn, const InterleaveOptions& options,
-                                           const std::string& name) {
+                                           const std::string& name, const ElementSpec* known) {
   if (!fn) return errors::InvalidArgument("a null dataset function");
   InterleaveOptions o = options;
   if (o.cycle_length == kAutotune) o.cycle_length = PipelineCores();
@@ -207,11 +207,11 @@ StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, const DatasetFn& fn
     return errors::InvalidArgument("num_parallel_calls must be >= 0 or kAutotune, got ", o.num_parallel_calls);
   }
   // The element spec comes from the function's dataset, known only once an
-  // input element exists: TFRecord's is fixed; others are found by opening
-  // the first input element's dataset now.
+  // input element exists unless the caller knows it (TFRecord): found by
+  // opening the first input element's dataset now.
   ElementSpec spec;
-  if (name == "TFRecord") {
-    spec = ElementSpec{{kString}, {PartialShape(TensorShape{})}};
+  if (known != nullptr) {
+    spec = *known;
   } else {
     auto ctx = std::make_shared<PipelineContext>();
     TW_ASSIGN_OR_RETURN(auto probe, input->MakeIterator(ctx));

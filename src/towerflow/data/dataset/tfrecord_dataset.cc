@@ -10,7 +10,8 @@ namespace {
 class TFRecordDataset final : public DatasetBase {
  public:
   TFRecordDataset(std::vector<std::string> files, TFRecordOptions options, RecordReaderOptions reader)
-      : DatasetBase("TFRecord", ElementSpec{{kString}, {PartialShape(TensorShape{})}}),
+      : DatasetBase("TFRecord", options.keys ? ElementSpec{{kString, kString}, {TensorShape{}, TensorShape{}}}
+                                             : ElementSpec{{kString}, {PartialShape(TensorShape{})}}),
         files_(std::move(files)),
         options_(std::move(options)),
         reader_(reader) {}
@@ -33,19 +34,28 @@ class TFRecordDataset final : public DatasetBase {
         if (ctx()->cancelled.load(std::memory_order_relaxed)) return CancelledError();
         if (reader_ == nullptr) TW_RETURN_IF_ERROR(Open(0));
         std::string_view record;
+        const uint64_t offset = reader_->offset();
         Status s = reader_->ReadRecordView(&record);
         if (s.ok()) {
+          const bool keys = d.options_.keys;
+          const size_t n = keys ? 2 : 1;
           // One copy of the record, into the tensor; into the caller's own
-          // string scalar when it hands one back (Batch does), so that a record
-          // costs no allocation but its bytes'.
-          if (out->size() == 1 && (*out)[0].dtype() == kString && (*out)[0].rank() == 0 &&
-              (*out)[0].buffer().use_count() == 1) {
-            (*out)[0].data<std::string>()[0].assign(record);
-          } else {
-            Tensor t(kString, TensorShape{});
-            t.data<std::string>()[0].assign(record);
-            out->assign(1, std::move(t));
+          // string scalars when it hands them back (Batch does), so that a
+          // record costs no allocation but its bytes'.
+          bool reuse = out->size() == n;
+          for (size_t i = 0; reuse && i < n; ++i) {
+            const Tensor& t = (*out)[i];
+            reuse = t.dtype() == kString && t.rank() == 0 && t.buffer().use_count() == 1;
           }
+          if (!reuse) {
+            out->clear();
+            for (size_t i = 0; i < n; ++i) out->emplace_back(kString, TensorShape{});
+          }
+          if (keys) {
+            std::string& key = (*out)[0].data<std::string>()[0];
+            key.assign(d.files_[static_cast<size_t>(file_)]).append(":").append(std::to_string(offset));
+          }
+          (*out)[n - 1].data<std::string>()[0].assign(record);
           *end = false;
           return Status::OK();
         }
