@@ -292,6 +292,14 @@ TEST_F(TrainMpiTest, ATwoProcessJobResumes) {
   EXPECT_EQ(j["global_step"], 40);
   EXPECT_EQ(j["steps"], 20);
   EXPECT_NE(second.output.find("bit-identical on the 2 ranks at step 40"), std::string::npos) << second.output;
+  // Each rank's input went on from its own position in rank 0's checkpoint.
+  EXPECT_NE(second.output.find("the input continues its epoch"), std::string::npos) << second.output;
+  auto metadata = train::ReadSafetensorsMetadata(j["checkpoint"].get<std::string>());
+  ASSERT_TRUE(metadata.ok()) << metadata.status().ToString();
+  EXPECT_EQ(metadata->count("input_state"), 1u);
+  EXPECT_EQ(metadata->count("input_state.1"), 1u);
+  EXPECT_EQ(metadata->count("input_state.2"), 0u);
+  EXPECT_EQ((*metadata)["input_state_ranks"], "2");
   // eval on the job's checkpoint just works.
   auto eval = Run({"eval", "--checkpoint", j["checkpoint"].get<std::string>(), "--data", data_});
   EXPECT_EQ(eval.exit_code, 0) << eval.err << eval.out;

@@ -123,26 +123,79 @@ std::string InputAutotune(Session& session, const TrainInput& input) {
   return input.dataset ? data::IteratorAutotuneSummary(session, *input.dataset) : "";
 }
 
-Status AddInputState(Session& session, const TrainInput& input, std::map<std::string, std::string>* metadata) {
-  if (!input.dataset) return Status::OK();
-  data::IteratorState state;
-  TW_RETURN_IF_ERROR(data::SaveIterator(session, *input.dataset, &state));
-  (*metadata)[kInputStateKey] = Base64(data::SerializeIteratorState(state));
-  return Status::OK();
+namespace {
+
+dist::CollectiveTag InputTag(const std::string& what) {
+  return {.channel = dist::Channel::kControl, .bucket = 0, .num_buckets = 1, .what = what};
 }
 
-Status RestoreInputState(Session& session, const TrainInput& input,
-                         const std::map<std::string, std::string>& metadata, bool* restored) {
-  *restored = false;
-  auto it = metadata.find(kInputStateKey);
-  if (!input.dataset || it == metadata.end()) return Status::OK();
+std::string RankKey(int rank) {
+  return rank == 0 ? std::string(kInputStateKey) : std::string(kInputStateKey) + "." + std::to_string(rank);
+}
+
+// Restores one rank's position from its metadata value.
+Status RestoreFrom(Session& session, const TrainInput& input, const std::string& key, const std::string& value) {
   std::string bytes;
-  if (!Base64Decode(it->second, &bytes)) {
-    return errors::DataLoss("checkpoint metadata '", kInputStateKey, "' is not base64");
-  }
+  if (!Base64Decode(value, &bytes)) return errors::DataLoss("checkpoint metadata '", key, "' is not base64");
   auto state = data::ParseIteratorState(bytes);
-  if (!state.ok()) return state.status().WithContext(std::string("checkpoint metadata '") + kInputStateKey + "'");
-  TW_RETURN_IF_ERROR(data::RestoreIterator(session, *input.dataset, *state));
+  if (!state.ok()) return state.status().WithContext("checkpoint metadata '" + key + "'");
+  return data::RestoreIterator(session, *input.dataset, *state);
+}
+
+}  // namespace
+
+StatusOr<std::map<std::string, std::string>> GatherInputStates(Session& session, const TrainInput& input,
+                                                               dist::World* world) {
+  std::map<std::string, std::string> entries;
+  if (!input.dataset) return entries;  // every rank builds the same input (the config fingerprint)
+  data::IteratorState state;
+  TW_RETURN_IF_ERROR(data::SaveIterator(session, *input.dataset, &state));
+  std::string mine = Base64(data::SerializeIteratorState(state));
+  if (world == nullptr) {
+    entries[kInputStateKey] = std::move(mine);
+    return entries;
+  }
+  TW_ASSIGN_OR_RETURN(auto all, world->AllGather(InputTag("the ranks' input positions"), mine));
+  if (world->rank() != 0) return entries;
+  for (size_t r = 0; r < all.size(); ++r) entries[RankKey(static_cast<int>(r))] = std::move(all[r]);
+  entries[kInputRanksKey] = std::to_string(all.size());
+  return entries;
+}
+
+Status RestoreInputStates(Session& session, const TrainInput& input, dist::World* world,
+                          const std::map<std::string, std::string>* metadata, bool* restored) {
+  *restored = false;
+  if (!input.dataset) return Status::OK();
+  if (world == nullptr) {
+    if (metadata == nullptr) return Status::OK();
+    auto it = metadata->find(kInputStateKey);
+    if (it == metadata->end()) return Status::OK();
+    TW_RETURN_IF_ERROR(RestoreFrom(session, input, kInputStateKey, it->second));
+    *restored = true;
+    return Status::OK();
+  }
+  // Rank 0 sends every rank its position, all in one blob (an IteratorState
+  // keyed by rank; empty when the checkpoint holds none for this many ranks).
+  std::string blob;
+  if (world->rank() == 0 && metadata != nullptr) {
+    auto ranks = metadata->find(kInputRanksKey);
+    if (ranks != metadata->end() && ranks->second == std::to_string(world->size())) {
+      data::IteratorState per_rank;
+      for (int r = 0; r < world->size(); ++r) {
+        auto it = metadata->find(RankKey(r));
+        if (it != metadata->end()) per_rank[std::to_string(r)] = it->second;
+      }
+      blob = data::SerializeIteratorState(per_rank);
+    }
+  }
+  int64_t size = static_cast<int64_t>(blob.size());
+  TW_RETURN_IF_ERROR(world->Broadcast(InputTag("the size of the input positions"), &size, sizeof(size), 0));
+  blob.resize(static_cast<size_t>(size));
+  if (size > 0) TW_RETURN_IF_ERROR(world->Broadcast(InputTag("the input positions"), blob.data(), size, 0));
+  TW_ASSIGN_OR_RETURN(auto per_rank, data::ParseIteratorState(blob));
+  auto mine = per_rank.find(std::to_string(world->rank()));
+  if (mine == per_rank.end()) return Status::OK();
+  TW_RETURN_IF_ERROR(RestoreFrom(session, input, RankKey(world->rank()), mine->second));
   *restored = true;
   return Status::OK();
 }

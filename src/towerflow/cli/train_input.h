@@ -15,6 +15,7 @@
 
 #include "towerflow/cli/trainer.h"
 #include "towerflow/dist/sharding.h"
+#include "towerflow/dist/world.h"
 #include "towerflow/towerflow.h"
 
 namespace tw::cli {
@@ -39,16 +40,26 @@ double InputFill(Session& session, const TrainInput& input,
 // A dataset's autotune choices; "" for the queue.
 std::string InputAutotune(Session& session, const TrainInput& input);
 
-// The checkpoint metadata key holding a dataset's position (base64 of
-// SerializeIteratorState).
+// The checkpoint metadata keys holding a dataset's position (base64 of
+// SerializeIteratorState): rank 0's (a single process's) under
+// "input_state", rank r's under "input_state.<r>", and the job's ranks
+// under "input_state_ranks".
 inline constexpr char kInputStateKey[] = "input_state";
-// Adds the dataset's position to `metadata`; nothing for the queue.
-Status AddInputState(Session& session, const TrainInput& input, std::map<std::string, std::string>* metadata);
-// Restores the dataset's position from a checkpoint's metadata. *restored is
-// false when there is none to restore (the queue, or a checkpoint without
-// it); DataLoss naming the key for one that does not parse.
-Status RestoreInputState(Session& session, const TrainInput& input,
-                         const std::map<std::string, std::string>& metadata, bool* restored);
+inline constexpr char kInputRanksKey[] = "input_state_ranks";
+
+// The metadata entries of every rank's position, for rank 0 to write; empty
+// on the other ranks and for the queue. Several processes (`world`): a
+// collective, which every rank calls at the same step.
+StatusOr<std::map<std::string, std::string>> GatherInputStates(Session& session, const TrainInput& input,
+                                                               dist::World* world);
+// After rank 0 restored a checkpoint whose metadata is `metadata` (null on
+// the other ranks, and when there was none), each rank restores its own
+// position; a collective with `world`. *restored is false when there was
+// nothing to restore (the queue, a checkpoint without positions, or one
+// written by another number of ranks); DataLoss naming the key for a
+// position that does not parse.
+Status RestoreInputStates(Session& session, const TrainInput& input, dist::World* world,
+                          const std::map<std::string, std::string>* metadata, bool* restored);
 
 }  // namespace tw::cli
 

@@ -11,6 +11,7 @@
 
 #include "towerflow/cli/progress.h"
 #include "towerflow/cli/train_input.h"
+#include "towerflow/cli/train_optimizer.h"
 #include "towerflow/core/logging.h"
 #include "towerflow/dist/collective_ops.h"
 #include "towerflow/dist/consistency.h"
@@ -35,37 +36,6 @@ double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-// The learning rate at global step `step` (also what the summaries report).
-double LearningRateAt(const TrainConfig& c, int64_t step) {
-  if (c.lr_schedule != "linear" || c.total_steps <= 0) return c.learning_rate;
-  return c.learning_rate * std::max(0.0, 1.0 - static_cast<double>(step) / static_cast<double>(c.total_steps));
-}
-
-// --lr-schedule linear: lr * max(0, 1 - global_step / total_steps), computed in
-// the graph from the global step (read before the step's updates, which the
-// increment waits for), so a resumed run goes on along the same line. A null
-// Output for a constant rate.
-Output LearningRateTensor(const Scope& root, const TrainConfig& c) {
-  if (c.lr_schedule != "linear") return Output();
-  Scope s = root.WithDevice(c.variable_device).NewSubScope("learning_rate");
-  Variable step = train::GetOrCreateGlobalStep(root.WithDevice(c.variable_device));
-  Output done = Div(s, Cast(s, step.value, kFloat32), ScalarLike(s, static_cast<double>(c.total_steps), kFloat32));
-  Output left = Maximum(s, Sub(s, ScalarLike(s, 1.0, kFloat32), done), ScalarLike(s, 0.0, kFloat32));
-  return Mul(s.WithOpName("learning_rate"), ScalarLike(s, c.learning_rate, kFloat32), left);
-}
-
-std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c, const Output& lr) {
-  if (c.optimizer == "sgd") {
-    return std::make_unique<train::GradientDescent>(
-        train::GradientDescentOptions{.learning_rate = c.learning_rate, .learning_rate_tensor = lr});
-  }
-  if (c.optimizer == "adam") {
-    return std::make_unique<train::Adam>(train::AdamOptions{.learning_rate = c.learning_rate, .learning_rate_tensor = lr});
-  }
-  return std::make_unique<train::Momentum>(
-      train::MomentumOptions{.learning_rate = c.learning_rate, .momentum = 0.9, .learning_rate_tensor = lr});
 }
 
 // The training graph and what the loop fetches from it.
@@ -158,14 +128,13 @@ std::vector<std::string> ConfigFingerprint(const TrainConfig& c) {
           "steps " + std::to_string(c.total_steps) + " variables " + (c.mirrored_variables ? "mirrored" : "shared")};
 }
 
-// The checkpoint metadata: the model's, where its variables live, and (one
-// process reading a dataset) the input's position.
-StatusOr<std::map<std::string, std::string>> Metadata(const TrainConfig& c, Session& session, const TrainGraph& g,
-                                                      bool single_process) {
+// The checkpoint metadata: the model's, where its variables live, and the
+// input's positions (GatherInputStates).
+std::map<std::string, std::string> Metadata(const TrainConfig& c, std::map<std::string, std::string> input_states) {
   std::map<std::string, std::string> m = ModelMetadata(c.model);
   const std::string scope = CheckpointVariableScope(c);
   if (!scope.empty()) m["variable_scope"] = scope;
-  if (single_process) TW_RETURN_IF_ERROR(AddInputState(session, g.input, &m));
+  m.merge(input_states);
   return m;
 }
 
@@ -256,17 +225,24 @@ class Loop {
       result->final_loss = (*out)[0].scalar<float>();
       result->final_accuracy = (*out)[1].scalar<float>();
       bool stop_agreed = false;
+      // Rank 0 decides when to checkpoint; with several processes every rank
+      // learns it with the step's metrics, since each gives its input's position.
+      const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
+      const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
+      bool checkpoint_now = chief_ && (by_steps || by_time) && result->global_step < c_.total_steps;
       if (world_ != nullptr) {
         // The step's loss and accuracy over every rank, and whether any rank
         // was asked to stop: all stop after the same step.
-        double m[3] = {result->final_loss, result->final_accuracy, g_stop_requested.load() ? 1.0 : 0.0};
-        if (Status s = world_->AllReduce(ControlTag("the step's metrics"), kFloat64, m, 3, dist::ReduceOp::kSum);
+        double m[4] = {result->final_loss, result->final_accuracy, g_stop_requested.load() ? 1.0 : 0.0,
+                       checkpoint_now ? 1.0 : 0.0};
+        if (Status s = world_->AllReduce(ControlTag("the step's metrics"), kFloat64, m, 4, dist::ReduceOp::kSum);
             !s.ok()) {
           return s;
         }
         result->final_loss = m[0] / world_->size();
         result->final_accuracy = m[1] / world_->size();
         stop_agreed = m[2] > 0;
+        checkpoint_now = m[3] > 0;
       }
       if (c_.stop_on_nan_loss && !std::isfinite(result->final_loss)) {
         // Before anything is written from the diverged weights: the newest
@@ -287,15 +263,15 @@ class Loop {
       }
       // The state reads every queue's size: only when it is drawn.
       if (chief_ && progress_.Due()) progress_.Update(State(*result, rate));
-      const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
-      const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
-      if (chief_ && (by_steps || by_time) && result->global_step < c_.total_steps && !stop_agreed) {
-        auto metadata = Metadata(c_, session_, g_, world_ == nullptr);
-        if (!metadata.ok()) return metadata.status();
-        auto path = checkpoints.Save(session_, *g_.saver, result->global_step, *std::move(metadata));
-        if (!path.ok()) return path.status();
-        result->checkpoint = *path;
-        last_checkpoint = Clock::now();
+      if (checkpoint_now && !stop_agreed) {
+        auto positions = GatherInputStates(session_, g_.input, world_);
+        if (!positions.ok()) return positions.status();
+        if (chief_) {
+          auto path = checkpoints.Save(session_, *g_.saver, result->global_step, Metadata(c_, *std::move(positions)));
+          if (!path.ok()) return path.status();
+          result->checkpoint = *path;
+          last_checkpoint = Clock::now();
+        }
       }
       if (stop_agreed) {
         result->interrupted = true;
@@ -402,7 +378,7 @@ Status CheckReplicas(dist::World& world, Session& session, const Graph& graph, i
 // Restores the newest checkpoint that validates (--resume); the global step it
 // holds, or 0 when there is none yet.
 StatusOr<int64_t> Resume(Session& session, TrainGraph& g, train::CheckpointManager& checkpoints, Loop& loop,
-                         TrainResult* result) {
+                         TrainResult* result, std::optional<std::map<std::string, std::string>>* metadata) {
   auto restored = checkpoints.RestoreLatest(session, *g.saver);
   if (errors::IsNotFound(restored.status()) && checkpoints.Checkpoints().empty()) {
     loop.Message("resume: no checkpoint in the logdir yet; starting from step 0");
@@ -412,13 +388,9 @@ StatusOr<int64_t> Resume(Session& session, TrainGraph& g, train::CheckpointManag
   for (const Status& rejected : restored->rejected) loop.Message("resume: skipped " + rejected.ToString());
   result->checkpoint = restored->path;
   loop.Message("resume: restored " + restored->path + " (global step " + std::to_string(restored->step) + ")");
-  if (g.input.dataset && dist::World::Current() == nullptr) {
-    auto metadata = train::ReadSafetensorsMetadata(restored->path);
-    if (!metadata.ok()) return metadata.status();
-    if (Status s = RestoreInputState(session, g.input, *metadata, &result->input_resumed); !s.ok()) return s;
-    loop.Message(result->input_resumed ? "resume: the input continues its epoch from the checkpoint's position"
-                                       : "resume: the checkpoint holds no input position; the input starts afresh");
-  }
+  auto read = train::ReadSafetensorsMetadata(restored->path);
+  if (!read.ok()) return read.status();
+  *metadata = *std::move(read);
   return restored->step;
 }
 
@@ -495,8 +467,9 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   Loop loop(c, g, session, events.get(), world);
   if (c.resume) {
     int64_t step = 0;
+    std::optional<std::map<std::string, std::string>> metadata;  // the restored checkpoint's (rank 0)
     if (chief) {
-      auto restored = Resume(session, g, checkpoints, loop, &result);
+      auto restored = Resume(session, g, checkpoints, loop, &result, &metadata);
       if (!restored.ok()) return restored.status();
       step = *restored;
     }
@@ -506,6 +479,16 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
       }
     }
     result.first_step = result.global_step = step;
+    // Each rank's input goes on from its position in the checkpoint.
+    if (Status s = RestoreInputStates(session, g.input, world, metadata ? &*metadata : nullptr,
+                                      &result.input_resumed);
+        !s.ok()) {
+      return s;
+    }
+    if (g.input.dataset && metadata) {
+      loop.Message(result.input_resumed ? "resume: the input continues its epoch from the checkpoint's position"
+                                        : "resume: the checkpoint holds no input position; the input starts afresh");
+    }
   }
   // Every rank starts from rank 0's variables (initialised or restored).
   if (g.broadcast != nullptr) {
@@ -560,12 +543,24 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
     }
   }
 
-  if (chief && (result.steps > 0 || result.checkpoint.empty())) {
-    auto metadata = Metadata(c, session, g, world == nullptr);
-    if (!metadata.ok()) return metadata.status();
-    auto path = checkpoints.Save(session, *g.saver, result.global_step, *std::move(metadata));
-    if (!path.ok()) return path.status();
-    result.checkpoint = *path;
+  // The final checkpoint; with several processes every rank learns whether
+  // there is one, since each gives its input's position.
+  int64_t final_checkpoint = chief && (result.steps > 0 || result.checkpoint.empty()) ? 1 : 0;
+  if (world != nullptr) {
+    if (Status s = world->Broadcast(ControlTag("whether a final checkpoint is written"), &final_checkpoint,
+                                    sizeof(final_checkpoint), 0);
+        !s.ok()) {
+      return s;
+    }
+  }
+  if (final_checkpoint != 0) {
+    auto positions = GatherInputStates(session, g.input, world);
+    if (!positions.ok()) return positions.status();
+    if (chief) {
+      auto path = checkpoints.Save(session, *g.saver, result.global_step, Metadata(c, *std::move(positions)));
+      if (!path.ok()) return path.status();
+      result.checkpoint = *path;
+    }
   }
   if (chief && result.steps > 0) {
     if (Status s = loop.WriteFinalSummaries(&result); !s.ok()) return s;

@@ -87,9 +87,8 @@ struct TrainConfig {
   //              min_after_dequeue examples -> Batch -> Prefetch (autotuned), an
   //              IteratorGetNext per tower. Its position
   //              (read offsets, the shuffle buffer) is saved in every checkpoint
-  //              (metadata "input_state") and restored by --resume, so that a
-  //              resumed run continues its epoch (one process; several
-  //              processes restart their input as the queue does).
+  //              (metadata "input_state", every rank's: train_input.h) and
+  //              restored by --resume, so that a resumed run continues its epoch.
   std::string input = "dataset";
   // Queue: runner threads (0: 1). Dataset: files read at once (0: 1) and
   // parse calls (0: autotuned, TrainResult::input_autotune).
