@@ -217,6 +217,10 @@ class Loop {
       if (traced) {
         trace_.AddStep(result->global_step + 1, stats, session_);
         trace_.AddSpan("step " + std::to_string(result->global_step + 1), "step", step_start, NowNs(), "steps");
+        // The input's autotune choices as they stand during the traced steps.
+        if (const std::string tuned = InputAutotune(session_, g_.input); !tuned.empty()) {
+          trace_.AddSpan("input autotune: " + tuned, "input", step_start, NowNs(), "input");
+        }
       }
       ++result->steps;
       ++result->global_step;
@@ -323,7 +327,15 @@ class Loop {
     s.accuracy = r.final_accuracy;
     s.examples_per_sec = rate;
     s.queue_fill = InputFill(session_, g_.input, nullptr);
-    if (g_.input.dataset) s.queue_label = "shuffle buffer";
+    if (g_.input.dataset) {
+      s.queue_label = "shuffle buffer";
+      // A line each time autotuning changes its mind (a thread added or
+      // retired, a buffer grown), above the progress bar.
+      if (std::string tuned = InputAutotune(session_, g_.input); tuned != input_autotune_) {
+        input_autotune_ = std::move(tuned);
+        if (!input_autotune_.empty()) Message("input autotune: " + input_autotune_);
+      }
+    }
     return s;
   }
 
@@ -340,6 +352,7 @@ class Loop {
     return events_->Flush();
   }
 
+  std::string input_autotune_;  // the choices last reported
   const TrainConfig& c_;
   TrainGraph& g_;
   Session& session_;
