@@ -207,6 +207,14 @@ class Dataset {
   // Elements produced ahead of the consumer on a thread of the pipeline, up to
   // buffer_size of them; kAutotune grows the buffer while the consumer waits.
   Dataset Prefetch(int64_t buffer_size = kAutotune) const;
+  // tf.data's prefetch_to_device: in a graph (data/iterator_ops.h) the
+  // IteratorGetNext ops are placed on `device` ("/gpu:0") and copy each
+  // element into its memory on a thread of the pipeline, up to buffer_size
+  // elements ahead, so that a tower there finds its batch already in place.
+  // Iterated from C++ it is Prefetch(buffer_size). It must be the last
+  // transformation: any after it is InvalidArgument. String components cannot
+  // go to a GPU (the GetNext fails naming the component).
+  Dataset PrefetchToDevice(const std::string& device, int64_t buffer_size = 1) const;
 
   // ---- description
   bool ok() const { return status_.ok(); }

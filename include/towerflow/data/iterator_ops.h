@@ -53,8 +53,11 @@ class GraphIterator {
   // Restarts the iterator at the dataset's beginning (MakeIterator op).
   Node* initializer() const { return initializer_; }
   const ElementSpec& element_spec() const { return spec_; }
-  // A new IteratorGetNext in `scope`: one Output per component.
+  // A new IteratorGetNext in `scope`: one Output per component. On the
+  // device a PrefetchToDevice dataset names, whatever the scope's device.
   std::vector<Output> GetNext(const Scope& scope) const;
+  // That device ("/device:GPU:0"), or "" (the scope's).
+  const std::string& device() const { return device_; }
   // Replicate's BatchSourceFn.
   std::vector<Output> operator()(const Scope& scope) const { return GetNext(scope); }
 
@@ -63,6 +66,7 @@ class GraphIterator {
   Output handle_;
   Node* initializer_ = nullptr;
   ElementSpec spec_;
+  std::string device_;
 };
 
 // Builds the Iterator node ("Iterator" unless the scope names it) and its

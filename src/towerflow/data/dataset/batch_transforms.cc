@@ -147,18 +147,31 @@ class UnbatchDataset final : public UnaryDataset {
         TW_RETURN_IF_ERROR(input_->GetNext(&batch_, end));
         if (*end) return Status::OK();
         index_ = 0;
-        rows_ = batch_[0].dim(0);
-        for (size_t c = 1; c < batch_.size(); ++c) {
-          if (batch_[c].dim(0) != rows_) {
-            return errors::InvalidArgument("Unbatch: input components have different sizes in dimension 0: ", rows_,
-                                           " (component 0) and ", batch_[c].dim(0), " (component ", c, ")");
-          }
-        }
+        TW_RETURN_IF_ERROR(CheckBatch());
       }
       out->clear();
       for (const Tensor& t : batch_) out->push_back(SliceAlongDim0(t, index_));
       ++index_;
       *end = false;
+      return Status::OK();
+    }
+    // Sets rows_; InvalidArgument unless every component has a dimension 0 of that size.
+    Status CheckBatch() {
+      rows_ = 0;
+      for (size_t c = 0; c < batch_.size(); ++c) {
+        if (batch_[c].rank() == 0) return errors::InvalidArgument("Unbatch: component ", c, " is a scalar");
+      }
+      if (!batch_.empty()) rows_ = batch_[0].dim(0);
+      {
+        for (size_t c = 1; c < batch_.size(); ++c) {
+          if (batch_[c].dim(0) != rows_) {
+            rows_ = 0;
+            return errors::InvalidArgument("Unbatch: input components have different sizes in dimension 0: ",
+                                           batch_[0].dim(0), " (component 0) and ", batch_[c].dim(0), " (component ",
+                                           c, ")");
+          }
+        }
+      }
       return Status::OK();
     }
     Status Save(StateWriter& w) const override {
@@ -169,9 +182,20 @@ class UnbatchDataset final : public UnaryDataset {
       return input_->Save(child);
     }
     Status Restore(const StateReader& r) override {
+      int64_t saved_rows = 0;
       TW_RETURN_IF_ERROR(r.ReadInt("index", &index_));
-      TW_RETURN_IF_ERROR(r.ReadInt("rows", &rows_));
-      if (index_ < rows_) TW_RETURN_IF_ERROR(r.ReadElement("batch", &batch_));
+      TW_RETURN_IF_ERROR(r.ReadInt("rows", &saved_rows));
+      rows_ = 0;
+      if (index_ < saved_rows) {
+        TW_RETURN_IF_ERROR(r.ReadElement("batch", &batch_));
+        // The batch itself says how many rows it has; the saved count must agree.
+        Status s = CheckBatch();
+        if (!s.ok() || rows_ != saved_rows || index_ < 0) {
+          return errors::DataLoss("Unbatch: the saved batch does not match its saved position");
+        }
+      } else {
+        index_ = 0;
+      }
       return input_->Restore(r.Child(input_->name()));
     }
 

@@ -20,12 +20,14 @@ int PipelineContext::AddWaker(std::function<void()> wake) {
 }
 
 void PipelineContext::RemoveWaker(int id) {
+  std::lock_guard<std::mutex> wake_lock(wake_mu);
   std::lock_guard<std::mutex> lock(mu);
   wakers.erase(id);
 }
 
 void PipelineContext::Cancel() {
   cancelled.store(true);
+  std::lock_guard<std::mutex> wake_lock(wake_mu);
   std::map<int, std::function<void()>> wake;
   {
     std::lock_guard<std::mutex> lock(mu);
@@ -179,8 +181,13 @@ Dataset Dataset::ListFiles(const std::string& pattern, const ListFilesOptions& o
   return Wrap(MakeListFilesDataset(pattern, options), "ListFiles");
 }
 
-#define TW_DATASET_CHAIN(WHAT, CALL) \
-  if (!ok()) return *this;           \
+// PrefetchToDevice must come last: the device it names is read from the
+// outermost dataset (iterator_ops.cc).
+#define TW_DATASET_CHAIN(WHAT, CALL)                                                                    \
+  if (!ok()) return *this;                                                                          \
+  if (!PrefetchDevice(*impl_).empty()) {                                                            \
+    return FromError(errors::InvalidArgument(WHAT, ": PrefetchToDevice must be the last transformation")); \
+  }                                                                                                 \
   return Wrap(CALL, WHAT)
 
 Dataset Dataset::Map(const MapFn& fn, const MapOptions& options) const {
@@ -217,6 +224,9 @@ Dataset Dataset::Cache(const std::string& filename) const {
 Dataset Dataset::Prefetch(int64_t buffer_size) const {
   TW_DATASET_CHAIN("Prefetch", MakePrefetchDataset(impl_, buffer_size));
 }
+Dataset Dataset::PrefetchToDevice(const std::string& device, int64_t buffer_size) const {
+  TW_DATASET_CHAIN("PrefetchToDevice", MakePrefetchToDeviceDataset(impl_, device, buffer_size));
+}
 #undef TW_DATASET_CHAIN
 
 StatusOr<std::unique_ptr<Iterator>> Dataset::MakeIterator() const {
@@ -239,6 +249,8 @@ Iterator::~Iterator() {
 
 Status Iterator::GetNext(Element* element) {
   if (!spent_.ok()) return spent_;
+  // Pipelines without threads of their own see the cancellation here.
+  if (context_->cancelled.load()) return errors::Cancelled("the iterator was cancelled (its session was closed)");
   if (ended_) return errors::OutOfRange("End of sequence");
   bool end = false;
   Status s = impl_->GetNext(element, &end);

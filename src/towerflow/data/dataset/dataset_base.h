@@ -31,7 +31,10 @@ struct PipelineContext {
   // iterators return Cancelled.
   std::atomic<bool> cancelled{false};
   // Callbacks that wake a thread blocked on a condition variable; called
-  // once, by Cancel. Guarded by mu.
+  // once, by Cancel, under wake_mu, which RemoveWaker also takes: a RunAhead
+  // being destroyed waits for a Cancel that is calling its waker. Lock order:
+  // wake_mu, then the waker's own mutex; wake_mu, then mu. Guarded by mu.
+  std::mutex wake_mu;
   std::mutex mu;
   std::map<int, std::function<void()>> wakers;
   int next_waker = 0;
@@ -177,6 +180,13 @@ StatusOr<std::shared_ptr<const DatasetBase>> MakeCacheDataset(std::shared_ptr<co
                                                               const std::string& filename);
 StatusOr<std::shared_ptr<const DatasetBase>> MakePrefetchDataset(std::shared_ptr<const DatasetBase> input,
                                                                  int64_t buffer_size);
+StatusOr<std::shared_ptr<const DatasetBase>> MakePrefetchToDeviceDataset(std::shared_ptr<const DatasetBase> input,
+                                                                         const std::string& device,
+                                                                         int64_t buffer_size);
+// The device a PrefetchToDevice dataset names ("/device:GPU:0") and its
+// buffer; "" and 0 for any other dataset.
+std::string PrefetchDevice(const DatasetBase& d);
+int64_t PrefetchDeviceBuffer(const DatasetBase& d);
 
 // map_and_batch (map_dataset.cc): Batch over a Map with parallel calls, fused:
 // each of the Map's workers maps and stacks a whole batch, so that elements

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "towerflow/data/dataset/dataset_test_util.h"
+#include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/data/record_test_util.h"
 
 namespace tw::data {
@@ -176,14 +177,10 @@ TEST(DatasetTest, ShuffledRowsBatchedFusedGiveTheUnfusedOrder) {
   // array per component); Take(-1) in between keeps it unfused. Same seed,
   // same batches, remainders and drops.
   auto rows = [] {
-    // Batches of 7 rows {i, [i, i]} from Range(100).
-    return Dataset::Range(100).Batch(7).FlatMap([](const Element& e) -> StatusOr<Dataset> {
-      Tensor pairs(kInt64, TensorShape{e[0].dim(0), 2});
-      for (int64_t i = 0; i < e[0].dim(0); ++i) {
-        pairs.flat<int64_t>()[static_cast<size_t>(2 * i)] = pairs.flat<int64_t>()[static_cast<size_t>(2 * i + 1)] =
-            e[0].flat<int64_t>()[static_cast<size_t>(i)];
-      }
-      return Dataset::FromTensors({e[0], pairs});
+    // Batches of 7 rows {i, [i, i]} from Range(100), with static row shapes.
+    return Dataset::Range(100).Batch(7).Map([](const Scope& s, const std::vector<Output>& x) {
+      Output column = Reshape(s, x[0], std::vector<int32_t>{-1, 1});
+      return std::vector<Output>{x[0], Concat(s, {column, column}, 1)};
     });
   };
   for (bool drop : {false, true}) {
@@ -383,6 +380,22 @@ TEST(DatasetTest, InterleaveCyclesBlocksInTFsOrder) {
   EXPECT_EQ(got, 2);
   EXPECT_EQ(s.code(), Code::kNotFound);
   EXPECT_NE(s.message().find("input element 2"), std::string::npos) << s.ToString();
+}
+
+TEST(DatasetTest, CancelStopsPipelinesWithoutThreadsToo) {
+  auto it = Dataset::Range(10).Batch(2).MakeIterator();
+  ASSERT_TRUE(it.ok());
+  Element e;
+  ASSERT_TRUE((*it)->GetNext(&e).ok());
+  (*it)->Cancel();
+  EXPECT_EQ((*it)->GetNext(&e).code(), Code::kCancelled);
+  // An interleaved dataset's spec keeps ranks, not one element's dims.
+  Dataset ragged = Dataset::Range(1, 4).FlatMap([](const Element& x) -> StatusOr<Dataset> {
+    const int64_t n = x[0].scalar<int64_t>();
+    return Dataset::FromTensors({Tensor::FromVector<int64_t>(std::vector<int64_t>(n, n), TensorShape{n})});
+  });
+  EXPECT_EQ(ragged.element_spec().DebugString(), "(int64 [-1])");
+  EXPECT_EQ(Drain(ragged).size(), 3u);
 }
 
 TEST(DatasetTest, PrefetchDeliversEverythingInOrder) {

@@ -262,8 +262,9 @@ StatusOr<Element> DecodeElement(std::string_view bytes) {
     if (!shape.ok()) return bad("dims");
     const DataType type = static_cast<DataType>(dtype);
     const int64_t n = shape->num_elements();
-    if (type != kString && static_cast<uint64_t>(n) * DataTypeSize(type) > in.left()) return bad("values");
-    if (type == kString && static_cast<uint64_t>(n) * 8 > in.left()) return bad("values");
+    // Divisions, not products: a huge shape must not wrap around the check.
+    const uint64_t elem = type == kString ? 8 : DataTypeSize(type);
+    if (elem > 0 && static_cast<uint64_t>(n) > in.left() / elem) return bad("values");
     Tensor t(type, *shape);
     if (type == kString) {
       for (std::string& s : t.flat<std::string>()) {

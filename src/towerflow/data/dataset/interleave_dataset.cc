@@ -167,7 +167,11 @@ class InterleaveDataset final : public UnaryDataset {
       if (!d.ok()) {
         return d.status().WithContext(name() + ": the dataset of input element " + std::to_string(index));
       }
-      if (d.element_spec().dtypes != dataset().spec().dtypes) {
+      bool compatible = d.element_spec().dtypes == dataset().spec().dtypes;
+      for (size_t c = 0; compatible && c < d.element_spec().size(); ++c) {
+        compatible = d.element_spec().shapes[c].IsCompatibleWith(dataset().spec().shapes[c]);
+      }
+      if (!compatible) {
         return errors::InvalidArgument(name(), ": the dataset of input element ", index, " has elements ",
                                        d.element_spec().DebugString(), ", expected ", dataset().spec().DebugString());
       }
@@ -226,6 +230,10 @@ StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, const DatasetFn& fn
     if (!made.ok()) return made.status().WithContext("the dataset function failed on input element 0");
     if (!made->ok()) return made->status().WithContext("the dataset of input element 0");
     spec = made->element_spec();
+    // One element's datasets say nothing of the others' dims: keep the ranks.
+    for (PartialShape& s : spec.shapes) {
+      if (s.known_rank()) s = PartialShape(std::vector<int64_t>(static_cast<size_t>(s.rank()), -1));
+    }
     ctx->Cancel();
   }
   return DatasetPtr(std::make_shared<InterleaveDataset>(std::move(input), fn, o, name, std::move(spec)));

@@ -8,6 +8,7 @@
 // (one per component, -1 for an unknown rank).
 #include "towerflow/data/iterator_ops.h"
 
+#include "towerflow/data/dataset/dataset_base.h"
 #include "towerflow/data/dataset/iterator_resource.h"
 #include "towerflow/data/queue_internal.h"
 #include "towerflow/data/register.h"
@@ -64,7 +65,10 @@ void RegisterDatasetOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegist
                    .Build())
       .Check();
   OpDefBuilder b("IteratorGetNext");
-  b.RefInput("iterator", "string");
+  // A value, not a ref: a ref edge would tie the op to the Iterator's device,
+  // and PrefetchToDevice places it on a GPU (its kernel keeps the handle in
+  // host memory).
+  b.Input("iterator", "string");
   for (DataType t : AllDataTypes()) b.Attr(queue_internal::CountAttrName(t), int64_t{0});
   for (DataType t : AllDataTypes()) b.Output(queue_internal::GroupArgName(t), std::string(DataTypeName(t)));
   b.RequiredAttr("output_types", AttrType::kTypeList)
@@ -104,6 +108,7 @@ GraphIterator MakeIterator(const Scope& scope, const Dataset& dataset, const Ite
   it.handle_ = Output(node, 0);
   it.initializer_ = initializer;
   it.spec_ = dataset.element_spec();
+  it.device_ = PrefetchDevice(*dataset.impl());
   return it;
 }
 
@@ -113,7 +118,10 @@ std::vector<Output> GraphIterator::GetNext(const Scope& scope) const {
     if (scope.ok()) scope.UpdateStatus(errors::InvalidArgument("GetNext on a null iterator (did MakeIterator fail?)"));
     return out;
   }
-  NodeBuilder b(scope, "IteratorGetNext", "IteratorGetNext");
+  // PrefetchToDevice: the op runs on the device, whose kernel copies the
+  // elements there ahead of the consumer (iterator_resource.cc).
+  const Scope placed = device_.empty() ? scope : scope.WithDevice(device_);
+  NodeBuilder b(placed, "IteratorGetNext", "IteratorGetNext");
   b.Input(handle_);
   for (DataType g : AllDataTypes()) {
     int64_t count = 0;

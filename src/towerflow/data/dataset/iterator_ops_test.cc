@@ -167,5 +167,70 @@ TEST(IteratorOpsTest, APositionSavedInOneSessionContinuesInAnother) {
   EXPECT_EQ(second.Run({next}).status().code(), Code::kOutOfRange);
 }
 
+TEST(IteratorOpsTest, PrefetchToDeviceHandsOutElementsInTheDevicesMemory) {
+  Graph graph;
+  Scope root(graph);
+  Dataset d = Dataset::Range(10)
+                  .Map([](const Scope& s, const std::vector<Output>& x) {
+                    return std::vector<Output>{Cast(s, x[0], kFloat32)};
+                  })
+                  .Batch(2)
+                  .PrefetchToDevice("/gpu:0", 2);
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  GraphIterator it = MakeIterator(root.WithDevice("/device:CPU:0"), d);
+  EXPECT_EQ(it.device(), "/device:GPU:0");
+  // Built in a CPU scope, the GetNext still goes to the GPU.
+  Output next = it.GetNext(root.WithDevice("/device:CPU:0"))[0];
+  Output twice = Add(root.WithDevice("/device:GPU:0"), next, next);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph, {.num_fake_gpus = 1});
+  for (int b = 0; b < 5; ++b) {
+    auto got = session.Run({next, twice});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ((*got)[0].ToVector<float>(), (std::vector<float>{2.0f * b, 2.0f * b + 1}));
+    EXPECT_EQ((*got)[1].ToVector<float>(), (std::vector<float>{4.0f * b, 4.0f * b + 2}));
+  }
+  EXPECT_EQ(session.PlacedDevice(*next.node), "/job:localhost/replica:0/task:0/device:GPU:0");
+  EXPECT_EQ(session.Run({next}).status().code(), Code::kOutOfRange);
+  // Elements already on the device are not in a checkpoint's position.
+  IteratorState state;
+  EXPECT_EQ(SaveIterator(session, it, &state).code(), Code::kUnimplemented);
+  // The initializer starts a new pass, prefetched again.
+  ASSERT_TRUE(session.Run(it.initializer()).ok());
+  auto first = session.Run({next});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_EQ((*first)[0].ToVector<float>(), (std::vector<float>{0, 1}));
+}
+
+TEST(IteratorOpsTest, PrefetchToDeviceComesLastAndNamesOneDevice) {
+  Dataset d = Dataset::Range(4).PrefetchToDevice("/gpu:0");
+  ASSERT_TRUE(d.ok());
+  EXPECT_EQ(d.DebugString(), "PrefetchToDevice[/device:GPU:0](Range)");
+  Dataset after = d.Batch(2);
+  EXPECT_EQ(after.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(after.status().message().find("PrefetchToDevice must be the last transformation"), std::string::npos);
+  EXPECT_EQ(Dataset::Range(4).PrefetchToDevice("gpu").status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(Dataset::Range(4).PrefetchToDevice("/gpu:0", 0).status().code(), Code::kInvalidArgument);
+  // Iterated from C++ it is a Prefetch.
+  auto cpp = d.MakeIterator();
+  ASSERT_TRUE(cpp.ok());
+  Element e;
+  std::vector<int64_t> got;
+  while ((*cpp)->GetNext(&e).ok()) got.push_back(e[0].scalar<int64_t>());
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 1, 2, 3}));
+  // A string component cannot go to a device without host memory; the fake
+  // GPU (host memory) takes it.
+  Graph graph;
+  Scope root(graph);
+  GraphIterator it = MakeIterator(root, Dataset::FromTensorSlices({Tensor::Vec<std::string>({"a", "b"})})
+                                            .PrefetchToDevice("/gpu:0"));
+  Output next = it.GetNext(root)[0];
+  ASSERT_TRUE(root.ok());
+  Session session(graph, {.num_fake_gpus = 1});
+  auto s = session.Run({next});
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  EXPECT_EQ((*s)[0].scalar<std::string>(), "a");
+}
+
 }  // namespace
 }  // namespace tw::data

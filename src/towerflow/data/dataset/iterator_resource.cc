@@ -5,6 +5,8 @@
 #include <atomic>
 #include <map>
 
+#include "towerflow/data/dataset/dataset_base.h"
+#include "towerflow/data/dataset/run_ahead.h"
 #include "towerflow/data/queue_internal.h"
 
 namespace tw::data {
@@ -43,17 +45,123 @@ StatusOr<Dataset> FindDataset(const std::string& id) {
   return *d;
 }
 
+namespace {
+
+// The public Iterator as a RunAhead input.
+class IteratorInput final : public IteratorBase {
+ public:
+  explicit IteratorInput(Iterator* it) : it_(it) {}
+  Status GetNext(Element* out, bool* end) override {
+    Status s = it_->GetNext(out);
+    *end = s.code() == Code::kOutOfRange;
+    return *end ? Status::OK() : s;
+  }
+  const std::string& name() const override { return name_; }
+
+ private:
+  Iterator* it_;
+  const std::string name_ = "Iterator";
+};
+
+// Copies an element into `device`'s memory.
+Status CopyToDevice(Device* device, Element&& in, Element* out) {
+  out->resize(in.size());
+  for (size_t i = 0; i < in.size(); ++i) {
+    const Tensor& t = in[i];
+    if (!device->host_memory()) {
+      if (t.dtype() == kString) {
+        return errors::InvalidArgument("PrefetchToDevice: component ", i, " is a string tensor, which cannot go to ",
+                                       device->name(), " (strings stay on the host)");
+      }
+      TW_RETURN_IF_ERROR(device->CopyFromHost(t, &(*out)[i]));
+      continue;
+    }
+    StatusOr<Tensor> copy = Tensor::Allocate(device->allocator(), t.dtype(), t.shape());
+    if (!copy.ok()) return copy.status().WithContext("PrefetchToDevice: copying to " + device->name());
+    if (t.dtype() == kString) {
+      for (int64_t k = 0; k < t.NumElements(); ++k) copy->data<std::string>()[k] = t.data<std::string>()[k];
+    } else if (t.TotalBytes() > 0) {
+      std::memcpy(copy->raw_data(), t.raw_data(), t.TotalBytes());
+    }
+    (*out)[i] = std::move(copy).value();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+struct IteratorResource::DeviceStage {
+  Device* device = nullptr;
+  std::shared_ptr<PipelineContext> ctx = std::make_shared<PipelineContext>();
+  std::unique_ptr<IteratorInput> input;
+  std::unique_ptr<RunAhead> run_ahead;  // destroyed first: its thread reads `input`
+  ~DeviceStage() {
+    ctx->Cancel();
+    run_ahead.reset();
+  }
+};
+
+IteratorResource::IteratorResource(std::string name, Dataset dataset)
+    : name_(std::move(name)), dataset_(std::move(dataset)) {}
+
+IteratorResource::~IteratorResource() {
+  // The device stage's thread may wait inside the pass: stop the pass first.
+  if (iterator_) iterator_->Cancel();
+  stage_.reset();
+}
+
 void IteratorResource::Close() {
   std::shared_ptr<Iterator> it;
+  std::shared_ptr<PipelineContext> stage_ctx;
   {
     std::lock_guard<std::mutex> lock(cancel_mu_);
     closed_ = true;
     it = iterator_;
+    stage_ctx = stage_ctx_;
   }
   if (it) it->Cancel();
+  if (stage_ctx) stage_ctx->Cancel();
+}
+
+void IteratorResource::StopDeviceStageLocked() {
+  if (!stage_) return;
+  // The stage's thread may wait inside iterator_: cancel that pass first.
+  if (iterator_) iterator_->Cancel();
+  stage_.reset();
+  std::lock_guard<std::mutex> lock(cancel_mu_);
+  stage_ctx_.reset();
+}
+
+Status IteratorResource::GetNextOnDevice(Device* device, Element* element) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (iterator_ == nullptr) TW_RETURN_IF_ERROR(StartLocked());
+  if (stage_ == nullptr || stage_->device != device) {
+    if (stage_ != nullptr) return errors::FailedPrecondition("Iterator '", name_, "' prefetches to ", stage_->device->name(),
+                                                             ", not to ", device->name());
+    auto stage = std::make_unique<DeviceStage>();
+    stage->device = device;
+    stage->input = std::make_unique<IteratorInput>(iterator_.get());
+    const int64_t buffer = std::max<int64_t>(1, PrefetchDeviceBuffer(*dataset_.impl()));
+    stage->run_ahead = std::make_unique<RunAhead>(
+        stage->ctx, stage->input.get(),
+        [device](int64_t, Element&& in, Element* out) { return CopyToDevice(device, std::move(in), out); },
+        RunAhead::Options{.stage = "PrefetchToDevice", .workers = 1, .buffer = buffer, .max_buffer = buffer});
+    {
+      std::lock_guard<std::mutex> cancel_lock(cancel_mu_);
+      if (closed_) return errors::Cancelled("Iterator '", name_, "': the session is closed");
+      stage_ctx_ = stage->ctx;
+    }
+    stage_ = std::move(stage);
+  }
+  fresh_ = false;
+  bool end = false;
+  TW_RETURN_IF_ERROR(stage_->run_ahead->GetNext(element, &end));
+  if (end) return errors::OutOfRange("End of sequence");
+  return Status::OK();
 }
 
 Status IteratorResource::StartLocked() {
+  StopDeviceStageLocked();  // it reads the pass being replaced
   TW_ASSIGN_OR_RETURN(std::unique_ptr<Iterator> made, dataset_.MakeIterator());
   std::lock_guard<std::mutex> lock(cancel_mu_);
   if (closed_) {
@@ -79,6 +187,10 @@ Status IteratorResource::Reset() {
 
 Status IteratorResource::Save(IteratorState* state) {
   std::lock_guard<std::mutex> lock(mu_);
+  if (stage_ != nullptr) {
+    return errors::Unimplemented("saving Iterator '", name_, "': the elements it prefetched to ", stage_->device->name(),
+                                 " are not saved (PrefetchToDevice)");
+  }
   if (iterator_ == nullptr) TW_RETURN_IF_ERROR(StartLocked());
   return iterator_->Save(state).WithContext("saving Iterator '" + name_ + "'");
 }
@@ -188,7 +300,11 @@ class IteratorGetNextOp : public IteratorAccessOp {
     auto r = Resource(ctx);
     TW_OP_REQUIRES_OK(ctx, r.status());
     Element element;
-    TW_OP_REQUIRES_OK(ctx, (*r)->GetNext(&element));
+    if (ctx->device()->device_type() == kDeviceCpu) {
+      TW_OP_REQUIRES_OK(ctx, (*r)->GetNext(&element));
+    } else {
+      TW_OP_REQUIRES_OK(ctx, (*r)->GetNextOnDevice(ctx->device(), &element));
+    }
     TW_OP_REQUIRES(ctx, element.size() == types_.size(),
                    errors::Internal("the iterator gave ", element.size(), " components, the op expects ",
                                     types_.size()));
@@ -206,6 +322,14 @@ void RegisterIteratorKernels(KernelRegistry& kernels) {
   kernels.RegisterUntyped<IteratorOp>("Iterator", kDeviceCpu);
   kernels.RegisterUntyped<MakeIteratorOp>("MakeIterator", kDeviceCpu);
   kernels.RegisterUntyped<IteratorGetNextOp>("IteratorGetNext", kDeviceCpu);
+  // PrefetchToDevice: the same kernel on a GPU, its handle in host memory, its
+  // outputs in the GPU's (copied there by the resource's device stage).
+  kernels.Register(KernelDef{"IteratorGetNext", kDeviceGpu, "", {},
+                             [](OpKernelConstruction* c) -> std::unique_ptr<OpKernel> {
+                               return std::make_unique<IteratorGetNextOp>(c);
+                             },
+                             /*host_memory_inputs=*/{0},
+                             {}});
 }
 
 }  // namespace tw::data

@@ -12,6 +12,7 @@
 #include <string>
 
 #include "towerflow/data/dataset.h"
+#include "towerflow/device/device.h"
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/device/resource_mgr.h"
 #include "towerflow/graph/graph.h"
@@ -25,12 +26,17 @@ StatusOr<Dataset> FindDataset(const std::string& id);
 
 class IteratorResource final : public ResourceBase {
  public:
-  IteratorResource(std::string name, Dataset dataset) : name_(std::move(name)), dataset_(std::move(dataset)) {}
+  IteratorResource(std::string name, Dataset dataset);  // out of line: DeviceStage is incomplete here
+  ~IteratorResource() override;
   std::string DebugString() const override { return "Iterator " + name_ + " over " + dataset_.DebugString(); }
   void Close() override;
 
   // The next element; a one-shot start on the first call.
   Status GetNext(Element* element);
+  // The same, in `device`'s memory: a PrefetchToDevice dataset's elements,
+  // copied there ahead of the caller by a thread of the resource's own (up
+  // to the dataset's buffer).
+  Status GetNextOnDevice(Device* device, Element* element);
   // Starts a new pass (drops the current one).
   Status Reset();
   Status Save(IteratorState* state);
@@ -41,14 +47,22 @@ class IteratorResource final : public ResourceBase {
 
  private:
   Status StartLocked();
+  // Stops and drops the device stage (REQUIRES: mu_ held).
+  void StopDeviceStageLocked();
 
   const std::string name_;
   const Dataset dataset_;
   std::mutex mu_;  // serializes passes and GetNext
   std::shared_ptr<Iterator> iterator_;  // guarded by mu_ and cancel_mu_ (writes hold both)
+  // PrefetchToDevice: iterator_'s elements copied to device_ ahead of GetNext.
+  // Declared in the order they are torn down in reverse: the stage's thread
+  // reads through stage_input_, and device_ctx_ wakes it.
+  struct DeviceStage;
+  std::unique_ptr<DeviceStage> stage_;  // guarded by mu_
   bool fresh_ = false;                  // guarded by mu_: no GetNext yet on iterator_
   std::mutex cancel_mu_;
   bool closed_ = false;                 // guarded by cancel_mu_
+  std::shared_ptr<PipelineContext> stage_ctx_;  // guarded by cancel_mu_: stage_'s, for Close
 };
 
 // The resource of an Iterator node (created, with its dataset, if absent).

@@ -247,12 +247,14 @@ Status RunAhead::Restore(const StateReader& r) {
   int64_t n = 0, end = 0;
   TW_RETURN_IF_ERROR(r.ReadInt("buffered", &n));
   TW_RETURN_IF_ERROR(r.ReadInt("end", &end));
+  if (n < 0 || n > (int64_t{1} << 30)) return errors::DataLoss(options_.stage, ": saved ", n, " buffered results");
   results_.clear();
   for (int64_t i = 0; i < n; ++i) TW_RETURN_IF_ERROR(r.ReadElement("result_" + std::to_string(i), &results_[i].element));
   next_seq_ = n;
   next_deliver_ = 0;
   int64_t base = 0;
   TW_RETURN_IF_ERROR(r.ReadInt("index", &base));
+  if (base < n) return errors::DataLoss(options_.stage, ": saved input number ", base, " before its ", n, " results");
   seq_base_ = base - n;
   if (end != 0) {
     results_[n].end = true;

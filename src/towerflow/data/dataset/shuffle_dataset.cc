@@ -96,6 +96,7 @@ class ShuffleDataset final : public UnaryDataset {
       TW_RETURN_IF_ERROR(r.ReadString("rng", &rng));
       int64_t iteration = 0;
       TW_RETURN_IF_ERROR(r.ReadInt("iteration", &iteration));
+      iteration_ = static_cast<uint64_t>(iteration);
       // Later iterations (Repeat's next epochs) draw the orders they would have.
       if (dataset().options_.reshuffle_each_iteration) dataset().iterations_.store(static_cast<uint64_t>(iteration) + 1);
       int64_t seed = 0;
@@ -251,6 +252,10 @@ class ShuffleBatchIter final : public IteratorBase {
       TW_RETURN_IF_ERROR(CheckRows(batch_, "the saved input batch"));
       batch_rows_ = batch_.empty() ? 0 : batch_[0].dim(0);
     }
+    if (index_ < 0 || (index_ > batch_rows_ && batch_rows_ > 0)) {
+      return errors::DataLoss("Shuffle: the saved row ", index_, " is outside its batch of ", batch_rows_);
+    }
+    if (batch_rows_ == 0) index_ = 0;
     return input_->Restore(r.Child(input_->name()));
   }
 

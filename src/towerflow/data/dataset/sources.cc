@@ -45,7 +45,13 @@ class TensorsDataset final : public DatasetBase {
       w.WriteInt("next", next_);
       return Status::OK();
     }
-    Status Restore(const StateReader& r) override { return r.ReadInt("next", &next_); }
+    Status Restore(const StateReader& r) override {
+      TW_RETURN_IF_ERROR(r.ReadInt("next", &next_));
+      if (next_ < 0 || next_ > dataset().count()) {
+        return errors::DataLoss(name(), ": saved position ", next_, " outside 0..", dataset().count());
+      }
+      return Status::OK();
+    }
 
    private:
     int64_t next_ = 0;
@@ -86,7 +92,13 @@ class RangeDataset final : public DatasetBase {
       w.WriteInt("index", index_);
       return Status::OK();
     }
-    Status Restore(const StateReader& r) override { return r.ReadInt("index", &index_); }
+    Status Restore(const StateReader& r) override {
+      TW_RETURN_IF_ERROR(r.ReadInt("index", &index_));
+      if (index_ < 0 || index_ > dataset().Cardinality()) {
+        return errors::DataLoss("Range: saved position ", index_, " outside 0..", dataset().Cardinality());
+      }
+      return Status::OK();
+    }
 
    private:
     int64_t index_ = 0;
@@ -153,6 +165,9 @@ class ListFilesDataset final : public DatasetBase {
         const size_t nl = order.find('\n', pos);
         files_.push_back(order.substr(pos, nl - pos));
         pos = nl == std::string::npos ? order.size() : nl + 1;
+      }
+      if (next_ < 0 || next_ > static_cast<int64_t>(files_.size())) {
+        return errors::DataLoss("ListFiles: saved position ", next_, " outside 0..", files_.size());
       }
       return Status::OK();
     }
