@@ -50,6 +50,11 @@ namespace tw {
 // ResourceExhausted when the destination is out of memory; Unimplemented when a
 // device without host memory has no copy.
 Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* dst_device, Tensor* dst);
+// A host tensor into a new tensor of `dst_device` (its allocator and a copy
+// for host memory, Device::CopyFromHost otherwise): the host-to-device half of
+// CopyTensorBetweenDevices, for callers without a source Device (a dataset's
+// PrefetchToDevice).
+Status CopyHostTensorToDevice(const Tensor& src, Device* dst_device, Tensor* dst);
 
 // Wires a plan's data edges, inserting transfer items for cross-device ones.
 // True when output `o` of `item` (a node item) is in host memory.

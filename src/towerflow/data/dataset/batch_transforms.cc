@@ -81,10 +81,9 @@ class BatchDataset final : public UnaryDataset {
       return Status::OK();
     }
     Status Save(StateWriter& w) const override {
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
-    Status Restore(const StateReader& r) override { return input_->Restore(r.Child(input_->name())); }
+    Status Restore(const StateReader& r) override { return RestoreInput(*input_, r); }
 
     std::unique_ptr<IteratorBase> input_;
 
@@ -178,8 +177,7 @@ class UnbatchDataset final : public UnaryDataset {
       w.WriteInt("index", index_);
       w.WriteInt("rows", rows_);
       if (index_ < rows_) w.WriteElement("batch", batch_);
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
     Status Restore(const StateReader& r) override {
       int64_t saved_rows = 0;
@@ -196,7 +194,7 @@ class UnbatchDataset final : public UnaryDataset {
       } else {
         index_ = 0;
       }
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     std::unique_ptr<IteratorBase> input_;

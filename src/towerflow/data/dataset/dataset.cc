@@ -93,6 +93,15 @@ Status StateReader::ReadElement(const std::string& key, Element* element) const 
   return Status::OK();
 }
 
+Status SaveInput(const IteratorBase& input, StateWriter& writer) {
+  StateWriter child = writer.Child(input.name());
+  return input.Save(child);
+}
+
+Status RestoreInput(IteratorBase& input, const StateReader& reader) {
+  return input.Restore(reader.Child(input.name()));
+}
+
 Status IteratorBase::Save(StateWriter&) const {
   return errors::Unimplemented(name(), " iterators cannot be saved in a checkpoint");
 }
@@ -270,8 +279,7 @@ Status Iterator::Save(IteratorState* state) const {
   state->clear();
   StateWriter w(state, "");
   w.WriteInt("ended", ended_ ? 1 : 0);
-  StateWriter child = w.Child(impl_->name());
-  return impl_->Save(child);
+  return SaveInput(*impl_, w);
 }
 
 Status Iterator::Restore(const IteratorState& state) {
@@ -279,7 +287,7 @@ Status Iterator::Restore(const IteratorState& state) {
   int64_t ended = 0;
   TW_RETURN_IF_ERROR(r.ReadInt("ended", &ended));
   ended_ = ended != 0;
-  return impl_->Restore(r.Child(impl_->name()));
+  return RestoreInput(*impl_, r);
 }
 
 void Iterator::Cancel() { context_->Cancel(); }

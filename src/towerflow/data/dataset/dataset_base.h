@@ -81,6 +81,12 @@ class StateReader {
   std::string prefix_;
 };
 
+class IteratorBase;
+// An iterator's input's position, under the input's name: what every
+// iterator with an input saves last and restores last.
+Status SaveInput(const IteratorBase& input, StateWriter& writer);
+Status RestoreInput(IteratorBase& input, const StateReader& reader);
+
 class IteratorBase {
  public:
   virtual ~IteratorBase() = default;

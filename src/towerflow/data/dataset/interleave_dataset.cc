@@ -115,8 +115,7 @@ class InterleaveDataset final : public UnaryDataset {
         StateWriter child = w.Child(key);
         TW_RETURN_IF_ERROR(s.run_ahead ? s.run_ahead->Save(child) : s.it->Save(child));
       }
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
 
     Status Restore(const StateReader& r) override {
@@ -145,7 +144,7 @@ class InterleaveDataset final : public UnaryDataset {
         const StateReader child = r.Child(key);
         TW_RETURN_IF_ERROR(s.run_ahead ? s.run_ahead->Restore(child) : s.it->Restore(child));
       }
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     std::unique_ptr<IteratorBase> input_;

@@ -8,6 +8,7 @@
 #include "towerflow/data/dataset/dataset_base.h"
 #include "towerflow/data/dataset/run_ahead.h"
 #include "towerflow/data/queue_internal.h"
+#include "towerflow/runtime/partition.h"
 
 namespace tw::data {
 
@@ -63,27 +64,13 @@ class IteratorInput final : public IteratorBase {
   const std::string name_ = "Iterator";
 };
 
-// Copies an element into `device`'s memory.
+// Copies an element into `device`'s memory (the session's own host-to-device
+// copy; a GPU refuses string components, naming them).
 Status CopyToDevice(Device* device, Element&& in, Element* out) {
   out->resize(in.size());
   for (size_t i = 0; i < in.size(); ++i) {
-    const Tensor& t = in[i];
-    if (!device->host_memory()) {
-      if (t.dtype() == kString) {
-        return errors::InvalidArgument("PrefetchToDevice: component ", i, " is a string tensor, which cannot go to ",
-                                       device->name(), " (strings stay on the host)");
-      }
-      TW_RETURN_IF_ERROR(device->CopyFromHost(t, &(*out)[i]));
-      continue;
-    }
-    StatusOr<Tensor> copy = Tensor::Allocate(device->allocator(), t.dtype(), t.shape());
-    if (!copy.ok()) return copy.status().WithContext("PrefetchToDevice: copying to " + device->name());
-    if (t.dtype() == kString) {
-      for (int64_t k = 0; k < t.NumElements(); ++k) copy->data<std::string>()[k] = t.data<std::string>()[k];
-    } else if (t.TotalBytes() > 0) {
-      std::memcpy(copy->raw_data(), t.raw_data(), t.TotalBytes());
-    }
-    (*out)[i] = std::move(copy).value();
+    Status s = CopyHostTensorToDevice(in[i], device, &(*out)[i]);
+    if (!s.ok()) return s.WithContext("PrefetchToDevice: component " + std::to_string(i));
   }
   return Status::OK();
 }

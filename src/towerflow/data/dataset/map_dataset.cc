@@ -62,13 +62,12 @@ class MapDataset final : public UnaryDataset {
     Status Save(StateWriter& w) const override {
       if (run_ahead_) return run_ahead_->Save(w);
       w.WriteInt("index", index_);
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
     Status Restore(const StateReader& r) override {
       if (run_ahead_) return run_ahead_->Restore(r);
       TW_RETURN_IF_ERROR(r.ReadInt("index", &index_));
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     // Declared before run_ahead_: destroyed after its workers are joined.
@@ -114,12 +113,11 @@ class FilterDataset final : public UnaryDataset {
     }
     Status Save(StateWriter& w) const override {
       w.WriteInt("index", index_);
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
     Status Restore(const StateReader& r) override {
       TW_RETURN_IF_ERROR(r.ReadInt("index", &index_));
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     std::unique_ptr<IteratorBase> input_;
@@ -153,10 +151,9 @@ class ChunkIterator final : public IteratorBase {
     return Status::OK();
   }
   Status Save(StateWriter& w) const override {
-    StateWriter child = w.Child(input_->name());
-    return input_->Save(child);
+    return SaveInput(*input_, w);
   }
-  Status Restore(const StateReader& r) override { return input_->Restore(r.Child(input_->name())); }
+  Status Restore(const StateReader& r) override { return RestoreInput(*input_, r); }
 
  private:
   const std::string name_ = "Chunk";

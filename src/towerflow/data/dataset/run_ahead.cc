@@ -233,8 +233,7 @@ Status RunAhead::Save(StateWriter& w) const {
     // restore name elements as they would have been named.
     w.WriteInt("index", seq_base_ + next_seq_ - (end_pending ? 1 : 0));
     w.WriteInt("end", (end_pending || (input_done_ && results_.empty())) ? 1 : 0);
-    StateWriter child = w.Child(input_->name());
-    s = input_->Save(child);
+    s = SaveInput(*input_, w);
   }
   paused_ = false;
   worker_cv_.notify_all();
@@ -262,7 +261,7 @@ Status RunAhead::Restore(const StateReader& r) {
     next_seq_ = n + 1;
     input_done_ = true;
   }
-  return input_->Restore(r.Child(input_->name()));
+  return RestoreInput(*input_, r);
 }
 
 }  // namespace tw::data

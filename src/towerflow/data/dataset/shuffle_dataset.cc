@@ -34,6 +34,35 @@ class ShuffleDataset final : public UnaryDataset {
         options_(options),
         seed_(options.seed ? static_cast<uint64_t>(*options.seed) : std::random_device{}()) {}
   uint64_t seed() const { return seed_.load(); }
+
+  // What both iterators draw from (Shuffle's and the fused ShuffleBatch's):
+  // the generator, the iteration it was seeded for, the seed, and whether the
+  // input has ended. Restore also makes the dataset's later iterations (Repeat's
+  // next epochs) draw the orders the saving run would have drawn.
+  void SaveDraws(StateWriter& w, const std::mt19937_64& rng, uint64_t iteration, bool input_ended) const {
+    std::ostringstream state;
+    state << rng;
+    w.WriteString("rng", state.str());
+    w.WriteInt("iteration", static_cast<int64_t>(iteration));
+    w.WriteInt("seed", static_cast<int64_t>(seed()));
+    w.WriteInt("input_ended", input_ended ? 1 : 0);
+  }
+  Status RestoreDraws(const StateReader& r, std::mt19937_64* rng, uint64_t* iteration, bool* input_ended) const {
+    std::string state;
+    int64_t saved_iteration = 0, seed = 0, ended = 0;
+    TW_RETURN_IF_ERROR(r.ReadString("rng", &state));
+    std::istringstream in(state);
+    in >> *rng;
+    if (in.fail()) return errors::DataLoss("Shuffle: the saved generator state does not parse");
+    TW_RETURN_IF_ERROR(r.ReadInt("iteration", &saved_iteration));
+    TW_RETURN_IF_ERROR(r.ReadInt("seed", &seed));
+    TW_RETURN_IF_ERROR(r.ReadInt("input_ended", &ended));
+    *iteration = static_cast<uint64_t>(saved_iteration);
+    *input_ended = ended != 0;
+    if (options_.reshuffle_each_iteration) iterations_.store(*iteration + 1);
+    seed_.store(static_cast<uint64_t>(seed));
+    return Status::OK();
+  }
   int64_t Cardinality() const override { return input()->Cardinality(); }
 
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
@@ -79,44 +108,24 @@ class ShuffleDataset final : public UnaryDataset {
     }
 
     Status Save(StateWriter& w) const override {
-      std::ostringstream rng;
-      rng << rng_;
-      w.WriteString("rng", rng.str());
-      w.WriteInt("iteration", static_cast<int64_t>(iteration_));
-      w.WriteInt("seed", static_cast<int64_t>(dataset().seed()));
-      w.WriteInt("input_ended", input_ended_ ? 1 : 0);
+      dataset().SaveDraws(w, rng_, iteration_, input_ended_);
       w.WriteInt("buffered", static_cast<int64_t>(buffer_.size()));
       for (size_t i = 0; i < buffer_.size(); ++i) w.WriteElement("buffer_" + std::to_string(i), buffer_[i]);
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
     Status Restore(const StateReader& r) override {
-      std::string rng;
-      int64_t ended = 0, buffered = 0;
-      TW_RETURN_IF_ERROR(r.ReadString("rng", &rng));
-      int64_t iteration = 0;
-      TW_RETURN_IF_ERROR(r.ReadInt("iteration", &iteration));
-      iteration_ = static_cast<uint64_t>(iteration);
-      // Later iterations (Repeat's next epochs) draw the orders they would have.
-      if (dataset().options_.reshuffle_each_iteration) dataset().iterations_.store(static_cast<uint64_t>(iteration) + 1);
-      int64_t seed = 0;
-      TW_RETURN_IF_ERROR(r.ReadInt("seed", &seed));
-      dataset().seed_.store(static_cast<uint64_t>(seed));
-      std::istringstream in(rng);
-      in >> rng_;
-      if (in.fail()) return errors::DataLoss("Shuffle: the saved generator state does not parse");
-      TW_RETURN_IF_ERROR(r.ReadInt("input_ended", &ended));
+      int64_t buffered = 0;
+      TW_RETURN_IF_ERROR(dataset().RestoreDraws(r, &rng_, &iteration_, &input_ended_));
       TW_RETURN_IF_ERROR(r.ReadInt("buffered", &buffered));
       if (buffered < 0 || buffered > dataset().buffer_size_) {
         return errors::DataLoss("Shuffle: the saved buffer holds ", buffered, " elements, more than buffer_size ",
                                 dataset().buffer_size_);
       }
-      input_ended_ = ended != 0;
       buffer_.assign(static_cast<size_t>(buffered), Element());
       for (int64_t i = 0; i < buffered; ++i) {
         TW_RETURN_IF_ERROR(r.ReadElement("buffer_" + std::to_string(i), &buffer_[static_cast<size_t>(i)]));
       }
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     std::unique_ptr<IteratorBase> input_;
@@ -205,12 +214,7 @@ class ShuffleBatchIter final : public IteratorBase {
   }
 
   Status Save(StateWriter& w) const override {
-    std::ostringstream rng;
-    rng << rng_;
-    w.WriteString("rng", rng.str());
-    w.WriteInt("iteration", static_cast<int64_t>(iteration_));
-    w.WriteInt("seed", static_cast<int64_t>(shuffle_->seed()));
-    w.WriteInt("input_ended", input_ended_ ? 1 : 0);
+    shuffle_->SaveDraws(w, rng_, iteration_, input_ended_);
     Element buffer(dtypes_.size());
     for (size_t c = 0; c < dtypes_.size(); ++c) {
       buffer[c] = Tensor(dtypes_[c], WithRows(size_, c));
@@ -219,24 +223,11 @@ class ShuffleBatchIter final : public IteratorBase {
     w.WriteElement("buffer", buffer);
     w.WriteInt("index", index_);
     if (index_ < batch_rows_) w.WriteElement("batch", batch_);
-    StateWriter child = w.Child(input_->name());
-    return input_->Save(child);
+    return SaveInput(*input_, w);
   }
 
   Status Restore(const StateReader& r) override {
-    std::string rng;
-    int64_t iteration = 0, seed = 0, ended = 0;
-    TW_RETURN_IF_ERROR(r.ReadString("rng", &rng));
-    std::istringstream in(rng);
-    in >> rng_;
-    if (in.fail()) return errors::DataLoss("Shuffle: the saved generator state does not parse");
-    TW_RETURN_IF_ERROR(r.ReadInt("iteration", &iteration));
-    TW_RETURN_IF_ERROR(r.ReadInt("seed", &seed));
-    TW_RETURN_IF_ERROR(r.ReadInt("input_ended", &ended));
-    iteration_ = static_cast<uint64_t>(iteration);
-    if (shuffle_->options_.reshuffle_each_iteration) shuffle_->iterations_.store(iteration_ + 1);
-    shuffle_->seed_.store(static_cast<uint64_t>(seed));
-    input_ended_ = ended != 0;
+    TW_RETURN_IF_ERROR(shuffle_->RestoreDraws(r, &rng_, &iteration_, &input_ended_));
     Element buffer;
     TW_RETURN_IF_ERROR(r.ReadElement("buffer", &buffer));
     TW_RETURN_IF_ERROR(CheckRows(buffer, "the saved shuffle buffer"));
@@ -256,7 +247,7 @@ class ShuffleBatchIter final : public IteratorBase {
       return errors::DataLoss("Shuffle: the saved row ", index_, " is outside its batch of ", batch_rows_);
     }
     if (batch_rows_ == 0) index_ = 0;
-    return input_->Restore(r.Child(input_->name()));
+    return RestoreInput(*input_, r);
   }
 
   std::unique_ptr<IteratorBase> input_;  // over the Unbatch's input: batches

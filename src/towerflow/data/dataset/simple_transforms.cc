@@ -52,8 +52,7 @@ class RepeatDataset final : public UnaryDataset {
       w.WriteInt("produced", produced_in_epoch_ ? 1 : 0);
       w.WriteInt("active", input_ != nullptr ? 1 : 0);
       if (input_ == nullptr) return Status::OK();
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
     Status Restore(const StateReader& r) override {
       int64_t produced = 0, active = 0;
@@ -67,7 +66,7 @@ class RepeatDataset final : public UnaryDataset {
       }
       // A fresh input iterator (of epoch `epoch_`: shuffles draw that epoch's order).
       TW_ASSIGN_OR_RETURN(input_, dataset().input()->MakeIterator(ctx()));
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     std::unique_ptr<IteratorBase> input_;
@@ -123,12 +122,11 @@ class TakeSkipDataset final : public UnaryDataset {
     }
     Status Save(StateWriter& w) const override {
       w.WriteInt("seen", seen_);
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
     Status Restore(const StateReader& r) override {
       TW_RETURN_IF_ERROR(r.ReadInt("seen", &seen_));
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     std::unique_ptr<IteratorBase> input_;
@@ -171,12 +169,11 @@ class ShardDataset final : public UnaryDataset {
     }
     Status Save(StateWriter& w) const override {
       w.WriteInt("next", next_);
-      StateWriter child = w.Child(input_->name());
-      return input_->Save(child);
+      return SaveInput(*input_, w);
     }
     Status Restore(const StateReader& r) override {
       TW_RETURN_IF_ERROR(r.ReadInt("next", &next_));
-      return input_->Restore(r.Child(input_->name()));
+      return RestoreInput(*input_, r);
     }
 
     std::unique_ptr<IteratorBase> input_;
