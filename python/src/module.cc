@@ -1,0 +1,20 @@
+// towerflow._core: the extension module over libtowerflow.so. Python code
+// reaches the engine through this module only (python/towerflow/).
+#include <nanobind/nanobind.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "convert.h"
+
+NB_MODULE(_core, m) {
+  namespace nb = nanobind;
+  using namespace tw::python;
+  m.doc() = "towerflow's C++ engine (libtowerflow.so), as the Python package uses it";
+  RegisterStatusTranslator();
+  BindGraph(m);
+  BindSession(m);
+  BindTrain(m);
+  BindData(m);
+  m.def("dtype_name", [](const std::string& name) { return DataTypeToName(DataTypeFromName(name)); },
+        nb::arg("name"), "The canonical name of a dtype name (\"float\" -> \"float32\").");
+}

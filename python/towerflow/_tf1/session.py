@@ -1,0 +1,261 @@
+"""tf.Session and tf.ConfigProto over the engine's Session.
+
+``run`` takes TF1's nested fetch structures (lists, tuples, namedtuples,
+dicts of Tensors, Operations, Variables and names) and feed_dict, and returns
+the same structure with NumPy values (an Operation fetches None). The GIL is
+released while the engine runs the step.
+"""
+
+import collections
+
+import numpy as np
+
+from .. import _core
+from . import framework as fw
+
+
+class GPUOptions:
+    """TF1's GPUOptions: allow_growth (towerflow's GPU memory always grows as
+    needed, so both values behave the same), visible_device_list,
+    per_process_gpu_memory_fraction (not supported: raises when set)."""
+
+    def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=0.0, visible_device_list="",
+                 allocator_type="", force_gpu_compatible=False):
+        self.allow_growth = allow_growth
+        self.per_process_gpu_memory_fraction = per_process_gpu_memory_fraction
+        self.visible_device_list = visible_device_list
+        self.allocator_type = allocator_type
+        self.force_gpu_compatible = force_gpu_compatible
+
+
+class ConfigProto:
+    """TF1's ConfigProto, the fields towerflow's sessions honour."""
+
+    def __init__(self, device_count=None, intra_op_parallelism_threads=0, inter_op_parallelism_threads=0,
+                 allow_soft_placement=False, log_device_placement=False, gpu_options=None,
+                 use_per_session_threads=False, operation_timeout_in_ms=0, graph_options=None):
+        self.device_count = dict(device_count or {})
+        self.intra_op_parallelism_threads = intra_op_parallelism_threads
+        self.inter_op_parallelism_threads = inter_op_parallelism_threads
+        self.allow_soft_placement = allow_soft_placement
+        self.log_device_placement = log_device_placement
+        self.gpu_options = gpu_options or GPUOptions()
+        self.use_per_session_threads = use_per_session_threads
+        self.operation_timeout_in_ms = operation_timeout_in_ms
+        if graph_options is not None:
+            raise NotImplementedError("ConfigProto(graph_options=...) is not supported by towerflow")
+
+    def _session_options(self):
+        o = _core.SessionOptions()
+        o.allow_soft_placement = bool(self.allow_soft_placement)
+        o.log_device_placement = bool(self.log_device_placement)
+        o.inter_op_threads = int(self.inter_op_parallelism_threads)
+        o.intra_op_threads = int(self.intra_op_parallelism_threads)
+        for kind, n in self.device_count.items():
+            if kind.upper() == "CPU":
+                o.num_cpu_devices = max(1, int(n))
+            elif kind.upper() == "GPU":
+                o.max_gpus = int(n)
+            else:
+                raise ValueError("device_count has an unknown device type '%s' (CPU, GPU)" % kind)
+        gpu = self.gpu_options
+        if gpu.per_process_gpu_memory_fraction:
+            raise NotImplementedError("GPUOptions.per_process_gpu_memory_fraction is not supported by towerflow "
+                                      "(set CUDA_VISIBLE_DEVICES, or towerflow.SessionOptions.gpu_memory_limit_mb)")
+        if gpu.visible_device_list:
+            raise NotImplementedError("GPUOptions.visible_device_list is not supported by towerflow; set "
+                                      "CUDA_VISIBLE_DEVICES before the first session")
+        if self.operation_timeout_in_ms:
+            raise NotImplementedError("ConfigProto.operation_timeout_in_ms is not supported by towerflow")
+        return o
+
+
+class RunOptions:
+    def __init__(self, trace_level=0, timeout_in_ms=0):
+        if trace_level or timeout_in_ms:
+            raise NotImplementedError("RunOptions are not supported by towerflow (use towerflow's --trace)")
+
+
+class RunMetadata:
+    pass
+
+
+class _Fetch:
+    """The flattened fetches of one run and how to rebuild their structure."""
+
+    def __init__(self, graph, fetches):
+        self.graph = graph
+        self.outputs = []   # engine Outputs to fetch (unique)
+        self.targets = []   # engine Nodes to run
+        self._index = {}    # id(Tensor) -> position in outputs
+        self._build = self._flatten(fetches)
+
+    def _leaf(self, f):
+        if isinstance(f, str):
+            f = self.graph.as_graph_element(f)
+        if hasattr(f, "_tw_fetch"):
+            return f._tw_fetch(self)
+        if isinstance(f, fw.Operation):
+            self._check_graph(f)
+            self.targets.append(f._node)
+            return lambda values: None
+        t = fw.convert_to_tensor(f) if not isinstance(f, fw.Tensor) else f
+        self._check_graph(t)
+        return self.tensor(t)
+
+    def tensor(self, t):
+        key = (t.op.name, t.value_index)
+        if key not in self._index:
+            self._index[key] = len(self.outputs)
+            self.outputs.append(t._output)
+        i = self._index[key]
+        return lambda values: values[i]
+
+    def _check_graph(self, x):
+        if x.graph is not self.graph:
+            raise ValueError("Fetch argument %r is not an element of this graph." % (x,))
+
+    def _flatten(self, f):
+        if f is None:
+            raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
+        if isinstance(f, dict):
+            parts = {k: self._flatten(v) for k, v in f.items()}
+            kind = type(f)
+            return lambda values: kind((k, p(values)) for k, p in parts.items())
+        if isinstance(f, tuple) and hasattr(f, "_fields"):
+            parts = [self._flatten(v) for v in f]
+            kind = type(f)
+            return lambda values: kind(*[p(values) for p in parts])
+        if isinstance(f, (list, tuple)):
+            parts = [self._flatten(v) for v in f]
+            kind = type(f)
+            return lambda values: kind(p(values) for p in parts)
+        return self._leaf(f)
+
+    def result(self, values):
+        return self._build(values)
+
+
+def _as_value(array):
+    """0-d arrays become NumPy scalars (bytes for strings), as TF returns them."""
+    if isinstance(array, np.ndarray) and array.ndim == 0:
+        return array[()]
+    return array
+
+
+class BaseSession:
+    def __init__(self, target="", graph=None, config=None):
+        if target:
+            raise NotImplementedError("towerflow sessions run in this process (target '%s')" % target)
+        self._graph = graph or fw.get_default_graph()
+        self._config = config or ConfigProto()
+        self._session = _core.Session(self._graph._graph, self._config._session_options())
+        self._closed = False
+        self._default_contexts = []
+
+    @property
+    def graph(self):
+        return self._graph
+
+    @property
+    def graph_def(self):
+        raise NotImplementedError("Session.graph_def is not supported by towerflow")
+
+    @property
+    def sess_str(self):
+        return ""
+
+    def list_devices(self):
+        Dev = collections.namedtuple("_DeviceAttributes", ["name", "device_type", "memory_limit_bytes",
+                                                            "incarnation"])
+        return [Dev(d["name"], d["device_type"], 0, 0) for d in self._session.list_devices()]
+
+    def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
+        if self._closed:
+            raise RuntimeError("Attempted to use a closed Session.")
+        fetch = _Fetch(self._graph, fetches)
+        feeds = []
+        for key, value in (feed_dict or {}).items():
+            if isinstance(key, str):
+                key = self._graph.as_graph_element(key, allow_operation=False)
+            t = fw.convert_to_tensor(key) if not isinstance(key, fw.Tensor) else key
+            if t.graph is not self._graph:
+                raise ValueError("Cannot feed %r: it is not an element of this graph." % (key,))
+            if isinstance(value, (fw.Tensor, fw.Operation)):
+                raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
+                                "Python scalars, strings, lists, numpy ndarrays, or TensorHandles.")
+            feeds.append((t._output, value))
+        values = self._session.run(feeds, fetch.outputs, fetch.targets)
+        return fetch.result([_as_value(v) for v in values])
+
+    def _load_variable(self, var, value):
+        from . import array_ops
+        with self._graph.as_default():
+            ph = array_ops.placeholder(var.dtype, var.shape, name=var.op.name + "/load_value")
+            op = var.assign(ph)
+        self.run(op, {ph: value})
+
+    def close(self):
+        if not self._closed:
+            self._closed = True
+            self._session.close()
+
+    def as_default(self):
+        return _DefaultSession(self)
+
+    def placed_device(self, op):
+        """Where the engine placed `op` (an Operation or its name), and why."""
+        op = self._graph.as_graph_element(op) if isinstance(op, str) else fw._as_operation(op)
+        return self._session.placed_device(op._node), self._session.placement_reason(op._node)
+
+    def describe_devices(self):
+        return self._session.describe_devices()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 (interpreter shutdown)
+            pass
+
+
+class _DefaultSession:
+    def __init__(self, session):
+        self._session = session
+
+    def __enter__(self):
+        fw._stack.sessions.append(self._session)
+        return self._session
+
+    def __exit__(self, *exc):
+        fw._stack.sessions.pop()
+        return False
+
+
+class Session(BaseSession):
+    """tf.Session: `with tf.Session(config=...) as sess:` makes it (and its
+    graph) the default and closes it at the end."""
+
+    def __enter__(self):
+        self._graph_ctx = self._graph.as_default()
+        self._graph_ctx.__enter__()
+        fw._stack.sessions.append(self)
+        return self
+
+    def __exit__(self, exc_type, exc, tb):
+        fw._stack.sessions.pop()
+        self._graph_ctx.__exit__(exc_type, exc, tb)
+        self.close()
+        return False
+
+
+class InteractiveSession(BaseSession):
+    """tf.InteractiveSession: the default session from construction to close."""
+
+    def __init__(self, target="", graph=None, config=None):
+        super().__init__(target, graph, config)
+        fw._stack.sessions.append(self)
+
+    def close(self):
+        if not self._closed and self in fw._stack.sessions:
+            fw._stack.sessions.remove(self)
+        super().close()

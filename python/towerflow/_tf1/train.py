@@ -1,0 +1,391 @@
+"""tf.train of TF1's Python API: optimizers, the global step, Saver,
+Coordinator, queue runners, input producers and batching."""
+
+import contextlib
+import os
+import threading
+
+from .. import _core
+from .. import errors
+from . import dtypes as _dtypes
+from . import framework as fw
+from . import variables
+
+
+# ---- optimizers -------------------------------------------------------------------
+
+class Optimizer:
+    """TF1's tf.train.Optimizer over the engine's optimizers: gradients by
+    tw::Gradients, one update op per variable, slots in the variable store."""
+
+    def __init__(self, use_locking, name):
+        self._name = name
+        self._core = None
+
+    def _engine(self, graph):
+        raise NotImplementedError
+
+    def _opt(self):
+        if self._core is None:
+            self._core = self._make()
+        return self._core
+
+    @staticmethod
+    def _lr(value):
+        if isinstance(value, (fw.Tensor, variables.Variable)):
+            t = fw.convert_to_tensor(value)
+            return 0.0, t._output
+        return float(value), None
+
+    def get_name(self):
+        return self._name
+
+    def compute_gradients(self, loss, var_list=None, gate_gradients=1, aggregation_method=None,
+                          colocate_gradients_with_ops=False, grad_loss=None):
+        if grad_loss is not None:
+            raise NotImplementedError("compute_gradients(grad_loss=...) is not supported by towerflow")
+        loss = fw.convert_to_tensor(loss)
+        g = loss.graph
+        vars_ = [v._var for v in (var_list or [])]
+        pairs = self._opt().compute_gradients(g._scope, loss._output, vars_)
+        out = []
+        for grad, core_var in pairs:
+            t = None if grad is None else g._wrap_node(grad.node).outputs[grad.index]
+            out.append((t, variables._wrap_variable(g, core_var)))
+        return out
+
+    def apply_gradients(self, grads_and_vars, global_step=None, name=None):
+        grads_and_vars = list(grads_and_vars)
+        if not grads_and_vars:
+            raise ValueError("No variables provided.")
+        g = None
+        pairs = []
+        for grad, var in grads_and_vars:
+            if not isinstance(var, variables.Variable):
+                raise TypeError("apply_gradients takes (gradient, Variable) pairs, got %r" % (var,))
+            g = var.graph
+            pairs.append((None if grad is None else fw.convert_to_tensor(grad)._output, var._var))
+        step = None if global_step is None else global_step._var
+        node = self._opt().apply_gradients(g._scope, pairs, step, name or "")
+        return g._wrap_node(node)
+
+    def minimize(self, loss, global_step=None, var_list=None, gate_gradients=1, aggregation_method=None,
+                 colocate_gradients_with_ops=False, name=None, grad_loss=None):
+        gv = self.compute_gradients(loss, var_list=var_list, grad_loss=grad_loss)
+        if all(g is None for g, _ in gv):
+            raise ValueError("No gradients provided for any variable, check your graph for ops that do not "
+                             "support gradients, between variables %s and loss %s."
+                             % ([v.name for _, v in gv], loss))
+        return self.apply_gradients(gv, global_step=global_step, name=name)
+
+    def get_slot(self, var, name):
+        slot = self._opt().get_slot(var.graph._graph, var._var, name)
+        return None if slot is None else variables._wrap_variable(var.graph, slot, False)
+
+    def variables(self):
+        return [v for v in fw.get_default_graph().get_collection("variables")
+                if v.name.split(":")[0].endswith("/" + self._name) or "/" + self._name + "_" in v.name]
+
+
+class GradientDescentOptimizer(Optimizer):
+    def __init__(self, learning_rate, use_locking=False, name="GradientDescent"):
+        super().__init__(use_locking, name)
+        self._lr_value = learning_rate
+
+    def _make(self):
+        lr, t = self._lr(self._lr_value)
+        return _core.GradientDescent(lr, t)
+
+
+class MomentumOptimizer(Optimizer):
+    def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
+        super().__init__(use_locking, name)
+        self._args = (learning_rate, momentum, use_nesterov)
+
+    def _make(self):
+        lr, t = self._lr(self._args[0])
+        return _core.Momentum(lr, float(self._args[1]), bool(self._args[2]), t)
+
+
+class AdamOptimizer(Optimizer):
+    def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, use_locking=False, name="Adam"):
+        super().__init__(use_locking, name)
+        self._args = (learning_rate, beta1, beta2, epsilon)
+
+    def _make(self):
+        lr, t = self._lr(self._args[0])
+        return _core.Adam(lr, float(self._args[1]), float(self._args[2]), float(self._args[3]), t)
+
+
+def get_or_create_global_step(graph=None):
+    g = graph or fw.get_default_graph()
+    core_var = _core.get_or_create_global_step(g._scopes[0])
+    return variables._wrap_variable(g, core_var, False)
+
+
+def get_global_step(graph=None):
+    g = graph or fw.get_default_graph()
+    v = _core.find_variable(g._graph, "global_step")
+    return None if v is None else variables._wrap_variable(g, v, False)
+
+
+create_global_step = get_or_create_global_step
+
+
+# ---- Saver -----------------------------------------------------------------------
+
+class Saver:
+    """tf.train.Saver writing safetensors checkpoints (CRC32C per tensor).
+
+    save() writes ``<save_path>-<global_step>`` (or ``save_path``) and returns
+    that path; restore() reads it back, every variable or none."""
+
+    def __init__(self, var_list=None, max_to_keep=5, name=None, **kwargs):
+        g = fw.get_default_graph()
+        if isinstance(var_list, dict):
+            raise NotImplementedError("Saver(var_list=dict) is not supported by towerflow: variables are saved "
+                                      "under their own names")
+        vars_ = [v._var for v in (var_list or [])]
+        self._graph = g
+        self._saver = _core.Saver(g._scopes[0], vars_)
+        self._max_to_keep = max_to_keep
+        self._last = []
+
+    def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix="meta",
+             write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
+        if global_step is not None:
+            step = global_step if isinstance(global_step, int) else int(sess.run(global_step))
+            save_path = "%s-%d" % (save_path, step)
+        directory = os.path.dirname(save_path)
+        if directory:
+            os.makedirs(directory, exist_ok=True)
+        self._saver.save(sess._session, save_path)
+        self._last.append(save_path)
+        if self._max_to_keep and len(self._last) > self._max_to_keep:
+            old = self._last.pop(0)
+            if old != save_path and os.path.exists(old):
+                os.remove(old)
+        if write_state and directory is not None:
+            with open(os.path.join(directory or ".", latest_filename or "checkpoint"), "w") as f:
+                f.write('model_checkpoint_path: "%s"\n' % os.path.basename(save_path))
+        return save_path
+
+    def restore(self, sess, save_path):
+        if save_path is None:
+            raise ValueError("Can't load save_path when it is None.")
+        self._saver.restore(sess._session, save_path)
+
+    @property
+    def last_checkpoints(self):
+        return list(self._last)
+
+
+def latest_checkpoint(checkpoint_dir, latest_filename=None):
+    path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        for line in f:
+            if line.startswith("model_checkpoint_path:"):
+                name = line.split(":", 1)[1].strip().strip('"')
+                return os.path.join(checkpoint_dir, name)
+    return None
+
+
+# ---- Coordinator and queue runners ------------------------------------------------
+
+class Coordinator:
+    """tf.train.Coordinator over the engine's: queue runner threads (C++) and
+    Python threads stop together; OutOfRangeError is a clean stop."""
+
+    def __init__(self, clean_stop_exception_types=None):
+        self._coord = _core.Coordinator()
+        self._clean = tuple(clean_stop_exception_types or (errors.OutOfRangeError,))
+        self._py_exc = None
+        self._py_threads = []
+        self._lock = threading.Lock()
+
+    def request_stop(self, ex=None):
+        if ex is None:
+            self._coord.request_stop()
+            return
+        if isinstance(ex, tuple):  # sys.exc_info()
+            ex = ex[1]
+        if isinstance(ex, self._clean):
+            self._coord.request_stop()
+        elif isinstance(ex, errors.OpError):
+            self._coord.request_stop(ex.error_code, ex.message)
+        else:
+            with self._lock:
+                if self._py_exc is None:
+                    self._py_exc = ex
+            self._coord.request_stop(errors.UNKNOWN, "%s: %s" % (type(ex).__name__, ex))
+
+    def should_stop(self):
+        return self._coord.should_stop()
+
+    def clear_stop(self):
+        self._coord.clear_stop()
+        self._py_exc = None
+
+    def wait_for_stop(self, timeout=None):
+        return self._coord.wait_for_stop(timeout)
+
+    @contextlib.contextmanager
+    def stop_on_exception(self):
+        try:
+            yield
+        except Exception as ex:  # noqa: BLE001 (TF's contract)
+            self.request_stop(ex)
+
+    def register_thread(self, thread):
+        self._py_threads.append(thread)
+
+    def join(self, threads=None, stop_grace_period_secs=120, ignore_live_threads=False):
+        threads = list(threads or []) + self._py_threads
+        groups = [t for t in threads if isinstance(t, _core.ThreadGroup)]
+        py = [t for t in threads if not isinstance(t, _core.ThreadGroup)]
+        try:
+            self._coord.join(groups, float(stop_grace_period_secs), bool(ignore_live_threads))
+        except errors.OpError:
+            if self._py_exc is not None:
+                raise self._py_exc from None
+            raise
+        finally:
+            for t in py:
+                t.join(stop_grace_period_secs)
+        if self._py_exc is not None:
+            raise self._py_exc
+
+    @property
+    def joined(self):
+        return False
+
+
+def start_queue_runners(sess=None, coord=None, daemon=True, start=True, collection="queue_runners"):
+    """Starts the threads of every queue runner of the session's graph; the
+    returned list goes to coord.join()."""
+    from . import framework
+    sess = sess or framework.get_default_session()
+    if sess is None:
+        raise ValueError("Cannot start queue runners: No default session is registered.")
+    if not start:
+        raise NotImplementedError("start_queue_runners(start=False) is not supported by towerflow")
+    if collection != "queue_runners":
+        raise NotImplementedError("towerflow's queue runners live in collection 'queue_runners'")
+    coord = coord or Coordinator()
+    return [_core.start_queue_runners(sess._session, coord._coord)]
+
+
+# ---- input producers and batching ---------------------------------------------------
+
+class _Queue:
+    """A queue the input functions built (tf.FIFOQueue's read-side face)."""
+
+    def __init__(self, graph, core_queue):
+        self._graph = graph
+        self._queue = core_queue
+        h = core_queue.handle
+        self._ref = graph._wrap_node(h.node).outputs[h.index]
+
+    @property
+    def queue_ref(self):
+        return self._ref
+
+    @property
+    def name(self):
+        return self._queue.name
+
+    @property
+    def dtypes(self):
+        return [_dtypes.as_dtype(d) for d in self._queue.dtypes]
+
+    def size(self, name=None):
+        out = self._queue.size(self._graph._scope)
+        return self._graph._wrap_node(out.node).outputs[out.index]
+
+    def close(self, cancel_pending_enqueues=False, name=None):
+        return self._graph._wrap_node(self._queue.close(self._graph._scope, cancel_pending_enqueues))
+
+
+def string_input_producer(string_tensor, num_epochs=None, shuffle=True, seed=None, capacity=32, shared_name=None,
+                          name=None, cancel_op=None):
+    if isinstance(string_tensor, (fw.Tensor, variables.Variable)):
+        raise NotImplementedError("towerflow's string_input_producer takes a Python list of file names")
+    strings = [s.decode() if isinstance(s, bytes) else str(s) for s in string_tensor]
+    if not strings:
+        raise ValueError("string_input_producer needs at least one string (an empty list of files?)")
+    g = fw.get_default_graph()
+    scope = g._scope.with_op_name(name) if name else g._scope
+    q = _core.string_input_producer(scope, strings, num_epochs, bool(shuffle), 0 if seed is None else int(seed),
+                                    int(capacity), shared_name or "")
+    return _Queue(g, q)
+
+
+def _flatten_tensors(tensors):
+    if isinstance(tensors, dict):
+        keys = sorted(tensors)
+        return [fw.convert_to_tensor(tensors[k]) for k in keys], lambda out: dict(zip(keys, out))
+    if not isinstance(tensors, (list, tuple)):
+        raise TypeError("batch functions take a list or a dict of tensors")
+    flat = [fw.convert_to_tensor(t) for t in tensors]
+    return flat, lambda out: out[0] if len(out) == 1 else list(out)
+
+
+def _shapes(shapes):
+    return None if shapes is None else [fw.as_shape(s).as_list() for s in shapes]
+
+
+def _check_dynamic_pad(dynamic_pad):
+    if dynamic_pad:
+        raise NotImplementedError("batch(dynamic_pad=True) is not supported by towerflow")
+
+
+def _wrap_outputs(g, outputs):
+    return [g._wrap_node(o.node).outputs[o.index] for o in outputs]
+
+
+def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,
+          allow_smaller_final_batch=False, shared_name=None, name=None):
+    _check_dynamic_pad(dynamic_pad)
+    flat, rebuild = _flatten_tensors(tensors)
+    g = fw._graph_of(flat)
+    scope = g._scope.with_op_name(name) if name else g._scope
+    out = _core.batch(scope, [[t._output for t in flat]], int(batch_size), int(num_threads), int(capacity),
+                      bool(enqueue_many), _shapes(shapes), bool(allow_smaller_final_batch), shared_name or "", False)
+    return rebuild(_wrap_outputs(g, out))
+
+
+def batch_join(tensors_list, batch_size, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,
+               allow_smaller_final_batch=False, shared_name=None, name=None):
+    _check_dynamic_pad(dynamic_pad)
+    lists = [_flatten_tensors(t) for t in tensors_list]
+    g = fw._graph_of(lists[0][0])
+    scope = g._scope.with_op_name(name) if name else g._scope
+    out = _core.batch(scope, [[t._output for t in flat] for flat, _ in lists], int(batch_size), 1, int(capacity),
+                      bool(enqueue_many), _shapes(shapes), bool(allow_smaller_final_batch), shared_name or "", True)
+    return lists[0][1](_wrap_outputs(g, out))
+
+
+def shuffle_batch(tensors, batch_size, capacity, min_after_dequeue, num_threads=1, seed=None, enqueue_many=False,
+                  shapes=None, allow_smaller_final_batch=False, shared_name=None, name=None):
+    flat, rebuild = _flatten_tensors(tensors)
+    g = fw._graph_of(flat)
+    scope = g._scope.with_op_name(name) if name else g._scope
+    out = _core.shuffle_batch(scope, [[t._output for t in flat]], int(batch_size), int(capacity),
+                              int(min_after_dequeue), int(num_threads), 0 if seed is None else int(seed),
+                              bool(enqueue_many), _shapes(shapes), bool(allow_smaller_final_batch),
+                              shared_name or "", False)
+    return rebuild(_wrap_outputs(g, out))
+
+
+def shuffle_batch_join(tensors_list, batch_size, capacity, min_after_dequeue, seed=None, enqueue_many=False,
+                       shapes=None, allow_smaller_final_batch=False, shared_name=None, name=None):
+    lists = [_flatten_tensors(t) for t in tensors_list]
+    g = fw._graph_of(lists[0][0])
+    scope = g._scope.with_op_name(name) if name else g._scope
+    out = _core.shuffle_batch(scope, [[t._output for t in flat] for flat, _ in lists], int(batch_size),
+                              int(capacity), int(min_after_dequeue), 1, 0 if seed is None else int(seed),
+                              bool(enqueue_many), _shapes(shapes), bool(allow_smaller_final_batch),
+                              shared_name or "", True)
+    return lists[0][1](_wrap_outputs(g, out))

@@ -1,0 +1,241 @@
+"""TF1's Python API over towerflow: ``import towerflow.compat.v1 as tf``.
+
+A TF1 program of the kind towerflow is for (graphs, sessions, variable
+scopes, towers on devices, queue input pipelines, optimizers, savers, scalar
+summaries) runs with its import line changed. Every symbol here has TF1's
+signature and semantics; a TF1 symbol towerflow lacks raises AttributeError
+naming it (``tf.foo`` -> "towerflow.compat.v1 has no 'foo' ..."), and an
+argument it cannot honour raises NotImplementedError naming the argument:
+nothing is silently ignored.
+"""
+
+import sys as _sys
+import types as _types
+
+from ... import errors
+from ..._tf1 import array_ops as _array
+from ..._tf1 import dtypes as _dtypes
+from ..._tf1 import framework as _fw
+from ..._tf1 import graph_ops as _graph_ops
+from ..._tf1 import io as _io
+from ..._tf1 import math_ops as _math
+from ..._tf1 import nn as _nn
+from ..._tf1 import session as _session
+from ..._tf1 import summary as _summary
+from ..._tf1 import train as _train
+from ..._tf1 import variables as _vars
+
+
+class _Namespace(_types.ModuleType):
+    """A submodule (tf.nn, tf.train, ...) whose missing names raise naming them."""
+
+    def __init__(self, name, doc, **symbols):
+        super().__init__(name, doc)
+        self.__dict__.update(symbols)
+
+    def __getattr__(self, attr):
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        raise AttributeError("%s has no '%s': towerflow does not support it" % (self.__name__, attr))
+
+
+def __getattr__(attr):
+    if attr.startswith("__"):
+        raise AttributeError(attr)
+    raise AttributeError("towerflow.compat.v1 has no '%s': towerflow does not support it" % attr)
+
+
+# ---- dtypes
+DType = _dtypes.DType
+as_dtype = _dtypes.as_dtype
+float32 = _dtypes.float32
+float64 = _dtypes.float64
+double = _dtypes.float64
+int32 = _dtypes.int32
+int64 = _dtypes.int64
+uint8 = _dtypes.uint8
+bool = _dtypes.bool  # noqa: A001
+string = _dtypes.string
+dtypes = _Namespace(__name__ + ".dtypes", "dtypes", DType=DType, as_dtype=as_dtype, float32=float32,
+                    float64=float64, double=double, int32=int32, int64=int64, uint8=uint8, bool=bool,
+                    string=string)
+
+# ---- graphs, tensors, scopes
+Graph = _fw.Graph
+Operation = _fw.Operation
+Tensor = _fw.Tensor
+TensorShape = _fw.TensorShape
+Dimension = _fw.Dimension
+GraphKeys = _fw.GraphKeys
+get_default_graph = _fw.get_default_graph
+reset_default_graph = _fw.reset_default_graph
+get_default_session = _fw.get_default_session
+name_scope = _fw.name_scope
+device = _fw.device
+control_dependencies = _fw.control_dependencies
+colocate_with = _fw.colocate_with
+convert_to_tensor = _fw.convert_to_tensor
+constant = _fw.constant
+set_random_seed = _fw.set_random_seed
+get_collection = _fw.get_collection
+get_collection_ref = _fw.get_collection_ref
+add_to_collection = _fw.add_to_collection
+add_to_collections = _fw.add_to_collections
+
+# ---- variables
+Variable = _vars.VariableV1
+VariableScope = _vars.VariableScope
+AUTO_REUSE = _vars.AUTO_REUSE
+get_variable = _vars.get_variable
+get_variable_scope = _vars.get_variable_scope
+variable_scope = _vars.variable_scope
+global_variables = _vars.global_variables
+trainable_variables = _vars.trainable_variables
+local_variables = _vars.local_variables
+global_variables_initializer = _vars.global_variables_initializer
+initialize_all_variables = _vars.global_variables_initializer
+local_variables_initializer = _vars.local_variables_initializer
+variables_initializer = _vars.variables_initializer
+assign = _vars.assign
+assign_add = _vars.assign_add
+assign_sub = _vars.assign_sub
+zeros_initializer = _vars.zeros_initializer
+ones_initializer = _vars.ones_initializer
+constant_initializer = _vars.constant_initializer
+random_normal_initializer = _vars.random_normal_initializer
+truncated_normal_initializer = _vars.truncated_normal_initializer
+random_uniform_initializer = _vars.random_uniform_initializer
+glorot_uniform_initializer = _vars.glorot_uniform_initializer
+initializers = _Namespace(__name__ + ".initializers", "initializers", zeros=zeros_initializer,
+                          ones=ones_initializer, constant=constant_initializer,
+                          random_normal=random_normal_initializer, truncated_normal=truncated_normal_initializer,
+                          random_uniform=random_uniform_initializer, glorot_uniform=glorot_uniform_initializer,
+                          global_variables=global_variables_initializer,
+                          local_variables=local_variables_initializer, variables=variables_initializer)
+
+# ---- array ops
+placeholder = _array.placeholder
+identity = _array.identity
+stop_gradient = _array.stop_gradient
+shape = _array.shape
+rank = _array.rank
+reshape = _array.reshape
+cast = _array.cast
+to_float = _array.to_float
+to_double = _array.to_double
+to_int32 = _array.to_int32
+to_int64 = _array.to_int64
+concat = _array.concat
+stack = _array.stack
+unstack = _array.unstack
+expand_dims = _array.expand_dims
+squeeze = _array.squeeze
+slice = _array.slice  # noqa: A001
+fill = _array.fill
+zeros = _array.zeros
+ones = _array.ones
+zeros_like = _array.zeros_like
+ones_like = _array.ones_like
+broadcast_to = _array.broadcast_to
+
+# ---- math ops
+add = _math.add
+subtract = _math.subtract
+multiply = _math.multiply
+divide = _math.divide
+truediv = _math.truediv
+div = _math.div
+maximum = _math.maximum
+negative = _math.negative
+square = _math.square
+sqrt = _math.sqrt
+exp = _math.exp
+log = _math.log
+sigmoid = _math.sigmoid
+tanh = _math.tanh
+matmul = _math.matmul
+add_n = _math.add_n
+reduce_sum = _math.reduce_sum
+reduce_mean = _math.reduce_mean
+reduce_max = _math.reduce_max
+argmax = _math.argmax
+equal = _math.equal
+greater_equal = _math.greater_equal
+math = _Namespace(__name__ + ".math", "math", add=add, subtract=subtract, multiply=multiply, divide=divide,
+                  maximum=maximum, negative=negative, square=square, sqrt=sqrt, exp=exp, log=log,
+                  sigmoid=sigmoid, tanh=tanh, add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
+                  reduce_max=reduce_max, argmax=argmax, equal=equal, greater_equal=greater_equal)
+
+# ---- gradients, control flow, random
+gradients = _graph_ops.gradients
+group = _graph_ops.group
+no_op = _graph_ops.no_op
+tuple = _graph_ops.tuple_  # noqa: A001
+random_normal = _graph_ops.random_normal
+truncated_normal = _graph_ops.truncated_normal
+random_uniform = _graph_ops.random_uniform
+random = _Namespace(__name__ + ".random", "random", normal=random_normal, truncated_normal=truncated_normal,
+                    uniform=random_uniform, set_random_seed=set_random_seed)
+
+# ---- nn
+nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh,
+                softmax=_nn.softmax, bias_add=_nn.bias_add, conv2d=_nn.conv2d, max_pool=_nn.max_pool,
+                dropout=_nn.dropout, l2_loss=_nn.l2_loss, moments=_nn.moments,
+                softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
+                softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
+                sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits)
+
+# ---- sessions
+Session = _session.Session
+InteractiveSession = _session.InteractiveSession
+ConfigProto = _session.ConfigProto
+GPUOptions = _session.GPUOptions
+RunOptions = _session.RunOptions
+RunMetadata = _session.RunMetadata
+
+# ---- input
+FixedLenFeature = _io.FixedLenFeature
+VarLenFeature = _io.VarLenFeature
+SparseTensor = _io.SparseTensor
+SparseTensorValue = _io.SparseTensorValue
+parse_single_example = _io.parse_single_example
+parse_example = _io.parse_example
+decode_raw = _io.decode_raw
+TFRecordReader = _io.TFRecordReader
+io = _Namespace(__name__ + ".io", "tf.io", FixedLenFeature=FixedLenFeature, VarLenFeature=VarLenFeature,
+                parse_single_example=parse_single_example, parse_example=parse_example, decode_raw=decode_raw,
+                TFRecordOptions=_io.TFRecordOptions)
+python_io = _Namespace(__name__ + ".python_io", "tf.python_io", TFRecordOptions=_io.TFRecordOptions)
+
+# ---- training
+train = _Namespace(
+    __name__ + ".train", "tf.train",
+    Optimizer=_train.Optimizer,
+    GradientDescentOptimizer=_train.GradientDescentOptimizer,
+    MomentumOptimizer=_train.MomentumOptimizer,
+    AdamOptimizer=_train.AdamOptimizer,
+    get_or_create_global_step=_train.get_or_create_global_step,
+    get_global_step=_train.get_global_step,
+    create_global_step=_train.create_global_step,
+    Saver=_train.Saver,
+    latest_checkpoint=_train.latest_checkpoint,
+    Coordinator=_train.Coordinator,
+    start_queue_runners=_train.start_queue_runners,
+    string_input_producer=_train.string_input_producer,
+    batch=_train.batch,
+    batch_join=_train.batch_join,
+    shuffle_batch=_train.shuffle_batch,
+    shuffle_batch_join=_train.shuffle_batch_join,
+)
+
+# ---- summaries
+summary = _Namespace(__name__ + ".summary", "tf.summary", scalar=_summary.scalar, merge=_summary.merge,
+                     merge_all=_summary.merge_all, FileWriter=_summary.FileWriter)
+
+# ---- errors
+errors = errors
+
+for _name, _mod in list(globals().items()):
+    if isinstance(_mod, _Namespace):
+        _sys.modules[_mod.__name__] = _mod
+del _name, _mod
