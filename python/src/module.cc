@@ -15,6 +15,7 @@ NB_MODULE(_core, m) {
   BindSession(m);
   BindTrain(m);
   BindData(m);
+  BindDataset(m);
   m.def("dtype_name", [](const std::string& name) { return DataTypeToName(DataTypeFromName(name)); },
         nb::arg("name"), "The canonical name of a dtype name (\"float\" -> \"float32\").");
 }

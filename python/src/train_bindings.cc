@@ -1,5 +1,6 @@
 // Bindings of train/: optimizers, the global step, Saver (safetensors) and
 // the TensorBoard event writer.
+#include <nanobind/stl/function.h>
 #include <nanobind/stl/map.h>
 #include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
@@ -88,6 +89,42 @@ void BindTrain(nb::module_& m) {
            },
            "learning_rate"_a = 0.001, "beta1"_a = 0.9, "beta2"_a = 0.999, "epsilon"_a = 1e-8,
            "learning_rate_tensor"_a = nb::none());
+
+  // Replicate: the source and the tower function are Python callables, called
+  // while the towers are built (this thread, the GIL held).
+  m.def("replicate",
+        [](const Scope& root, const std::vector<std::string>& devices, nb::callable source,
+           train::Optimizer& optimizer, nb::callable tower_fn, const std::string& name_scope_prefix, bool mirrored,
+           const std::string& variable_device, bool global_step, bool ordered_batches) {
+          train::ReplicateOptions o;
+          o.name_scope_prefix = name_scope_prefix;
+          o.variable_placement =
+              mirrored ? train::VariablePlacement::kMirrored : train::VariablePlacement::kSingleDevice;
+          o.variable_device = variable_device;
+          o.global_step = global_step;
+          o.ordered_batches = ordered_batches;
+          train::BatchSourceFn src = [&source](const Scope& tower) {
+            return nb::cast<std::vector<Output>>(source(tower));
+          };
+          train::TowerFn fn = [&tower_fn](const Scope& tower, const Batch& batch) {
+            return nb::cast<Output>(tower_fn(tower, batch));
+          };
+          train::ReplicaStep r = Checked(root, [&] { return train::Replicate(root, devices, src, optimizer, fn, o); });
+          nb::dict out;
+          out["loss"] = r.loss;
+          out["tower_losses"] = r.tower_losses;
+          out["train_op"] = nb::cast(r.train_op, nb::rv_policy::reference);
+          out["tower_batches"] = r.tower_batches;
+          out["devices"] = r.devices;
+          out["tower_scopes"] = r.tower_scopes;
+          out["global_step"] = r.global_step.valid() ? nb::cast(r.global_step) : nb::none();
+          return out;
+        },
+        "root"_a, "devices"_a, "source"_a, "optimizer"_a, "tower_fn"_a, "name_scope_prefix"_a = "tower",
+        "mirrored"_a = false, "variable_device"_a = "/device:CPU:0", "global_step"_a = false,
+        "ordered_batches"_a = false);
+  m.def("parse_devices", [](const std::string& devices) { return ValueOrThrow(ParseDevices(devices)); },
+        "devices"_a);
 
   m.def("get_or_create_global_step",
         [](const Scope& scope) { return Checked(scope, [&] { return train::GetOrCreateGlobalStep(scope); }); },

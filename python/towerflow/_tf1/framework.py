@@ -181,6 +181,24 @@ class Graph:
         self._name_scopes = {"": self._scopes[0]}
         self._finalized = False
         self._lock = threading.RLock()
+        self._one_shot_inits = []  # initializers of one-shot dataset iterators (data.py)
+
+    @classmethod
+    def _borrow(cls, scope):
+        """A Graph over the engine graph of `scope`, owned elsewhere (a dataset
+        function's graph while its builder runs); valid only meanwhile."""
+        g = cls.__new__(cls)
+        g._graph = scope.graph
+        g._scopes = [scope]
+        g._ops = {}
+        g._collections = {}
+        g._variables = {}
+        g._var_scopes = []
+        g._name_scopes = {"": scope}
+        g._finalized = False
+        g._lock = threading.RLock()
+        g._one_shot_inits = []
+        return g
 
     # -- context
     @contextlib.contextmanager

@@ -152,6 +152,7 @@ class BaseSession:
         self._session = _core.Session(self._graph._graph, self._config._session_options())
         self._closed = False
         self._default_contexts = []
+        self._one_shot_done = 0
 
     @property
     def graph(self):
@@ -185,6 +186,12 @@ class BaseSession:
                 raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                                 "Python scalars, strings, lists, numpy ndarrays, or TensorHandles.")
             feeds.append((t._output, value))
+        inits = self._graph._one_shot_inits
+        if len(inits) > self._one_shot_done:
+            # One-shot dataset iterators made since the last run start here.
+            pending = inits[self._one_shot_done:]
+            self._one_shot_done = len(inits)
+            self._session.run([], [], [op._node for op in pending])
         values = self._session.run(feeds, fetch.outputs, fetch.targets)
         return fetch.result([_as_value(v) for v in values])
 

@@ -232,6 +232,16 @@ train = _Namespace(
 summary = _Namespace(__name__ + ".summary", "tf.summary", scalar=_summary.scalar, merge=_summary.merge,
                      merge_all=_summary.merge_all, FileWriter=_summary.FileWriter)
 
+# ---- datasets (TF 1.4's tf.data): towerflow.data's Dataset
+from ... import data as _data  # noqa: E402
+
+data = _Namespace(__name__ + ".data", "tf.data", Dataset=_data.Dataset, TFRecordDataset=_data.TFRecordDataset,
+                  Iterator=_data.Iterator, make_one_shot_iterator=lambda ds: ds.make_one_shot_iterator(),
+                  make_initializable_iterator=lambda ds, shared_name=None: ds.make_initializable_iterator(
+                      shared_name),
+                  experimental=_Namespace(__name__ + ".data.experimental", "tf.data.experimental",
+                                          AUTOTUNE=_data.AUTOTUNE))
+
 # ---- errors
 errors = errors
 
