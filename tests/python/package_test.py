@@ -126,5 +126,79 @@ class SessionTest(unittest.TestCase):
         self.assertRegex(towerflow.__version__, r"^\d+\.\d+\.\d+$")
 
 
+class PythonicLayerTest(unittest.TestCase):
+    """towerflow's own layer: towerflow.data, towerflow.train.Replicate,
+    devices and placement, towerflow.cli."""
+
+    def setUp(self):
+        tf.reset_default_graph()
+
+    def test_dataset_iterates_from_python_and_checkpoints(self):
+        ds = towerflow.data.Dataset.range(10).map(lambda x: x * 3).batch(4)
+        self.assertEqual([b.tolist() for b in ds], [[0, 3, 6, 9], [12, 15, 18, 21], [24, 27]])
+        pairs = towerflow.data.Dataset.from_tensor_slices((np.arange(8, dtype=np.float32), np.arange(8)))
+        it = iter(pairs.shuffle(8, seed=3))
+        first = [next(it) for _ in range(3)]
+        state = it.save()
+        rest = [a for a, _ in it]
+        again = iter(pairs.shuffle(8, seed=3))
+        again.restore(state)
+        self.assertEqual([a for a, _ in again], rest)
+        self.assertEqual(sorted([float(a) for a, _ in first] + [float(a) for a in rest]), list(range(8)))
+
+    def test_dataset_errors_raise_where_they_are_made(self):
+        with self.assertRaises(tf.errors.InvalidArgumentError) as cm:
+            list(towerflow.data.Dataset.list_files("/nonexistent/dir/*.tfrecord"))
+        self.assertIn("No files matched pattern: /nonexistent/dir/*.tfrecord", str(cm.exception))
+        with self.assertRaises(tf.errors.InvalidArgumentError) as cm:
+            towerflow.data.Dataset.range(4).batch(0)
+        self.assertIn("Batch", str(cm.exception))
+
+    def test_replicate_gives_each_tower_its_own_batch(self):
+        rng = np.random.RandomState(0)
+        xs = rng.randn(512, 4).astype(np.float32)
+        ys = (xs.sum(1) > 0).astype(np.int64)
+        data = towerflow.data.Dataset.from_tensor_slices((xs, ys)).repeat().shuffle(512, seed=1).batch(32)
+
+        def tower(x, y):
+            w = tf.get_variable("w", [4, 2], initializer=tf.zeros_initializer())
+            logits = tf.matmul(x, w)
+            return tf.reduce_mean(tf.nn.sparse_softmax_cross_entropy_with_logits(labels=y, logits=logits))
+
+        step = towerflow.train.Replicate("cpu:0,cpu:1", data, tf.train.GradientDescentOptimizer(0.5), tower,
+                                         global_step=True)
+        self.assertEqual(step.devices, ["/device:CPU:0", "/device:CPU:1"])
+        self.assertEqual([v.name for v in tf.trainable_variables()], ["w:0"])
+        with tf.Session(config=tf.ConfigProto(device_count={"CPU": 2})) as sess:
+            sess.run(tf.global_variables_initializer())
+            first = sess.run(step.loss)
+            for _ in range(60):
+                _, loss, b0, b1 = sess.run([step.train_op, step.loss, step.tower_batches[0][0],
+                                            step.tower_batches[1][0]])
+                self.assertFalse(np.array_equal(b0, b1), "two towers got the same batch")
+            self.assertLess(loss, first / 2)
+            self.assertEqual(sess.run(step.global_step), 60)
+            placed = towerflow.placement(sess)
+        self.assertTrue(placed["tower_1/MatMul"][0].endswith("CPU:1"), placed["tower_1/MatMul"])
+
+    def test_list_devices(self):
+        devices = towerflow.list_devices(tf.ConfigProto(device_count={"CPU": 3}))
+        self.assertEqual([d["short_name"] for d in devices if d["device_type"] == "CPU"],
+                         ["/device:CPU:0", "/device:CPU:1", "/device:CPU:2"])
+
+    def test_cli_trains_from_python(self):
+        tmp = tempfile.mkdtemp(prefix="tw_cli_")
+        try:
+            data = os.path.join(tmp, "data")
+            pyenv.towerflow_convert("seed-synthetic", "--out", data, "--n-features", "8", "--examples", "2000",
+                                    "--shards", "2", "--seed", "1")
+            result = towerflow.cli.train(data=data + "/train-*.tfrecord", model="seed", steps=30, batch_size=32,
+                                         devices="cpu:0,cpu:1", logdir=os.path.join(tmp, "logs"), echo=False)
+            self.assertEqual(result.get("global_step", result.get("steps")), 30, result)
+            self.assertTrue(glob.glob(os.path.join(tmp, "logs", "ckpt-*.safetensors")))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -314,6 +314,11 @@ TEST_F(DatasetFileTest, ListFilesMatchesSortedOrShuffledAndNamesAPatternWithoutM
   auto it = Dataset::ListFiles(Path("none*.tfrecord")).MakeIterator();
   EXPECT_EQ(it.status().code(), Code::kInvalidArgument);
   EXPECT_NE(it.status().message().find("No files matched pattern: " + Path("none*.tfrecord")), std::string::npos);
+  // A directory that does not exist matches nothing either.
+  auto missing = Dataset::ListFiles(Path("no_such_dir/*.tfrecord")).MakeIterator();
+  EXPECT_EQ(missing.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(missing.status().message().find("No files matched pattern: " + Path("no_such_dir/*.tfrecord")),
+            std::string::npos);
   // TFRecord over ListFiles.
   EXPECT_EQ(Strings(Dataset::TFRecord(Dataset::ListFiles(Path("x*.tfrecord"), {.shuffle = false}))),
             (std::vector<std::string>{"x0.tfrecord0", "x1.tfrecord0", "x2.tfrecord0"}));

@@ -2,6 +2,8 @@
 // iterator's position is one index (and ListFiles' the order it drew).
 #include <glob.h>
 
+#include <cerrno>
+
 #include <algorithm>
 #include <atomic>
 #include <random>
@@ -115,13 +117,29 @@ class ListFilesDataset final : public DatasetBase {
         seed_(options_.seed ? static_cast<uint64_t>(*options_.seed) : std::random_device{}()) {}
 
   StatusOr<std::vector<std::string>> Match() const {
+    // A directory of the pattern that does not exist is no match, as in TF; one
+    // that cannot be read fails naming it (glob's error callback records it).
+    static thread_local std::string unreadable;
+    static thread_local int unreadable_errno = 0;
+    unreadable.clear();
+    unreadable_errno = 0;
+    auto on_error = [](const char* path, int err) -> int {
+      if (err != ENOENT && err != ENOTDIR && unreadable.empty()) {
+        unreadable = path;
+        unreadable_errno = err;
+      }
+      return 0;  // keep matching the rest
+    };
     glob_t g{};
-    const int rc = glob(pattern_.c_str(), GLOB_ERR, nullptr, &g);
+    const int rc = glob(pattern_.c_str(), 0, on_error, &g);
     std::vector<std::string> files;
     if (rc == 0) {
       for (size_t i = 0; i < g.gl_pathc; ++i) files.emplace_back(g.gl_pathv[i]);
     }
     globfree(&g);
+    if (!unreadable.empty()) {
+      return FileError(unreadable, "ListFiles '" + pattern_ + "' cannot read the directory", unreadable_errno);
+    }
     if (rc != 0 && rc != GLOB_NOMATCH) return errors::Internal("glob(\"", pattern_, "\") failed with code ", rc);
     if (files.empty()) return errors::InvalidArgument("No files matched pattern: ", pattern_);
     std::sort(files.begin(), files.end());
