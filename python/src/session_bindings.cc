@@ -62,6 +62,19 @@ void BindSession(nb::module_& m) {
             return out;
           },
           "feeds"_a, "fetches"_a, "targets"_a = std::vector<Node*>{})
+      .def(
+          "run_steps",
+          [](Session& session, const std::vector<Output>& fetches, const std::vector<Node*>& targets, int64_t n) {
+            // The same step `n` times from C++, no Python between steps: what
+            // bench/python_overhead.py compares a Python loop of run() with.
+            Status status;
+            {
+              nb::gil_scoped_release release;
+              for (int64_t i = 0; i < n && status.ok(); ++i) status = session.Run(fetches, targets).status();
+            }
+            ThrowIfError(status);
+          },
+          "fetches"_a, "targets"_a, "n"_a)
       .def("close",
            [](Session& session) {
              nb::gil_scoped_release release;
