@@ -232,23 +232,26 @@ std::string QueueResource::ClosedMessage() const {
   return std::string(KindName(kind())) + " '" + name() + "' is closed.";
 }
 
-void QueueResource::LeaveLine(std::deque<uint64_t>* line, uint64_t ticket) {
-  if (line->front() == ticket) {
+void QueueResource::LeaveLine(Line* line, Waiter* me) {
+  const bool was_front = line->front() == me;
+  if (was_front) {
     line->pop_front();  // the usual case: the one served leaves
   } else {
-    line->erase(std::find(line->begin(), line->end(), ticket));  // a cancelled waiter
+    line->erase(std::find(line->begin(), line->end(), me));  // a cancelled waiter
   }
+  if (!was_front) return;
   // The next in line may now make progress.
-  if (line == &dequeue_line_) {
-    dequeue_wake_at_ = 0;  // the next front sets its own
-    dequeue_cv_.notify_all();
-  } else {
-    cv_.notify_all();
-  }
+  if (line == &dequeue_line_) dequeue_wake_at_ = 0;  // the next front sets its own
+  WakeFront(*line);
+}
+
+void QueueResource::WakeEveryoneLocked() {
+  for (Waiter* w : enqueue_line_) w->cv.notify_one();
+  for (Waiter* w : dequeue_line_) w->cv.notify_one();
 }
 
 void QueueResource::NotifyDequeuersLocked() {
-  if (!dequeue_line_.empty() && elements_.size() >= dequeue_wake_at_) dequeue_cv_.notify_all();
+  if (!dequeue_line_.empty() && elements_.size() >= dequeue_wake_at_) WakeFront(dequeue_line_);
 }
 
 Status QueueResource::Enqueue(Tuple tuple) {
@@ -298,9 +301,9 @@ Status QueueResource::EnqueueElements(size_t count, const std::function<void(siz
   // TF completes an empty EnqueueMany at once, closed queue or not.
   if (count == 0) return Status::OK();
   if (closed_) return errors::Aborted(ClosedMessage());
-  const uint64_t ticket = next_ticket_++;
   const uint64_t epoch = enqueue_epoch_;
-  enqueue_line_.push_back(ticket);
+  Waiter me;
+  enqueue_line_.push_back(&me);
   size_t next = 0;
   Status status;
   for (;;) {
@@ -308,7 +311,7 @@ Status QueueResource::EnqueueElements(size_t count, const std::function<void(siz
       status = errors::Cancelled("Enqueue operation was cancelled");
       break;
     }
-    if (enqueue_line_.front() == ticket) {
+    if (enqueue_line_.front() == &me) {
       // A CloseQueue(false) ahead of us in line has closed the queue.
       if (closed_) {
         status = errors::Aborted(ClosedMessage());
@@ -323,9 +326,9 @@ Status QueueResource::EnqueueElements(size_t count, const std::function<void(siz
       if (next != before) NotifyDequeuersLocked();
       if (next == count) break;
     }
-    cv_.wait(lock);
+    me.cv.wait(lock);
   }
-  LeaveLine(&enqueue_line_, ticket);
+  LeaveLine(&enqueue_line_, &me);
   return status;
 }
 
@@ -450,8 +453,8 @@ Status QueueResource::TakeSlots(int64_t n, bool allow_small_batch, std::unique_l
     if (*would_wait) return Status::OK();
   }
   if (cancelled_) return errors::Cancelled("Dequeue operation was cancelled");
-  const uint64_t ticket = next_ticket_++;
-  dequeue_line_.push_back(ticket);
+  Waiter me;
+  dequeue_line_.push_back(&me);
   Status status;
   for (;;) {
     if (cancelled_) {
@@ -459,7 +462,7 @@ Status QueueResource::TakeSlots(int64_t n, bool allow_small_batch, std::unique_l
       status = errors::Cancelled("Dequeue operation was cancelled");
       break;
     }
-    if (dequeue_line_.front() == ticket) {
+    if (dequeue_line_.front() == &me) {
       const size_t remaining = want - slots->size();
       if (closed_ && elements_.size() < remaining) {
         // Not enough will ever come: give back what was taken, then either take
@@ -467,7 +470,7 @@ Status QueueResource::TakeSlots(int64_t n, bool allow_small_batch, std::unique_l
         RestoreLocked(slots);
         if (allow_small_batch && !elements_.empty()) {
           while (!elements_.empty()) slots->push_back(TakeOneLocked());
-          cv_.notify_all();
+          WakeFront(enqueue_line_);
           break;
         }
         status = errors::OutOfRange(KindName(kind()), " '", name(),
@@ -482,16 +485,16 @@ Status QueueResource::TakeSlots(int64_t n, bool allow_small_batch, std::unique_l
         for (available = std::min(available, remaining); available > 0; --available) {
           slots->push_back(TakeOneLocked());
         }
-        cv_.notify_all();  // room for blocked enqueues
+        WakeFront(enqueue_line_);  // room for a blocked enqueue
       }
       if (slots->size() == want) break;
       // Wake when all that is still needed can be taken at once, or when the
       // queue is full (the enqueuers wait for this dequeue to make room).
       dequeue_wake_at_ = std::min(keep + (want - slots->size()), capacity_);
     }
-    dequeue_cv_.wait(lock);
+    me.cv.wait(lock);
   }
-  LeaveLine(&dequeue_line_, ticket);
+  LeaveLine(&dequeue_line_, &me);
   return status;
 }
 
@@ -500,34 +503,33 @@ Status QueueResource::CloseQueue(bool cancel_pending_enqueues) {
   if (cancel_pending_enqueues) {
     closed_ = true;
     ++enqueue_epoch_;
-    cv_.notify_all();
-    dequeue_cv_.notify_all();
+    WakeEveryoneLocked();
     return Status::OK();
   }
   if (cancelled_) return errors::Cancelled("Enqueue operation was cancelled");
   // A close without cancel is served in the enqueue line, behind the enqueues
   // already waiting (TF runs it as an enqueue attempt): those still complete.
-  const uint64_t ticket = next_ticket_++;
   const uint64_t epoch = enqueue_epoch_;
-  enqueue_line_.push_back(ticket);
+  Waiter me;
+  enqueue_line_.push_back(&me);
   Status status;
   for (;;) {
     if (cancelled_ || epoch != enqueue_epoch_) {
       status = errors::Cancelled("Enqueue operation was cancelled");
       break;
     }
-    if (enqueue_line_.front() == ticket) {
+    if (enqueue_line_.front() == &me) {
       if (closed_) {
         status = errors::Aborted("Queue '", name(), "' is already closed.");
       } else {
         closed_ = true;
-        dequeue_cv_.notify_all();  // a waiting dequeue may now fail or take a short batch
+        WakeFront(dequeue_line_);  // a waiting dequeue may now fail or take a short batch
       }
       break;
     }
-    cv_.wait(lock);
+    me.cv.wait(lock);
   }
-  LeaveLine(&enqueue_line_, ticket);
+  LeaveLine(&enqueue_line_, &me);
   return status;
 }
 
@@ -535,8 +537,7 @@ void QueueResource::Close() {
   std::lock_guard<std::mutex> lock(mu_);
   cancelled_ = true;
   closed_ = true;
-  cv_.notify_all();
-  dequeue_cv_.notify_all();
+  WakeEveryoneLocked();
 }
 
 int64_t QueueResource::Size() const {

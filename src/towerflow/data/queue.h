@@ -171,9 +171,25 @@ class QueueResource final : public ResourceBase {
   // Element `slot` as a tuple of tensors: the stored tuple (moved out), or
   // fresh host tensors holding its rows. REQUIRES: mu_ held.
   StatusOr<Tuple> ElementLocked(uint32_t slot);
-  void LeaveLine(std::deque<uint64_t>* line, uint64_t ticket);
-  // Wakes the dequeuers when the front one can make the progress it waits
-  // for (dequeue_wake_at_). REQUIRES: mu_ held.
+  // One thread waiting in a line, on a condition variable of its own: only
+  // the front of a line can make progress, so a change wakes the front alone
+  // (six queue runner threads blocked on a full queue used to wake together
+  // at every dequeue and contend for mu_ to find that one of them could go;
+  // that thundering herd cost the seed's input pipeline two thirds of its
+  // records/s on two cores).
+  struct Waiter {
+    std::condition_variable cv;
+  };
+  using Line = std::deque<Waiter*>;
+  void LeaveLine(Line* line, Waiter* me);
+  // Wakes the front of `line` / every waiter of both lines (cancellation,
+  // closing with cancel_pending_enqueues). REQUIRES: mu_ held.
+  static void WakeFront(const Line& line) {
+    if (!line.empty()) line.front()->cv.notify_one();
+  }
+  void WakeEveryoneLocked();
+  // Wakes the front dequeuer when it can make the progress it waits for
+  // (dequeue_wake_at_). REQUIRES: mu_ held.
   void NotifyDequeuersLocked();
   std::string ClosedMessage() const;
 
@@ -185,14 +201,12 @@ class QueueResource final : public ResourceBase {
   std::vector<size_t> row_bytes_;
 
   mutable std::mutex mu_;
-  // Enqueuers (and closes in the enqueue line) wait on cv_: for room, their
-  // turn, closing. Dequeuers wait on dequeue_cv_: for elements, their turn,
-  // closing. An enqueue wakes the dequeuers only once the front one can take
-  // all it still needs (or the queue is full: it must take to make room), not
-  // at every element: a DequeueMany(100) fed one element at a time used to
-  // wake 100 times.
-  std::condition_variable cv_;
-  std::condition_variable dequeue_cv_;
+  // Enqueuers (and closes in the enqueue line) wait in enqueue_line_: for
+  // room, their turn, closing. Dequeuers wait in dequeue_line_: for elements,
+  // their turn, closing. An enqueue wakes the front dequeuer only once it can
+  // take all it still needs (or the queue is full: it must take to make
+  // room), not at every element: a DequeueMany(100) fed one element at a time
+  // used to wake 100 times.
   size_t dequeue_wake_at_ = 0;        // guarded by mu_; the queue size the front dequeuer waits for (0: any)
   std::deque<uint32_t> elements_;     // guarded by mu_; the queued elements' slots, in queue order
   // Rows storage: [component][slab] of kSlabRows rows each. Tuples storage: by slot.
@@ -202,9 +216,8 @@ class QueueResource final : public ResourceBase {
   uint32_t num_slots_ = 0;                                   // guarded by mu_
   bool closed_ = false;               // guarded by mu_
   bool cancelled_ = false;            // guarded by mu_; the session closed
-  uint64_t next_ticket_ = 0;          // guarded by mu_
-  std::deque<uint64_t> enqueue_line_;  // guarded by mu_; the front may make progress
-  std::deque<uint64_t> dequeue_line_;  // guarded by mu_
+  Line enqueue_line_;                 // guarded by mu_; the front may make progress
+  Line dequeue_line_;                 // guarded by mu_
   // Bumped by CloseQueue(true): enqueues that started under an older epoch fail.
   uint64_t enqueue_epoch_ = 0;        // guarded by mu_
   std::mt19937_64 rng_;               // guarded by mu_; RandomShuffleQueue's picks
