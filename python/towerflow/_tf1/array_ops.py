@@ -49,7 +49,8 @@ def _int32(value, name):
 
 def reshape(tensor, shape, name=None):
     x = convert_to_tensor(tensor)
-    return make_tensor("Reshape", [x, _int32(shape, (name or "Reshape") + "/shape")], name=name or "Reshape")
+    with fw.op_name(name or "Reshape", x.graph) as name:
+        return make_tensor("Reshape", [x, _int32(shape, name + "/shape")], name=name)
 
 
 def cast(x, dtype, name=None):
@@ -80,8 +81,9 @@ def concat(values, axis, name="concat"):
     values = [convert_to_tensor(v) for v in values]
     if len(values) == 1:
         return identity(values[0], name=name)
-    axis_t = fw.constant(int(axis), _dtypes.int32, name=name + "/axis")
-    return make_tensor("ConcatV2", values + [axis_t], {"N": len(values)}, name=name)
+    with fw.op_name(name, fw._graph_of(values)) as name:
+        axis_t = _int32(axis, name + "/axis")
+        return make_tensor("ConcatV2", values + [axis_t], {"N": len(values)}, name=name)
 
 
 def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002
@@ -89,8 +91,8 @@ def expand_dims(input, axis=None, name=None, dim=None):  # noqa: A002
     if axis is None:
         raise ValueError("tf.expand_dims needs an axis")
     x = convert_to_tensor(input)
-    return make_tensor("ExpandDims", [x, fw.constant(int(axis), _dtypes.int32, name=(name or "ExpandDims") + "/dim")],
-                       name=name or "ExpandDims")
+    with fw.op_name(name or "ExpandDims", x.graph) as name:
+        return make_tensor("ExpandDims", [x, _int32(axis, name + "/dim")], name=name)
 
 
 def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
@@ -104,16 +106,16 @@ def squeeze(input, axis=None, name=None, squeeze_dims=None):  # noqa: A002
 
 
 def stack(values, axis=0, name="stack"):
-    """tf.stack as concat of expanded values (towerflow has no Pack op)."""
+    """tf.stack as concat of expanded values (towerflow has no Pack op); the
+    result is named as TF's Pack, the expanded values below it."""
     values = [convert_to_tensor(v) for v in values]
     if not values:
         raise ValueError("tf.stack needs at least one value")
-    g = fw._graph_of(values)
-    with g.name_scope(name):
-        expanded = [expand_dims(v, axis) for v in values]
-        if len(expanded) == 1:
-            return expanded[0]
-        return concat(expanded, axis)
+    with fw.op_name(name, fw._graph_of(values)) as name:
+        if len(values) == 1:
+            return expand_dims(values[0], axis, name=name)
+        expanded = [expand_dims(v, axis, name=name + "/ExpandDims") for v in values]
+        return concat(expanded, axis, name=name)
 
 
 def unstack(value, num=None, axis=0, name="unstack"):
@@ -137,25 +139,27 @@ def unstack(value, num=None, axis=0, name="unstack"):
 
 def slice(input_, begin, size, name=None):  # noqa: A001
     x = convert_to_tensor(input_)
-    return make_tensor("Slice", [x, _int32(begin, "begin"), _int32(size, "size")], name=name or "Slice")
+    with fw.op_name(name or "Slice", x.graph) as name:
+        return make_tensor("Slice", [x, _int32(begin, name + "/begin"), _int32(size, name + "/size")], name=name)
 
 
 def fill(dims, value, name=None):
-    v = convert_to_tensor(value)
-    return make_tensor("Fill", [_int32(dims, "dims"), v], name=name or "Fill")
+    with fw.op_name(name or "Fill", fw._graph_of([dims, value])) as name:
+        dims = _int32(dims, name + "/dims")
+        return make_tensor("Fill", [dims, convert_to_tensor(value, name=name + "/value")], name=name)
 
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
     dtype = _dtypes.as_dtype(dtype)
     if isinstance(shape, fw.Tensor):
-        return fill(shape, fw.constant(0, dtype), name=name)
+        return fill(shape, np.array(0, dtype.as_numpy_dtype), name=name or "zeros")
     return fw.constant(np.zeros(fw.as_shape(shape).as_list(), dtype.as_numpy_dtype), dtype, name=name or "zeros")
 
 
 def ones(shape, dtype=_dtypes.float32, name=None):
     dtype = _dtypes.as_dtype(dtype)
     if isinstance(shape, fw.Tensor):
-        return fill(shape, fw.constant(1, dtype), name=name)
+        return fill(shape, np.array(1, dtype.as_numpy_dtype), name=name or "ones")
     return fw.constant(np.ones(fw.as_shape(shape).as_list(), dtype.as_numpy_dtype), dtype, name=name or "ones")
 
 
@@ -172,7 +176,9 @@ def ones_like(tensor, dtype=None, name=None, optimize=True):
 
 
 def broadcast_to(input, shape, name=None):  # noqa: A002
-    return make_tensor("BroadcastTo", [convert_to_tensor(input), _int32(shape, "shape")], name=name or "BroadcastTo")
+    x = convert_to_tensor(input)
+    with fw.op_name(name or "BroadcastTo", x.graph) as name:
+        return make_tensor("BroadcastTo", [x, _int32(shape, name + "/shape")], name=name)
 
 
 def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):

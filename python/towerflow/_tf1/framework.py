@@ -16,120 +16,8 @@ import numpy as np
 from .. import _core
 from .. import errors
 from . import dtypes as _dtypes
+from .shapes import Dimension, TensorShape, _merge_shapes, _shape_list, as_shape  # noqa: F401
 
-
-class Dimension:
-    """One dimension of a TensorShape (TF1's Dimension): ``value`` is an int or None."""
-
-    def __init__(self, value):
-        self._value = None if value is None else int(value)
-
-    @property
-    def value(self):
-        return self._value
-
-    def __int__(self):
-        if self._value is None:
-            raise ValueError("unknown dimension")
-        return self._value
-
-    __index__ = __int__
-
-    def __eq__(self, other):
-        other = other.value if isinstance(other, Dimension) else other
-        if self._value is None or other is None:
-            return None
-        return self._value == other
-
-    def __hash__(self):
-        return hash(self._value)
-
-    def __repr__(self):
-        return "Dimension(%s)" % self._value
-
-    def __str__(self):
-        return "?" if self._value is None else str(self._value)
-
-
-class TensorShape:
-    """A possibly partial shape (TF1's TensorShape)."""
-
-    def __init__(self, dims):
-        if dims is None:
-            self._dims = None
-        elif isinstance(dims, TensorShape):
-            self._dims = None if dims._dims is None else list(dims._dims)
-        else:
-            if isinstance(dims, (int, np.integer)):
-                dims = [dims]
-            self._dims = [d.value if isinstance(d, Dimension) else (None if d is None else int(d)) for d in dims]
-
-    @property
-    def ndims(self):
-        return None if self._dims is None else len(self._dims)
-
-    rank = ndims
-
-    @property
-    def dims(self):
-        return None if self._dims is None else [Dimension(d) for d in self._dims]
-
-    def as_list(self):
-        if self._dims is None:
-            raise ValueError("as_list() is not defined on an unknown TensorShape.")
-        return list(self._dims)
-
-    def is_fully_defined(self):
-        return self._dims is not None and all(d is not None for d in self._dims)
-
-    def num_elements(self):
-        if not self.is_fully_defined():
-            return None
-        return int(np.prod(self._dims, dtype=np.int64))
-
-    def __len__(self):
-        if self._dims is None:
-            raise ValueError("Cannot take the length of shape with unknown rank.")
-        return len(self._dims)
-
-    def __getitem__(self, key):
-        if self._dims is None:
-            return Dimension(None) if isinstance(key, int) else TensorShape(None)
-        if isinstance(key, slice):
-            return TensorShape(self._dims[key])
-        return Dimension(self._dims[key])
-
-    def __iter__(self):
-        return iter(self.dims or [])
-
-    def __eq__(self, other):
-        try:
-            other = as_shape(other)
-        except (TypeError, ValueError):
-            return NotImplemented
-        return self._dims == other._dims
-
-    def __repr__(self):
-        return "TensorShape(%r)" % (self.dims,)
-
-    def __str__(self):
-        if self._dims is None:
-            return "<unknown>"
-        return "(" + ", ".join("?" if d is None else str(d) for d in self._dims) + ("," if len(self._dims) == 1 else "") + ")"
-
-
-def as_shape(shape):
-    return shape if isinstance(shape, TensorShape) else TensorShape(shape)
-
-
-def _shape_list(shape):
-    """A shape argument as the engine takes it: a list with None for unknown dims, or None."""
-    if shape is None:
-        return None
-    return as_shape(shape)._dims
-
-
-# ---- the default graph stack -------------------------------------------------
 
 class _DefaultStack(threading.local):
     def __init__(self):
@@ -161,13 +49,6 @@ def get_default_session():
     return _stack.sessions[-1] if _stack.sessions else None
 
 
-class _VarScopeState:
-    """The variable scope in effect: the VariableScope object (variables.py)."""
-
-    def __init__(self, var_scope):
-        self.var_scope = var_scope
-
-
 class Graph:
     """A TF1 graph (tf.Graph) over the engine's graph."""
 
@@ -179,6 +60,12 @@ class Graph:
         self._variables = {}  # full name -> Variable (variables.py)
         self._var_scopes = []  # VariableScope stack (variables.py fills the root lazily)
         self._name_scopes = {"": self._scopes[0]}
+        # TF's names in use, lowercased (its unique names ignore case: "Add"
+        # after "add" is "Add_1"): every node's name and the scopes above it,
+        # read from the engine's nodes as they are added.
+        self._lower_names = set()
+        self._nodes_seen = 0
+        self._reserved = {}  # lowercased full name -> op_name blocks holding it
         self._finalized = False
         self._lock = threading.RLock()
         self._one_shot_inits = []  # initializers of one-shot dataset iterators (data.py)
@@ -195,6 +82,9 @@ class Graph:
         g._variables = {}
         g._var_scopes = []
         g._name_scopes = {"": scope}
+        g._lower_names = set()
+        g._nodes_seen = 0
+        g._reserved = {}
         g._finalized = False
         g._lock = threading.RLock()
         g._one_shot_inits = []
@@ -235,8 +125,11 @@ class Graph:
             if self._scope.device != scope.device:
                 scope = scope.with_device(self._scope.device)
         else:
-            scope = self._scope.new_sub_scope(name)
+            full = self.unique_name(name, mark_as_used=False)
+            prefix = self._scope.name_scope
+            scope = self._scope.new_sub_scope(full[len(prefix) + 1:] if prefix else full)
             self._name_scopes[scope.name_scope] = scope
+            self._use_lower(scope.name_scope)
         with self._push(scope):
             yield (scope.name_scope + "/") if scope.name_scope else ""
 
@@ -285,7 +178,14 @@ class Graph:
         if ":" not in name:
             raise ValueError("The name '%s' looks like an (invalid) Operation name, not a Tensor." % name)
         op_name, index = name.rsplit(":", 1)
-        op = self.get_operation_by_name(op_name)
+        node = self._graph.find_node(op_name)
+        if node is None:
+            raise KeyError("The name '%s' refers to a Tensor which does not exist. The operation, '%s', does not "
+                           "exist in the graph." % (name, op_name))
+        op = self._wrap_node(node)
+        if not index.isdigit() or int(index) >= len(op.outputs):
+            raise KeyError("The name '%s' refers to a Tensor which does not exist. The operation, '%s', exists but "
+                           "only has %d outputs." % (name, op_name, len(op.outputs)))
         return op.outputs[int(index)]
 
     def as_graph_element(self, obj, allow_tensor=True, allow_operation=True):
@@ -294,6 +194,8 @@ class Graph:
                 return self.get_tensor_by_name(obj)
             if allow_operation:
                 return self.get_operation_by_name(obj)
+            raise ValueError("The name '%s' refers to an Operation, not a Tensor. Tensor names must be of the form "
+                             "\"<op_name>:<output_index>\"." % obj)
         if isinstance(obj, (Tensor, Operation)):
             return obj
         raise TypeError("Can not convert a %s into a graph element." % type(obj).__name__)
@@ -301,16 +203,31 @@ class Graph:
     def get_operations(self):
         return [self._wrap_node(self._graph.node(i)) for i in range(self._graph.num_nodes)]
 
+    def _use_lower(self, name):
+        name = name.lower()
+        while name and name not in self._lower_names:
+            self._lower_names.add(name)
+            name = name.rpartition("/")[0]
+
+    def _is_name_used(self, full):
+        while self._nodes_seen < self._graph.num_nodes:
+            self._use_lower(self._graph.node(self._nodes_seen).name)
+            self._nodes_seen += 1
+        return (self._graph.is_name_used(full) or full.lower() in self._lower_names
+                or full.lower() in self._reserved)
+
     def unique_name(self, name, mark_as_used=True):
+        """`name` in the current name scope, made unique as TF makes it:
+        "name", then "name_1", "name_2", ..., ignoring case."""
         full = self._scope.name_scope + "/" + name if self._scope.name_scope else name
-        if mark_as_used:
-            return self._graph.unique_name(full)
-        if not self._graph.is_name_used(full):
-            return full
-        i = 1
-        while self._graph.is_name_used("%s_%d" % (full, i)):
+        candidate, i = full, 0
+        while self._is_name_used(candidate):
             i += 1
-        return "%s_%d" % (full, i)
+            candidate = "%s_%d" % (full, i)
+        if mark_as_used:
+            self._graph.unique_name(candidate)
+            self._use_lower(candidate)
+        return candidate
 
     # -- collections
     def add_to_collection(self, name, value):
@@ -484,21 +401,6 @@ class Tensor:
     # Operators: math.py installs them (__add__, __mul__, __matmul__, ...).
 
 
-def _merge_shapes(a, b):
-    if a.ndims is None:
-        return b
-    if b.ndims is None:
-        return a
-    if a.ndims != b.ndims:
-        return None
-    out = []
-    for x, y in zip(a.as_list(), b.as_list()):
-        if x is not None and y is not None and x != y:
-            return None
-        out.append(x if x is not None else y)
-    return TensorShape(out)
-
-
 def _session_for(session, graph):
     session = session or get_default_session()
     if session is None:
@@ -534,10 +436,81 @@ def _graph_of(values):
 def make_op(op_type, inputs, attrs=None, name=None, graph=None):
     """Builds one node; returns its Operation. `inputs` are Tensors (lists flattened)."""
     g = graph or _graph_of(inputs)
-    outputs = [convert_to_tensor(t)._output for t in inputs]
+    tensors = [convert_to_tensor(t) for t in inputs]
+    _check_input_dtypes(op_type, tensors, attrs or {})
+    outputs = [t._output for t in tensors]
+    # The name op_name reserved for it, or one made unique as TF makes it (the
+    # engine, which does not ignore case, keeps a name that is not in use).
+    prefix = g._scope.name_scope + "/" if g._scope.name_scope else ""
+    if name is None or (prefix + name).lower() not in g._reserved:
+        name = _relative(g, g.unique_name(name or op_type, mark_as_used=False))
     with building():
-        node = _core.add_op(g._scope, op_type, outputs, attrs or {}, name or "")
+        node = _core.add_op(g._scope, op_type, outputs, attrs or {}, name)
     return g._wrap_node(node)
+
+
+_schemas = {}
+
+
+def _check_input_dtypes(op_type, tensors, attrs):
+    """TF's check, at graph construction, that the inputs of one type attr
+    (x and y of Add; the values of ConcatV2) share a dtype: a TypeError, where
+    the engine's schema check would be an InvalidArgumentError (ValueError)."""
+    schema = _schemas.get(op_type)
+    if schema is None:
+        schema = _schemas[op_type] = _core.op_schema(op_type)
+    first = {}  # type attr -> (argument name, dtype) of its first input
+    i = 0
+    for arg in schema["inputs"]:
+        n = 1
+        if arg["number_attr"]:
+            if arg["number_attr"] not in attrs:
+                return  # the engine infers the length: nothing to match the inputs to
+            n = int(attrs[arg["number_attr"]])
+        group = tensors[i:i + n]
+        i += n
+        if not arg["type_attr"] or not group:
+            continue
+        types = [t.dtype for t in group]
+        if any(d != types[0] for d in types):
+            raise TypeError("Tensors in list passed to '%s' of '%s' Op have types [%s] that don't all match."
+                            % (arg["name"], op_type, ", ".join(d.name for d in types)))
+        seen = first.setdefault(arg["type_attr"], (arg["name"], types[0]))
+        if seen[1] != types[0]:
+            raise TypeError("Input '%s' of '%s' Op has type %s that does not match type %s of argument '%s'."
+                            % (arg["name"], op_type, types[0].name, seen[1].name, seen[0]))
+
+
+def _relative(g, full):
+    prefix = g._scope.name_scope
+    return full[len(prefix) + 1:] if prefix else full
+
+
+@contextlib.contextmanager
+def op_name(name, graph=None):
+    """Reserves the name, relative to the current name scope, that an op named
+    `name` takes (made unique, not in use) while the block builds it.
+
+    TF builds an op's helper nodes in a name scope of the op's name ("add/y",
+    "Sum/reduction_indices", "random_normal/shape") and gives the op that
+    scope's name. A wrapper takes its op's name from here, names its helpers
+    "<name>/...", then builds the op with the name: both get TF's names, and
+    the helpers take no default names ("Const_3") from the user's nodes. A
+    name reserved by an enclosing block comes back as it is: the op that a
+    wrapper builds through another wrapper (stack's concat) takes it."""
+    g = graph or get_default_graph()
+    prefix = g._scope.name_scope
+    full = (prefix + "/" if prefix else "") + name
+    if full.lower() not in g._reserved:
+        full = g.unique_name(name, mark_as_used=False)
+    key = full.lower()
+    g._reserved[key] = g._reserved.get(key, 0) + 1
+    try:
+        yield _relative(g, full)
+    finally:
+        g._reserved[key] -= 1
+        if not g._reserved[key]:
+            del g._reserved[key]
 
 
 @contextlib.contextmanager
@@ -555,28 +528,60 @@ def make_tensor(op_type, inputs, attrs=None, name=None, graph=None):
     return make_op(op_type, inputs, attrs, name, graph).outputs[0]
 
 
+def _inferred_dtype(value):
+    """The dtype TF gives a constant of `value`: a NumPy value keeps its own;
+    Python floats are float32, Python ints int32 (int64 when they need it)."""
+    if isinstance(value, (np.ndarray, np.generic)):
+        return _dtypes.as_dtype(value.dtype)
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f":
+        return _dtypes.float32
+    if arr.dtype.kind in ("i", "u"):
+        fits = arr.size == 0 or (np.all(arr >= -2**31) and np.all(arr < 2**31))
+        return _dtypes.int32 if fits else _dtypes.int64
+    return _dtypes.as_dtype(arr.dtype)
+
+
+def _python_float(value):
+    """The first Python float of a (nested) list value, or None."""
+    if isinstance(value, float):
+        return value
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            f = _python_float(v)
+            if f is not None:
+                return f
+    return None
+
+
 def constant(value, dtype=None, shape=None, name="Const", verify_shape=False):
-    dtype = None if dtype is None else _dtypes.as_dtype(dtype)
     if dtype is None:
-        arr = np.asarray(value)
-        if arr.dtype.kind == "f":
-            dtype = _dtypes.float32  # TF converts Python floats to float32
-        elif arr.dtype.kind in ("i", "u") and arr.dtype != np.uint8:
-            dtype = _dtypes.int32 if arr.size == 0 or (np.all(arr >= -2**31) and np.all(arr < 2**31)) else _dtypes.int64
-        else:
-            dtype = _dtypes.as_dtype(arr.dtype)
+        dtype = _inferred_dtype(value)
+    else:
+        dtype = _dtypes.as_dtype(dtype)
+        # TF refuses to truncate a Python float into an integer type.
+        f = _python_float(value) if (dtype.is_integer or dtype.is_bool) else None
+        if f is not None:
+            raise TypeError("Expected %s, but got %r of type 'float'." % (dtype.name, f))
     if dtype == _dtypes.string:
         arr = np.asarray(value, dtype=object)
     else:
         arr = np.asarray(value, dtype=dtype.as_numpy_dtype)
     if shape is not None:
         shape = as_shape(shape).as_list()
-        if arr.size == int(np.prod(shape, dtype=np.int64)):
+        n = int(np.prod(shape, dtype=np.int64))
+        if arr.size == n:
             arr = arr.reshape(shape)
-        elif arr.size == 1 and not verify_shape:
-            arr = np.full(shape, arr.reshape(()), dtype=arr.dtype)
-        else:
+        elif verify_shape:
             raise TypeError("Expected Tensor's shape: %s, got %s." % (tuple(shape), arr.shape))
+        elif arr.size > n:
+            raise ValueError("Too many elements provided. Takes at most %d, but got %d." % (n, arr.size))
+        elif arr.size == 0:
+            raise ValueError("Cannot fill a constant of shape %s from an empty value" % (tuple(shape),))
+        else:
+            # TF1 fills the rest of the shape with the last element given.
+            flat = arr.reshape(-1)
+            arr = np.concatenate([flat, np.full(n - flat.size, flat[-1], dtype=arr.dtype)]).reshape(shape)
     return make_tensor("Const", [], {"value": arr, "dtype": dtype.name}, name=name)
 
 
@@ -600,60 +605,6 @@ def convert_to_tensor(value, dtype=None, name=None, preferred_dtype=None):
         except (TypeError, ValueError):
             pass
     return constant(value, dtype=dtype, name=name or "Const")
-
-
-def set_random_seed(seed):
-    get_default_graph().seed = seed
-
-
-def name_scope(name, default_name=None, values=None):
-    """tf.name_scope (TF1 signature): a new name scope of the values' graph."""
-    g = _graph_of(values or [])
-    return g.name_scope(name if name is not None else default_name)
-
-
-def device(device_name_or_function):
-    return get_default_graph().device(device_name_or_function)
-
-
-def control_dependencies(control_inputs):
-    return get_default_graph().control_dependencies(control_inputs)
-
-
-def colocate_with(op, ignore_existing=False):
-    return get_default_graph().colocate_with(op, ignore_existing)
-
-
-def get_collection(key, scope=None):
-    return get_default_graph().get_collection(key, scope)
-
-
-def get_collection_ref(key):
-    return get_default_graph().get_collection_ref(key)
-
-
-def add_to_collection(name, value):
-    get_default_graph().add_to_collection(name, value)
-
-
-def add_to_collections(names, value):
-    get_default_graph().add_to_collections(names, value)
-
-
-class GraphKeys:
-    GLOBAL_VARIABLES = "variables"
-    VARIABLES = "variables"
-    TRAINABLE_VARIABLES = "trainable_variables"
-    LOCAL_VARIABLES = "local_variables"
-    MODEL_VARIABLES = "model_variables"
-    LOSSES = "losses"
-    REGULARIZATION_LOSSES = "regularization_losses"
-    QUEUE_RUNNERS = "queue_runners"
-    SUMMARIES = "summaries"
-    UPDATE_OPS = "update_ops"
-    GLOBAL_STEP = "global_step"
-    TRAIN_OP = "train_op"
-    INIT_OP = "init_op"
 
 
 def _raise_unsupported(name):

@@ -48,37 +48,44 @@ def tuple_(tensors, name=None, control_inputs=None):
         return [None if t is None else array_ops.identity(t) for t in tensors]
 
 
-def _random(kind, shape, dtype, seed, name):
+# The random ops as TF names them: the op that draws is "<name>/<Op>", its
+# shape "<name>/shape", and the last op of the scale and shift takes the
+# name itself ("random_normal"), so the result is named as TF's. (TF's
+# random_uniform in [0, 1) returns the draw "<name>/RandomUniform" itself.)
+_RANDOM_OPS = {"normal": "RandomStandardNormal", "truncated_normal": "TruncatedNormal", "uniform": "RandomUniform"}
+
+
+def _random(kind, shape, dtype, seed, name, scale, shift):
+    """`scale` * (a draw of `kind`) + `shift`, named `name`."""
     dtype = _dtypes.as_dtype(dtype)
     g = fw.get_default_graph()
-    shape_t = array_ops._int32(shape, "shape")
-    scope = g._scope.with_op_name(name) if name else g._scope
-    out = _core.random_tensor(scope, kind, shape_t._output, dtype.name, 0 if seed is None else int(seed))
-    return g._wrap_node(out.node).outputs[out.index]
+    with fw.op_name(name, g) as name:
+        shape_t = array_ops._int32(shape, name + "/shape")
+        scaled = not (isinstance(scale, (int, float)) and scale == 1)
+        shifted = not (isinstance(shift, (int, float)) and shift == 0)
+        draw_name = name + "/" + _RANDOM_OPS[kind] if scaled or shifted or kind == "uniform" else name
+        out = _core.random_tensor(g._scope.with_op_name(draw_name), kind, shape_t._output, dtype.name,
+                                  0 if seed is None else int(seed))
+        x = g._wrap_node(out.node).outputs[out.index]
+        from . import math_ops
+        if scaled:
+            x = math_ops.multiply(x, scale, name=name + "/mul" if shifted else name)
+        if shifted:
+            x = math_ops.add(x, shift, name=name)
+        return x
 
 
 def random_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name=None):
-    x = _random("normal", shape, dtype, seed, name)
-    return _affine(x, mean, stddev)
+    return _random("normal", shape, dtype, seed, name or "random_normal", stddev, mean)
 
 
 def truncated_normal(shape, mean=0.0, stddev=1.0, dtype=_dtypes.float32, seed=None, name=None):
-    x = _random("truncated_normal", shape, dtype, seed, name)
-    return _affine(x, mean, stddev)
+    return _random("truncated_normal", shape, dtype, seed, name or "truncated_normal", stddev, mean)
 
 
 def random_uniform(shape, minval=0, maxval=None, dtype=_dtypes.float32, seed=None, name=None):
     dtype = _dtypes.as_dtype(dtype)
     if not dtype.is_floating:
         raise NotImplementedError("towerflow's random_uniform draws floats")
-    x = _random("uniform", shape, dtype, seed, name)
-    return _affine(x, minval, 1.0 if maxval is None else maxval - minval)
-
-
-def _affine(x, shift, scale):
-    from . import math_ops
-    if not (isinstance(scale, (int, float)) and scale == 1):
-        x = math_ops.multiply(x, scale)
-    if not (isinstance(shift, (int, float)) and shift == 0):
-        x = math_ops.add(x, shift)
-    return x
+    scale = 1.0 if maxval is None else maxval - minval
+    return _random("uniform", shape, dtype, seed, name or "random_uniform", scale, minval)

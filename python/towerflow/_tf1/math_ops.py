@@ -9,46 +9,73 @@ from . import variables
 from .framework import convert_to_tensor, make_tensor
 
 
-def _binary_inputs(x, y):
-    """Tensors for a binary op: a Python or NumPy operand takes the other's dtype."""
-    x_is = isinstance(x, fw.Tensor) or hasattr(x, "_tw_as_tensor")
-    y_is = isinstance(y, fw.Tensor) or hasattr(y, "_tw_as_tensor")
-    if x_is and not y_is:
+def _is_tensor(v):
+    return isinstance(v, fw.Tensor) or hasattr(v, "_tw_as_tensor")
+
+
+def _binary_inputs(x, y, name=None, arg_names=("x", "y")):
+    """Tensors for a binary op named `name`: a Python or NumPy operand is
+    converted with the other's dtype preferred (TF's dtype_hint; a Python float
+    with an integer tensor stays float32 and the op raises TypeError), as the
+    helper constant "<name>/x" or "<name>/y"."""
+    xn, yn = (None, None) if name is None else (name + "/" + arg_names[0], name + "/" + arg_names[1])
+    if _is_tensor(x) and not _is_tensor(y):
         x = convert_to_tensor(x)
-        return x, convert_to_tensor(y, dtype=x.dtype)
-    if y_is and not x_is:
+        return x, convert_to_tensor(y, name=yn, preferred_dtype=x.dtype)
+    if _is_tensor(y) and not _is_tensor(x):
         y = convert_to_tensor(y)
-        return convert_to_tensor(x, dtype=y.dtype), y
-    return convert_to_tensor(x), convert_to_tensor(y)
+        return convert_to_tensor(x, name=xn, preferred_dtype=y.dtype), y
+    return convert_to_tensor(x, name=xn), convert_to_tensor(y, name=yn)
 
 
 def _binary(op_type, default_name):
     def fn(x, y, name=None):
-        a, b = _binary_inputs(x, y)
-        return make_tensor(op_type, [a, b], name=name or default_name)
+        with fw.op_name(name or default_name, fw._graph_of([x, y])) as name:
+            a, b = _binary_inputs(x, y, name)
+            return make_tensor(op_type, [a, b], name=name)
     fn.__name__ = default_name
     return fn
 
 
-add = _binary("Add", "add")
-subtract = _binary("Sub", "sub")
+# tf.add and friends are named as TF's ops ("Add"); the operators as TF's
+# operator wrappers ("add"): x + y is "add", tf.add(x, y) is "Add".
+add = _binary("Add", "Add")
+subtract = _binary("Sub", "Sub")
 sub = subtract
-multiply = _binary("Mul", "mul")
+multiply = _binary("Mul", "Mul")
 mul = multiply
 maximum = _binary("Maximum", "Maximum")
 equal = _binary("Equal", "Equal")
 greater_equal = _binary("GreaterEqual", "GreaterEqual")
+_add_operator = _binary("Add", "add")
+_sub_operator = _binary("Sub", "sub")
+_mul_operator = _binary("Mul", "mul")
+
+# TF's true division of integers: in a floating type wide enough for them.
+_INT_TO_FLOAT = {"uint8": _dtypes.float32, "int32": _dtypes.float64, "int64": _dtypes.float64}
 
 
-def divide(x, y, name=None):
-    a, b = _binary_inputs(x, y)
-    if not a.dtype.is_floating:
-        raise NotImplementedError("towerflow's tf.divide is for floating types (%s given)" % a.dtype.name)
-    return make_tensor("Div", [a, b], name=name or "truediv")
+def _div(default_name, integers):
+    def fn(x, y, name=None):
+        with fw.op_name(name or default_name, fw._graph_of([x, y])) as name:
+            a, b = _binary_inputs(x, y, name)
+            if a.dtype.is_integer and b.dtype.is_integer:
+                if not integers:
+                    raise NotImplementedError("tf.div of integers is a floor division, which towerflow lacks; "
+                                              "use tf.truediv")
+                if a.dtype != b.dtype:
+                    raise TypeError("x and y must have the same dtype, got %s != %s" % (a.dtype.name, b.dtype.name))
+                to = _INT_TO_FLOAT[a.dtype.name]
+                a = array_ops.cast(a, to, name=name + "/Cast")
+                b = array_ops.cast(b, to, name=name + "/Cast_1")
+            return make_tensor("Div", [a, b], name=name)
+    fn.__name__ = default_name
+    return fn
 
 
+divide = _div("truediv", True)
 truediv = divide
-div = divide
+div = _div("div", False)
 
 
 def _unary(op_type, default_name):
@@ -70,29 +97,23 @@ tanh = _unary("Tanh", "Tanh")
 
 def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_b=False, a_is_sparse=False,
            b_is_sparse=False, name=None):
-    x, y = _binary_inputs(a, b)
-    if x.shape.ndims not in (None, 2) or y.shape.ndims not in (None, 2):
-        raise NotImplementedError("towerflow's tf.matmul multiplies matrices (rank 2); got %s and %s"
-                                  % (x.shape, y.shape))
-    return make_tensor("MatMul", [x, y], {"transpose_a": bool(transpose_a or adjoint_a),
-                                          "transpose_b": bool(transpose_b or adjoint_b)}, name=name or "MatMul")
+    with fw.op_name(name or "MatMul", fw._graph_of([a, b])) as name:
+        x, y = _binary_inputs(a, b, name, ("a", "b"))
+        if x.shape.ndims not in (None, 2) or y.shape.ndims not in (None, 2):
+            raise NotImplementedError("towerflow's tf.matmul multiplies matrices (rank 2); got %s and %s"
+                                      % (x.shape, y.shape))
+        return make_tensor("MatMul", [x, y], {"transpose_a": bool(transpose_a or adjoint_a),
+                                              "transpose_b": bool(transpose_b or adjoint_b)}, name=name)
 
 
 def add_n(inputs, name=None):
     inputs = [convert_to_tensor(i) for i in inputs]
+    if not inputs:
+        raise ValueError("inputs must be an iterable of at least one Tensor/IndexedSlices with the same dtype "
+                         "and shape")
     if len(inputs) == 1:
-        return inputs[0]
+        return inputs[0] if name is None else array_ops.identity(inputs[0], name=name)
     return make_tensor("AddN", inputs, {"N": len(inputs)}, name=name or "AddN")
-
-
-def _axes(x, axis):
-    if axis is None:
-        if x.shape.ndims is None:
-            raise NotImplementedError("reducing every axis of a tensor of unknown rank is not supported by towerflow")
-        axis = list(range(x.shape.ndims))
-    elif isinstance(axis, (int, np.integer)):
-        axis = [int(axis)]
-    return fw.constant(np.asarray(axis, dtype=np.int32), _dtypes.int32, name="reduction_indices")
 
 
 def _reduction(op_type, default_name):
@@ -100,7 +121,16 @@ def _reduction(op_type, default_name):
         x = convert_to_tensor(input_tensor)
         axis = reduction_indices if axis is None else axis
         keep = bool(keepdims if keepdims is not None else (keep_dims or False))
-        return make_tensor(op_type, [x, _axes(x, axis)], {"keep_dims": keep}, name=name or default_name)
+        if axis is None:
+            # Every axis: TF builds this constant before the op, as "Const".
+            if x.shape.ndims is None:
+                raise NotImplementedError("reducing every axis of a tensor of unknown rank is not supported by "
+                                          "towerflow")
+            axes = fw.constant(np.arange(x.shape.ndims, dtype=np.int32), _dtypes.int32)
+            return make_tensor(op_type, [x, axes], {"keep_dims": keep}, name=name or default_name)
+        with fw.op_name(name or default_name, x.graph) as name:
+            axes = array_ops._int32(axis, name + "/reduction_indices")
+            return make_tensor(op_type, [x, axes], {"keep_dims": keep}, name=name)
     fn.__name__ = default_name
     return fn
 
@@ -114,9 +144,9 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=_dtypes.int6
     axis = dimension if axis is None else axis
     axis = 0 if axis is None else axis
     x = convert_to_tensor(input)
-    dim = fw.constant(int(axis), _dtypes.int32, name="dimension")
-    return make_tensor("ArgMax", [x, dim], {"output_type": _dtypes.as_dtype(output_type).name},
-                       name=name or "ArgMax")
+    with fw.op_name(name or "ArgMax", x.graph) as name:
+        dim = array_ops._int32(axis, name + "/dimension")
+        return make_tensor("ArgMax", [x, dim], {"output_type": _dtypes.as_dtype(output_type).name}, name=name)
 
 
 def _install_operators(cls):
@@ -125,16 +155,16 @@ def _install_operators(cls):
             return lambda self, other: fn(other, self)
         return lambda self, other: fn(self, other)
 
-    cls.__add__ = binop(add)
-    cls.__radd__ = binop(add, True)
-    cls.__sub__ = binop(subtract)
-    cls.__rsub__ = binop(subtract, True)
-    cls.__mul__ = binop(multiply)
-    cls.__rmul__ = binop(multiply, True)
+    cls.__add__ = binop(_add_operator)
+    cls.__radd__ = binop(_add_operator, True)
+    cls.__sub__ = binop(_sub_operator)
+    cls.__rsub__ = binop(_sub_operator, True)
+    cls.__mul__ = binop(_mul_operator)
+    cls.__rmul__ = binop(_mul_operator, True)
     cls.__truediv__ = binop(divide)
     cls.__rtruediv__ = binop(divide, True)
-    cls.__matmul__ = binop(matmul)
-    cls.__rmatmul__ = binop(matmul, True)
+    cls.__matmul__ = binop(lambda a, b: matmul(a, b, name="matmul"))
+    cls.__rmatmul__ = binop(lambda a, b: matmul(a, b, name="matmul"), True)
     cls.__neg__ = lambda self: negative(self)
     cls.__pow__ = lambda self, p: _pow(self, p)
 
@@ -185,8 +215,12 @@ def _getitem(self, key):
     for _ in range(len(key), shape.ndims):
         begin.append(0)
         size.append(-1)
-    out = array_ops.slice(x, begin, size, name="strided_slice")
-    return array_ops.squeeze(out, squeeze_axes) if squeeze_axes else out
+    # One op named "strided_slice" as TF's: the Slice below it when a Squeeze follows.
+    with fw.op_name("strided_slice", x.graph) as name:
+        if not squeeze_axes:
+            return array_ops.slice(x, begin, size, name=name)
+        out = array_ops.slice(x, begin, size, name=name + "/Slice")
+        return array_ops.squeeze(out, squeeze_axes, name=name)
 
 
 fw.Tensor.__getitem__ = _getitem

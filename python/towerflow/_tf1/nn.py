@@ -30,8 +30,9 @@ def bias_add(value, bias, data_format=None, name=None):
     if data_format not in (None, "NHWC", "N...C"):
         raise NotImplementedError("towerflow's bias_add takes data_format NHWC only")
     v = convert_to_tensor(value)
-    b = convert_to_tensor(bias, dtype=v.dtype)
-    return make_tensor("BiasAdd", [v, b], name=name or "BiasAdd")
+    with fw.op_name(name or "BiasAdd", v.graph) as name:
+        b = convert_to_tensor(bias, dtype=v.dtype, name=name + "/bias")
+        return make_tensor("BiasAdd", [v, b], name=name)
 
 
 def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True, data_format="NHWC",  # noqa: A002

@@ -92,13 +92,21 @@ class _Fetch:
 
     def _leaf(self, f):
         if isinstance(f, str):
-            f = self.graph.as_graph_element(f)
+            try:
+                f = self.graph.as_graph_element(f)
+            except (KeyError, ValueError, TypeError) as e:
+                raise ValueError("Argument `fetch` = %s cannot be interpreted as a Tensor. (%s)"
+                                 % (f, _message(e))) from None
         if hasattr(f, "_tw_fetch"):
             return f._tw_fetch(self)
         if isinstance(f, fw.Operation):
             self._check_graph(f)
             self.targets.append(f._node)
             return lambda values: None
+        if not (isinstance(f, fw.Tensor) or hasattr(f, "_tw_as_tensor")):
+            # As TF: a fetch is a graph element or its name, never a value to make a constant of.
+            raise TypeError('Argument `fetch` = %r has invalid type "%s" must be a string or Tensor. (Can not '
+                            'convert a %s into a Tensor or Operation.)' % (f, type(f).__name__, type(f).__name__))
         t = fw.convert_to_tensor(f) if not isinstance(f, fw.Tensor) else f
         self._check_graph(t)
         return self.tensor(t)
@@ -134,6 +142,26 @@ class _Fetch:
 
     def result(self, values):
         return self._build(values)
+
+
+def _message(e):
+    """An exception's message (a KeyError's without the quotes str() adds)."""
+    return e.args[0] if isinstance(e, KeyError) and e.args else str(e)
+
+
+def _check_feed_shape(t, value):
+    """TF's check before a run: a fed value's shape fits the tensor's static
+    shape, else ValueError (a ragged value is left to the engine)."""
+    shape = t.shape
+    if shape.ndims is None:
+        return
+    try:
+        got = np.shape(value)
+    except ValueError:
+        return
+    if len(got) != shape.ndims or any(d is not None and d != g for d, g in zip(shape.as_list(), got)):
+        raise ValueError("Cannot feed value of shape %r for Tensor %s, which has shape %r"
+                         % (tuple(got), t.name, str(shape)))
 
 
 def _as_value(array):
@@ -178,13 +206,17 @@ class BaseSession:
         feeds = []
         for key, value in (feed_dict or {}).items():
             if isinstance(key, str):
-                key = self._graph.as_graph_element(key, allow_operation=False)
+                try:
+                    key = self._graph.as_graph_element(key, allow_operation=False)
+                except (KeyError, ValueError, TypeError) as e:
+                    raise TypeError("Cannot interpret feed_dict key as Tensor: " + _message(e)) from None
             t = fw.convert_to_tensor(key) if not isinstance(key, fw.Tensor) else key
             if t.graph is not self._graph:
                 raise ValueError("Cannot feed %r: it is not an element of this graph." % (key,))
             if isinstance(value, (fw.Tensor, fw.Operation)):
                 raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                                 "Python scalars, strings, lists, numpy ndarrays, or TensorHandles.")
+            _check_feed_shape(t, value)
             feeds.append((t._output, value))
         inits = self._graph._one_shot_inits
         if len(inits) > self._one_shot_done:

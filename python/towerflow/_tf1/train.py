@@ -173,6 +173,9 @@ class Saver:
     def restore(self, sess, save_path):
         if save_path is None:
             raise ValueError("Can't load save_path when it is None.")
+        if not os.path.exists(save_path):
+            # TF checks the path before restoring: no checkpoint there is a ValueError.
+            raise ValueError("The passed save_path is not a valid checkpoint: %s" % save_path)
         self._saver.restore(sess._session, save_path)
 
     @property

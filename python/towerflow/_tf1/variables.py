@@ -9,6 +9,7 @@ import contextlib
 import numpy as np
 
 from .. import _core
+from .. import errors
 from . import dtypes as _dtypes
 from . import framework as fw
 
@@ -102,20 +103,21 @@ class Variable:
         return "<tf.Variable '%s' shape=%s dtype=%s>" % (self.name, self.shape, self.dtype.name)
 
 
-def _assign(op_type, var, value, name, use_locking=True):
-    value = fw.convert_to_tensor(value, dtype=var.dtype)
+def _assign(op_type, var, value, name, use_locking=True, validate_shape=None):
+    """An Assign/AssignAdd/AssignSub of `var`; a value to convert is the helper "<name>/value", as TF's."""
     attrs = {"use_locking": use_locking}
-    return fw.make_tensor(op_type, [var._ref, value], attrs, name=name, graph=var.graph)
+    if validate_shape is not None:
+        attrs["validate_shape"] = validate_shape
+    with var.graph.as_default(), fw.op_name(name or op_type, var.graph) as name:
+        value = fw.convert_to_tensor(value, dtype=var.dtype, name=name + "/value")
+        return fw.make_tensor(op_type, [var._ref, value], attrs, name=name, graph=var.graph)
 
 
 def assign(ref, value, validate_shape=None, use_locking=None, name=None):
     if not isinstance(ref, Variable):
         raise TypeError("towerflow's tf.assign takes a Variable, not %s" % type(ref).__name__)
-    attrs = {"use_locking": True if use_locking is None else use_locking}
-    if validate_shape is not None:
-        attrs["validate_shape"] = validate_shape
-    value = fw.convert_to_tensor(value, dtype=ref.dtype)
-    return fw.make_tensor("Assign", [ref._ref, value], attrs, name=name, graph=ref.graph)
+    return _assign("Assign", ref, value, name, use_locking=True if use_locking is None else use_locking,
+                   validate_shape=validate_shape)
 
 
 def assign_add(ref, value, use_locking=None, name=None):
@@ -141,7 +143,8 @@ class VariableScope:
 
     def __init__(self, graph, scope, name, reuse=False, initializer=None, regularizer=None, dtype=None):
         self._graph = graph
-        self._scope = scope  # the engine scope it was opened with
+        self._scope = scope  # the engine scope it was entered with
+        self._original = scope  # the engine scope it was first opened with
         self._name = name
         self._reuse = reuse
         self.initializer = initializer
@@ -154,7 +157,7 @@ class VariableScope:
 
     @property
     def original_name_scope(self):
-        return (self._scope.name_scope + "/") if self._scope.name_scope else ""
+        return (self._original.name_scope + "/") if self._original.name_scope else ""
 
     @property
     def reuse(self):
@@ -197,15 +200,27 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     g = fw._graph_of(values or [])
     parent = _root_var_scope(g) if not g._var_scopes else g._var_scopes[-1]
     if isinstance(name_or_scope, VariableScope):
-        # Re-entering a scope object: its variable scope and name scope, under
-        # the device in effect now.
+        # Re-entering a scope object: its variable scope, and (as TF) a new name
+        # scope below the current one named after its last component ("scope_1";
+        # none for the root scope, so a tower's name scope stays in effect).
         vs = name_or_scope
-        scope = vs._scope
-        if g._scope.device != scope.device:
-            scope = scope.with_device(g._scope.device)
         new_reuse = vs.reuse if reuse is None else (reuse or parent.reuse)
+        mode = _core.Reuse.REUSE if new_reuse is True else _core.Reuse.INHERIT
+        outer, _, last = vs.name.rpartition("/")
+        if not vs.name and not g._scope.variable_scope:
+            scope = g._scope
+        elif vs.name and outer == g._scope.variable_scope:
+            scope = g._scope.with_variable_scope(last, mode)
+        else:
+            # Not a child of the current variable scope: an engine Scope cannot
+            # have this variable scope below the current name scope, so the ops
+            # go to the scope's first name scope (under the current device).
+            scope = vs._original
+            if g._scope.device != scope.device:
+                scope = scope.with_device(g._scope.device)
         entered = VariableScope(g, scope, vs.name, new_reuse, initializer or vs.initializer,
                                 regularizer or vs.regularizer, dtype or vs.dtype)
+        entered._original = vs._original
     else:
         name = name_or_scope if name_or_scope is not None else default_name
         if name is None:
@@ -347,9 +362,19 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     scope = g._scope.with_reuse_variables() if vs.reuse is True else g._scope
     init = _engine_initializer(initializer if initializer is not None else vs.initializer, dtype, shape)
     engine_collections = [c for c in (collections or []) if c not in ("variables", "trainable_variables")]
-    with fw.building():
+    # The engine's sharing errors are ValueErrors in the words of TF's Python
+    # (the engine's messages name its C++ API); a shape mismatch keeps the engine's.
+    try:
         core_var = _core.get_variable(scope, name, list(fw.as_shape(shape).as_list()), dtype.name, init,
                                       trainable, engine_collections)
+    except errors.AlreadyExistsError:
+        raise ValueError("Variable %s already exists, disallowed. Did you mean to set reuse=True or "
+                         "reuse=tf.AUTO_REUSE in VarScope?" % full) from None
+    except errors.NotFoundError:
+        raise ValueError("Variable %s does not exist, or was not created with tf.get_variable(). Did you mean "
+                         "to set reuse=tf.AUTO_REUSE in VarScope?" % full) from None
+    except errors.InvalidArgumentError as e:
+        raise ValueError(e.message) from None
     new = core_var.name not in g._variables
     v = _wrap_variable(g, core_var, trainable)
     if new:
@@ -374,10 +399,8 @@ def VariableV1(initial_value=None, trainable=None, collections=None, validate_sh
         raise NotImplementedError("towerflow's tf.Variable takes a NumPy or Python initial value; use "
                                   "tf.get_variable(initializer=...) for random initial values")
     value = np.asarray(initial_value)
-    if dtype is None:
-        dtype = _dtypes.float32 if value.dtype.kind == "f" else (
-            _dtypes.int32 if value.dtype.kind in "iu" and value.dtype != np.uint8 else _dtypes.as_dtype(value.dtype))
-    dtype = _dtypes.as_dtype(dtype)
+    # The dtype tf.constant(initial_value) would have (a NumPy value keeps its own).
+    dtype = fw._inferred_dtype(initial_value) if dtype is None else _dtypes.as_dtype(dtype)
     g = fw.get_default_graph()
     base = name or "Variable"
     full = g.unique_name(base, mark_as_used=False)

@@ -16,6 +16,7 @@ from ... import errors
 from ..._tf1 import array_ops as _array
 from ..._tf1 import dtypes as _dtypes
 from ..._tf1 import framework as _fw
+from ..._tf1 import graph_api as _api
 from ..._tf1 import graph_ops as _graph_ops
 from ..._tf1 import io as _io
 from ..._tf1 import math_ops as _math
@@ -66,21 +67,21 @@ Operation = _fw.Operation
 Tensor = _fw.Tensor
 TensorShape = _fw.TensorShape
 Dimension = _fw.Dimension
-GraphKeys = _fw.GraphKeys
+GraphKeys = _api.GraphKeys
 get_default_graph = _fw.get_default_graph
 reset_default_graph = _fw.reset_default_graph
 get_default_session = _fw.get_default_session
-name_scope = _fw.name_scope
-device = _fw.device
-control_dependencies = _fw.control_dependencies
-colocate_with = _fw.colocate_with
+name_scope = _api.name_scope
+device = _api.device
+control_dependencies = _api.control_dependencies
+colocate_with = _api.colocate_with
 convert_to_tensor = _fw.convert_to_tensor
 constant = _fw.constant
-set_random_seed = _fw.set_random_seed
-get_collection = _fw.get_collection
-get_collection_ref = _fw.get_collection_ref
-add_to_collection = _fw.add_to_collection
-add_to_collections = _fw.add_to_collections
+set_random_seed = _api.set_random_seed
+get_collection = _api.get_collection
+get_collection_ref = _api.get_collection_ref
+add_to_collection = _api.add_to_collection
+add_to_collections = _api.add_to_collections
 
 # ---- variables
 Variable = _vars.VariableV1
