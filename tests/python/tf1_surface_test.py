@@ -416,6 +416,27 @@ class TF1SurfaceTest(unittest.TestCase):
             emit(r)
         ''')
 
+    def test_set_shape(self):
+        # The TF1 idiom after decode_raw: refine an unknown dimension; then an
+        # incompatible refinement is a ValueError.
+        self.compare('''
+            raw = tf.decode_raw(tf.constant(np.arange(6, dtype=np.int32).tobytes()), tf.int32)
+            before = shape(raw)
+            raw.set_shape([6])
+            m = tf.reshape(raw, [2, 3]) * 2
+            p = tf.placeholder(tf.float32, [None, 4])
+            p.set_shape([3, 4])
+            r = {"before": before, "after": shape(raw), "m": shape(m), "p": shape(p)}
+            try:
+                raw.set_shape([7])
+            except ValueError:
+                r["incompatible"] = "ValueError"
+            with tf.Session() as sess:
+                r["values"] = sess.run(m).tolist()
+                r["fed"] = sess.run(p, {p: np.ones((3, 4))}).shape[0]
+            emit(r)
+        ''')
+
     # ---- gradients -------------------------------------------------------------------
 
     def test_gradients(self):

@@ -363,13 +363,31 @@ class Tensor:
         return self.shape
 
     def set_shape(self, shape):
-        if not self.shape.is_fully_defined() or self.shape != as_shape(shape):
-            merged = _merge_shapes(self.shape, as_shape(shape))
-            if merged is None:
-                raise ValueError("Shapes %s and %s are incompatible" % (self.shape, as_shape(shape)))
-            if merged != self.shape:
-                raise NotImplementedError("towerflow infers static shapes when a node is built; set_shape cannot "
-                                          "refine %s of '%s' to %s: reshape it instead" % (self.shape, self.name, shape))
+        """Refines this tensor's static shape, as TF's set_shape. The engine
+        infers shapes when a node is built, so a refinement reroutes this
+        Tensor object through a Reshape to the merged shape, colocated with its
+        op and checked at run time (a value of another shape fails the step,
+        naming the node); at most one dimension may stay unknown."""
+        new = as_shape(shape)
+        merged = _merge_shapes(self.shape, new)
+        if merged is None:
+            raise ValueError("Tensor's shape %s is not compatible with supplied shape %s" % (self.shape, new))
+        if merged == self.shape:
+            return
+        dims = merged.as_list()
+        if sum(d is None for d in dims) > 1:
+            raise NotImplementedError("towerflow's set_shape refines to a shape with at most one unknown dimension "
+                                      "(%s -> %s on '%s')" % (self.shape, merged, self.name))
+        g = self.graph
+        scope = g._scopes[0].colocated_with(self._output)
+        base = "%s/set_shape" % self._op.name
+        with building():
+            target = _core.add_op(scope, "Const", [], {"value": np.asarray([-1 if d is None else d for d in dims],
+                                                                             np.int32), "dtype": "int32"},
+                                  base + "/shape")
+            node = _core.add_op(scope, "Reshape", [self._output, _core.Output(target, 0)], {}, base)
+        op = g._wrap_node(node)
+        self._op, self._index, self._output = op, 0, _core.Output(node, 0)
 
     @property
     def device(self):
