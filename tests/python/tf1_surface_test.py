@@ -913,6 +913,47 @@ class TF1SurfaceTest(unittest.TestCase):
             emit(r)
         ''')
 
+    def test_tensorflow_reads_the_event_file(self):
+        # What towerflow's FileWriter writes, TensorFlow's summary_iterator reads
+        # back: the file version, the graph and each scalar at its step.
+        params = self._params()
+        code = '''
+            x = tf.placeholder(tf.float32, [])
+            loss = tf.summary.scalar("loss", x)
+            acc = tf.summary.scalar("accuracy", x / 4.0)
+            merged = tf.summary.merge_all()
+            writer = tf.summary.FileWriter(os.path.join(PARAMS["tmp"], "logs"), tf.get_default_graph())
+            with tf.Session() as sess:
+                for step in range(3):
+                    writer.add_summary(sess.run(merged, {x: 1.0 + step}), step)
+            writer.close()
+            emit(sorted(os.listdir(os.path.join(PARAMS["tmp"], "logs"))))
+        '''
+        files = _result("towerflow", _run("towerflow", code, params))
+        self.assertEqual(len(files), 1)
+        reader = '''
+            import glob, json, os
+            import tensorflow as tf
+            events = []
+            for e in tf.compat.v1.train.summary_iterator(glob.glob(os.path.join(PARAMS["tmp"], "logs", "*"))[0]):
+                if e.file_version:
+                    events.append(["version", e.file_version])
+                elif e.graph_def:
+                    events.append(["graph", len(e.graph_def) > 0])
+                for v in e.summary.value:
+                    events.append([e.step, v.tag, round(v.simple_value, 4)])
+            print(json.dumps(events))
+        '''
+        p = subprocess.run([PYTHON, "-c", "PARAMS = %r\n" % (params,) + textwrap.dedent(reader)],
+                           capture_output=True, text=True, timeout=300, env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        events = json.loads(p.stdout.strip().splitlines()[-1])
+        self.assertEqual(events[0], ["version", "brain.Event:2"])
+        self.assertIn(["graph", True], events)
+        scalars = [e for e in events if len(e) == 3]
+        self.assertEqual(sorted(scalars), sorted([[s, "loss", 1.0 + s] for s in range(3)] +
+                                                 [[s, "accuracy", (1.0 + s) / 4] for s in range(3)]))
+
     # ---- what towerflow lacks ------------------------------------------------------------------
 
     def test_missing_symbols_raise_attribute_error_naming_them(self):
