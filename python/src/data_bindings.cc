@@ -94,6 +94,15 @@ nb::dict ParsedToPython(const io::ParsedFeatures& parsed) {
   return out;
 }
 
+// ParseSingleExample or ParseExample, the features given as FeaturesFromPython
+// takes them, the result as ParsedToPython gives it.
+using ParseFn = io::ParsedFeatures (*)(const Scope&, const Output&, const io::FeatureMap&, const Output&);
+nb::dict Parse(ParseFn parse, const Scope& scope, const Output& serialized, nb::handle features,
+               const std::optional<Output>& names) {
+  io::FeatureMap map = FeaturesFromPython(features);
+  return ParsedToPython(Checked(scope, [&] { return parse(scope, serialized, map, names ? *names : Output()); }));
+}
+
 std::vector<TensorShape> ShapesFromPython(const std::optional<std::vector<std::vector<int64_t>>>& shapes) {
   std::vector<TensorShape> out;
   if (!shapes) return out;
@@ -161,18 +170,12 @@ void BindData(nb::module_& m) {
 
   m.def("parse_single_example",
         [](const Scope& scope, const Output& serialized, nb::handle features, std::optional<Output> name) {
-          io::FeatureMap map = FeaturesFromPython(features);
-          return ParsedToPython(Checked(scope, [&] {
-            return io::ParseSingleExample(scope, serialized, map, name ? *name : Output());
-          }));
+          return Parse(&io::ParseSingleExample, scope, serialized, features, name);
         },
         "scope"_a, "serialized"_a, "features"_a, "name"_a = nb::none());
   m.def("parse_example",
         [](const Scope& scope, const Output& serialized, nb::handle features, std::optional<Output> names) {
-          io::FeatureMap map = FeaturesFromPython(features);
-          return ParsedToPython(Checked(scope, [&] {
-            return io::ParseExample(scope, serialized, map, names ? *names : Output());
-          }));
+          return Parse(&io::ParseExample, scope, serialized, features, names);
         },
         "scope"_a, "serialized"_a, "features"_a, "names"_a = nb::none());
   m.def("decode_raw",

@@ -58,7 +58,7 @@ class Dataset:
         def build(scope, outputs):
             g = _fw.Graph._borrow(scope)
             with g.as_default():
-                args = [g._wrap_node(o.node).outputs[o.index] for o in outputs]
+                args = [g._tensor(o) for o in outputs]
                 result = fn(*args)
                 outcome["single"] = not isinstance(result, (tuple, list))
                 flat = result if isinstance(result, (tuple, list)) else [result]
@@ -235,7 +235,7 @@ class Iterator:
     def get_next(self, name=None):
         g = _fw.get_default_graph()
         outs = self._it.get_next(g._scope)
-        tensors = [g._wrap_node(o.node).outputs[o.index] for o in outs]
+        tensors = [g._tensor(o) for o in outs]
         return tensors[0] if self._single else tuple(tensors)
 
     def save(self, session):

@@ -81,7 +81,7 @@ def Replicate(devices, source, optimizer, tower_fn, name_scope_prefix="tower", m
             _vars._root_var_scope(g)
             g._var_scopes.append(vs)
             try:
-                tensors = [g._wrap_node(o.node).outputs[o.index] for o in batch]
+                tensors = [g._tensor(o) for o in batch]
                 loss = tower_fn(*tensors)
             finally:
                 g._var_scopes.pop()
@@ -91,7 +91,7 @@ def Replicate(devices, source, optimizer, tower_fn, name_scope_prefix="tower", m
                         bool(mirrored), variable_device, bool(global_step), bool(ordered_batches))
 
     def tensor(o):
-        return g._wrap_node(o.node).outputs[o.index]
+        return g._tensor(o)
 
     step = r["global_step"]
     return ReplicaStep(

@@ -168,6 +168,10 @@ class Graph:
             self._ops[node.id] = op
         return op
 
+    def _tensor(self, output):
+        """The Tensor of an engine Output of this graph."""
+        return self._wrap_node(output.node).outputs[output.index]
+
     def get_operation_by_name(self, name):
         node = self._graph.find_node(name)
         if node is None:
@@ -305,7 +309,7 @@ class Operation:
 
     @property
     def inputs(self):
-        return [self._graph._wrap_node(o.node).outputs[o.index] for o in self._node.inputs]
+        return [self._graph._tensor(o) for o in self._node.inputs]
 
     @property
     def control_inputs(self):

@@ -20,7 +20,7 @@ def gradients(ys, xs, grad_ys=None, name="gradients", colocate_gradients_with_op
                                        (grad_ys if isinstance(grad_ys, (list, tuple)) else [grad_ys])]
     g = fw._graph_of(ys)
     grads = _core.gradients(g._scope, [y._output for y in ys], [x._output for x in xs_t], [t._output for t in gys])
-    return [None if o is None else g._wrap_node(o.node).outputs[o.index] for o in grads]
+    return [None if o is None else g._tensor(o) for o in grads]
 
 
 def group(*inputs, **kwargs):
@@ -66,7 +66,7 @@ def _random(kind, shape, dtype, seed, name, scale, shift):
         draw_name = name + "/" + _RANDOM_OPS[kind] if scaled or shifted or kind == "uniform" else name
         out = _core.random_tensor(g._scope.with_op_name(draw_name), kind, shape_t._output, dtype.name,
                                   0 if seed is None else int(seed))
-        x = g._wrap_node(out.node).outputs[out.index]
+        x = g._tensor(out)
         from . import math_ops
         if scaled:
             x = math_ops.multiply(x, scale, name=name + "/mul" if shifted else name)

@@ -60,27 +60,27 @@ def _parsed(g, parsed):
     out = {}
     for key, value in parsed.items():
         if isinstance(value, tuple):
-            i, v, s = (g._wrap_node(o.node).outputs[o.index] for o in value)
+            i, v, s = (g._tensor(o) for o in value)
             out[key] = SparseTensor(i, v, s)
         else:
-            out[key] = g._wrap_node(value.node).outputs[value.index]
+            out[key] = g._tensor(value)
     return out
 
 
-def parse_single_example(serialized, features, name=None, example_names=None):
+def _parse(engine_fn, serialized, features, name, example_names):
     s = fw.convert_to_tensor(serialized)
     g = s.graph
     scope = g._scope.with_op_name(name) if name else g._scope
     names = None if example_names is None else fw.convert_to_tensor(example_names)._output
-    return _parsed(g, _core.parse_single_example(scope, s._output, _features(features), names))
+    return _parsed(g, engine_fn(scope, s._output, _features(features), names))
+
+
+def parse_single_example(serialized, features, name=None, example_names=None):
+    return _parse(_core.parse_single_example, serialized, features, name, example_names)
 
 
 def parse_example(serialized, features, name=None, example_names=None):
-    s = fw.convert_to_tensor(serialized)
-    g = s.graph
-    scope = g._scope.with_op_name(name) if name else g._scope
-    names = None if example_names is None else fw.convert_to_tensor(example_names)._output
-    return _parsed(g, _core.parse_example(scope, s._output, _features(features), names))
+    return _parse(_core.parse_example, serialized, features, name, example_names)
 
 
 def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, bytes=None):  # noqa: A002
@@ -89,7 +89,7 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, b
     g = x.graph
     scope = g._scope.with_op_name(name) if name else g._scope
     out = _core.decode_raw(scope, x._output, _dtypes.as_dtype(out_type).name, bool(little_endian))
-    return g._wrap_node(out.node).outputs[out.index]
+    return g._tensor(out)
 
 
 class TFRecordOptions:
@@ -108,7 +108,7 @@ class TFRecordReader:
         self._reader = _core.TFRecordReader(scope, compression)
 
     def _wrap(self, pair):
-        return tuple(self._graph._wrap_node(o.node).outputs[o.index] for o in pair)
+        return tuple(self._graph._tensor(o) for o in pair)
 
     def read(self, queue, name=None):
         ref = queue.queue_ref if hasattr(queue, "queue_ref") else fw.convert_to_tensor(queue)

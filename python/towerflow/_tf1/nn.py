@@ -70,7 +70,7 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     g = x.graph
     scope = g._scope.with_op_name(name) if name else g._scope
     out = _core.dropout(scope, x._output, float(rate), 0 if seed is None else int(seed))
-    return g._wrap_node(out.node).outputs[out.index]
+    return g._tensor(out)
 
 
 def l2_loss(t, name=None):

@@ -50,7 +50,7 @@ class Optimizer:
         pairs = self._opt().compute_gradients(g._scope, loss._output, vars_)
         out = []
         for grad, core_var in pairs:
-            t = None if grad is None else g._wrap_node(grad.node).outputs[grad.index]
+            t = None if grad is None else g._tensor(grad)
             out.append((t, variables._wrap_variable(g, core_var)))
         return out
 
@@ -289,7 +289,7 @@ class _Queue:
         self._graph = graph
         self._queue = core_queue
         h = core_queue.handle
-        self._ref = graph._wrap_node(h.node).outputs[h.index]
+        self._ref = graph._tensor(h)
 
     @property
     def queue_ref(self):
@@ -305,7 +305,7 @@ class _Queue:
 
     def size(self, name=None):
         out = self._queue.size(self._graph._scope)
-        return self._graph._wrap_node(out.node).outputs[out.index]
+        return self._graph._tensor(out)
 
     def close(self, cancel_pending_enqueues=False, name=None):
         return self._graph._wrap_node(self._queue.close(self._graph._scope, cancel_pending_enqueues))
@@ -345,7 +345,7 @@ def _check_dynamic_pad(dynamic_pad):
 
 
 def _wrap_outputs(g, outputs):
-    return [g._wrap_node(o.node).outputs[o.index] for o in outputs]
+    return [g._tensor(o) for o in outputs]
 
 
 def batch(tensors, batch_size, num_threads=1, capacity=32, enqueue_many=False, shapes=None, dynamic_pad=False,

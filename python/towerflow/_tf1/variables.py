@@ -23,8 +23,8 @@ class Variable:
         self._graph = graph
         self._var = core_var
         self._trainable = trainable
-        self._ref = graph._wrap_node(core_var.ref.node).outputs[core_var.ref.index]
-        self._value = graph._wrap_node(core_var.value.node).outputs[core_var.value.index]
+        self._ref = graph._tensor(core_var.ref)
+        self._value = graph._tensor(core_var.value)
         self._initializer = graph._wrap_node(core_var.initializer)
 
     @property
