@@ -626,9 +626,10 @@ class TF1SurfaceTest(unittest.TestCase):
                     opt = make_opt()
                     op = opt.minimize(loss, global_step=gs)
                     plain = make_opt().minimize(loss)
-                    # The train op's type; of its name, the scope ("Adam_1"): towerflow's
-                    # engine names the op below it ("Adam_1/update"), TF names it "Adam_1".
-                    out = {"op_type": op.type, "plain_op": [plain.type, plain.name.split("/")[0]],
+                    # The train op is named as the optimizer's scope ("Adam", "Adam_1").
+                    named = make_opt().minimize(loss, name="train_op")
+                    out = {"op": [op.type, op.name], "plain_op": [plain.type, plain.name],
+                           "named_op": named.name,
                            "gs": [gs.name, gs.dtype.base_dtype.name],
                            "variables": sorted(v.name for v in tf.global_variables()),
                            "trainable": sorted(v.name for v in tf.trainable_variables()),

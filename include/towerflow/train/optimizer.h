@@ -48,7 +48,8 @@ class Optimizer {
   // gradient are skipped; InvalidArgument "No gradients provided for any
   // variable" naming them all when none has one), then, when `global_step` is
   // given, adding 1 to it. Ops are named "<name>/update_<var>/...", default name
-  // the optimizer's.
+  // the optimizer's (made unique: "Adam_1"); the op returned is named "<name>"
+  // itself, as TF names it (the global step's AssignAdd, else a NoOp).
   Node* ApplyGradients(const Scope& scope, const GradsAndVars& grads_and_vars,
                        Variable* global_step = nullptr, const std::string& name = "");
 

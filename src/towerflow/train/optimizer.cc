@@ -29,6 +29,17 @@ const Variable* FindStored(Graph& g, const std::string& key) {
   return stored == nullptr ? nullptr : std::any_cast<Variable>(stored);
 }
 
+// Adds `spec`, named exactly as given (a name scope's own name, which no node
+// has yet); errors go into `scope`.
+Node* AddNamedAsScope(const Scope& scope, NodeSpec spec) {
+  StatusOr<Node*> node = scope.graph().AddNode(std::move(spec));
+  if (!node.ok()) {
+    scope.UpdateStatus(node.status());
+    return nullptr;
+  }
+  return *node;
+}
+
 }  // namespace
 
 Optimizer::Optimizer(std::string name) : name_(std::move(name)), id_(next_optimizer_id.fetch_add(1)) {}
@@ -104,7 +115,18 @@ Node* Optimizer::ApplyGradients(const Scope& scope, const GradsAndVars& grads_an
   }
   if (!scope.ok()) return nullptr;
   Node* finish = Finish(s, update_ops);
-  if (global_step == nullptr || finish == nullptr) return finish;
+  if (finish == nullptr) return nullptr;
+  if (global_step == nullptr) {
+    // The op returned is named as the optimizer's name scope ("Adam",
+    // "Adam_1", or the name given), as TF names it, so that a program finds
+    // its train op by that name: a NoOp after the update.
+    NodeSpec spec;
+    spec.name = s.name_scope();
+    spec.op = "NoOp";
+    spec.control_inputs = {finish};
+    spec.device = s.device();
+    return AddNamedAsScope(scope, std::move(spec));
+  }
   // The step counts completed updates: it moves only after every variable has.
   Scope gs = s.WithDevice(global_step->ref.node->requested_device()).ColocatedWith(global_step->ref);
   Tensor one(global_step->ref.dtype(), TensorShape{});
@@ -117,9 +139,17 @@ Node* Optimizer::ApplyGradients(const Scope& scope, const GradsAndVars& grads_an
                                                DataTypeName(one.dtype())));
     return nullptr;
   }
-  Output inc = AssignAdd(gs.WithControlDependencies({Output(finish)}).WithOpName("increment_global_step"),
-                         *global_step, Const(gs, one));
-  return inc.node;
+  // The step's AssignAdd is the op returned, named as the name scope (above).
+  Output one_const = Const(gs.WithOpName("increment_global_step/value"), one);
+  if (!one_const.valid()) return nullptr;
+  NodeSpec spec;
+  spec.name = s.name_scope();
+  spec.op = "AssignAdd";
+  spec.inputs = {global_step->ref, one_const};
+  spec.control_inputs = {finish};
+  spec.device = gs.device();
+  spec.colocation = gs.colocation();
+  return AddNamedAsScope(scope, std::move(spec));
 }
 
 Node* Optimizer::Minimize(const Scope& scope, const Output& loss, Variable* global_step,
