@@ -35,7 +35,7 @@ class Adam : public Optimizer {
  protected:
   void CreateSlots(const Scope& scope, const std::vector<Variable>& vars) override;
   Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) override;
-  Node* Finish(const Scope& scope, const std::vector<Output>& update_ops) override;
+  std::vector<Output> Finish(const Scope& scope, const std::vector<Output>& update_ops) override;
 
  private:
   AdamOptions options_;

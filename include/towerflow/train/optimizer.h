@@ -72,8 +72,10 @@ class Optimizer {
   virtual void Prepare(const Scope& /*scope*/) {}
   // The update op of one variable (built colocated with it).
   virtual Output ApplyDense(const Scope& scope, const Output& grad, const Variable& var) = 0;
-  // One op that runs after every update (default: a group named "update").
-  virtual Node* Finish(const Scope& scope, const std::vector<Output>& update_ops);
+  // What must have run when the step ends: the updates (the default) and any
+  // op of the optimizer's own that runs after them (Adam's beta powers). The op
+  // ApplyGradients returns waits for all of them.
+  virtual std::vector<Output> Finish(const Scope& scope, const std::vector<Output>& update_ops);
 
   // The learning rate for a variable of `dtype`: `tensor` (a float scalar, such
   // as a decay of the global step, cast to `dtype` when it differs) when valid,

@@ -41,11 +41,14 @@ Output Adam::ApplyDense(const Scope& scope, const Output& grad, const Variable& 
                    options_.use_nesterov);
 }
 
-Node* Adam::Finish(const Scope& scope, const std::vector<Output>& update_ops) {
+std::vector<Output> Adam::Finish(const Scope& scope, const std::vector<Output>& update_ops) {
   Graph& g = scope.graph();
   const Variable* b1p = GetNonSlotVariable(g, "beta1_power");
   const Variable* b2p = GetNonSlotVariable(g, "beta2_power");
-  if (!b1p || !b2p) return nullptr;
+  if (!b1p || !b2p) {
+    scope.UpdateStatus(errors::Internal("Adam: beta1_power/beta2_power were not created"));
+    return {};
+  }
   // beta^t -> beta^(t+1) once this step's updates have all used beta^t.
   Scope after = scope.WithControlDependencies(update_ops);
   auto advance = [&](const Variable& p, double beta, const char* name) {
@@ -55,7 +58,7 @@ Node* Adam::Finish(const Scope& scope, const std::vector<Output>& update_ops) {
   std::vector<Output> all = update_ops;
   all.push_back(advance(*b1p, options_.beta1, "update_beta1"));
   all.push_back(advance(*b2p, options_.beta2, "update_beta2"));
-  return Group(scope.WithOpName("update"), all);
+  return all;
 }
 
 }  // namespace tw::train

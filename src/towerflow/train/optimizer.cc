@@ -114,16 +114,17 @@ Node* Optimizer::ApplyGradients(const Scope& scope, const GradsAndVars& grads_an
     update_ops.push_back(ApplyDense(us, grad, var));
   }
   if (!scope.ok()) return nullptr;
-  Node* finish = Finish(s, update_ops);
-  if (finish == nullptr) return nullptr;
+  std::vector<Output> finish = Finish(s, update_ops);
+  if (!scope.ok()) return nullptr;
+  // The op returned is named as the optimizer's name scope ("Adam", "Adam_1",
+  // or the name given), as TF names it, so that a program finds its train op
+  // by that name: the global step's AssignAdd, else a NoOp; it runs after
+  // every update (and whatever Finish added).
+  NodeSpec spec;
+  spec.name = s.name_scope();
+  for (const Output& f : finish) spec.control_inputs.push_back(f.node);
   if (global_step == nullptr) {
-    // The op returned is named as the optimizer's name scope ("Adam",
-    // "Adam_1", or the name given), as TF names it, so that a program finds
-    // its train op by that name: a NoOp after the update.
-    NodeSpec spec;
-    spec.name = s.name_scope();
     spec.op = "NoOp";
-    spec.control_inputs = {finish};
     spec.device = s.device();
     return AddNamedAsScope(scope, std::move(spec));
   }
@@ -139,14 +140,10 @@ Node* Optimizer::ApplyGradients(const Scope& scope, const GradsAndVars& grads_an
                                                DataTypeName(one.dtype())));
     return nullptr;
   }
-  // The step's AssignAdd is the op returned, named as the name scope (above).
   Output one_const = Const(gs.WithOpName("increment_global_step/value"), one);
   if (!one_const.valid()) return nullptr;
-  NodeSpec spec;
-  spec.name = s.name_scope();
   spec.op = "AssignAdd";
   spec.inputs = {global_step->ref, one_const};
-  spec.control_inputs = {finish};
   spec.device = gs.device();
   spec.colocation = gs.colocation();
   return AddNamedAsScope(scope, std::move(spec));
@@ -162,8 +159,8 @@ Node* Optimizer::Minimize(const Scope& scope, const Output& loss, Variable* glob
   return ApplyGradients(scope, *grads, global_step);
 }
 
-Node* Optimizer::Finish(const Scope& scope, const std::vector<Output>& update_ops) {
-  return Group(scope.WithOpName("update"), update_ops);
+std::vector<Output> Optimizer::Finish(const Scope& /*scope*/, const std::vector<Output>& update_ops) {
+  return update_ops;
 }
 
 const Variable* Optimizer::GetSlot(Graph& graph, const Variable& var, const std::string& slot_name) const {
