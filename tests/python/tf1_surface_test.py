@@ -416,6 +416,22 @@ class TF1SurfaceTest(unittest.TestCase):
             emit(r)
         ''')
 
+    def test_variable_collections_argument(self):
+        # `collections` replaces the default ["variables"], as in TF.
+        self.compare('''
+            a = tf.Variable(1.0, name="a", collections=["mine", "variables"])
+            b = tf.get_variable("b", [2], collections=["local_variables"], trainable=False,
+                                initializer=tf.zeros_initializer())
+            c = tf.get_variable("c", [], collections=["mine"], initializer=tf.ones_initializer())
+            names = lambda key: sorted(v.name for v in tf.get_collection(key))
+            r = {k: names(k) for k in ("variables", "trainable_variables", "local_variables", "mine")}
+            with tf.Session() as sess:
+                sess.run([tf.global_variables_initializer(), tf.local_variables_initializer(),
+                          tf.variables_initializer([c])])
+                r["values"] = [float(x) for x in sess.run([a, c])] + sess.run(b).tolist()
+            emit(r)
+        ''')
+
     def test_set_shape(self):
         # The TF1 idiom after decode_raw: refine an unknown dimension; then an
         # incompatible refinement is a ValueError.

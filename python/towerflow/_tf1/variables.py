@@ -361,7 +361,10 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
         return _wrap_variable(g, existing, trainable)
     scope = g._scope.with_reuse_variables() if vs.reuse is True else g._scope
     init = _engine_initializer(initializer if initializer is not None else vs.initializer, dtype, shape)
-    engine_collections = [c for c in (collections or []) if c not in ("variables", "trainable_variables")]
+    # As TF: `collections` replaces the default ["variables"]; the engine adds
+    # "trainable_variables" for a trainable one and keeps every key, and the
+    # Python side lists the variable under the keys it answers for itself.
+    engine_collections = list(collections or [])
     # The engine's sharing errors are ValueErrors in the words of TF's Python
     # (the engine's messages name its C++ API); a shape mismatch keeps the engine's.
     try:
@@ -378,7 +381,7 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
     new = core_var.name not in g._variables
     v = _wrap_variable(g, core_var, trainable)
     if new:
-        for c in engine_collections:
+        for c in _python_keys(engine_collections):
             g.add_to_collection(c, v)
         reg = regularizer or vs.regularizer
         if reg is not None:
@@ -395,6 +398,10 @@ def VariableV1(initial_value=None, trainable=None, collections=None, validate_sh
     constant initial value."""
     if initial_value is None:
         raise ValueError("initial_value must be specified.")
+    for arg, what in ((caching_device, "caching_device"), (variable_def, "variable_def"),
+                      (constraint, "constraint"), (None if validate_shape else False, "validate_shape=False")):
+        if arg is not None:
+            raise NotImplementedError("tf.Variable(%s) is not supported by towerflow" % what)
     if isinstance(initial_value, (fw.Tensor, Variable)) or callable(initial_value):
         raise NotImplementedError("towerflow's tf.Variable takes a NumPy or Python initial value; use "
                                   "tf.get_variable(initializer=...) for random initial values")
@@ -414,8 +421,17 @@ def VariableV1(initial_value=None, trainable=None, collections=None, validate_sh
     init = _core.initializers.tensor(value.astype(dtype.as_numpy_dtype) if dtype != _dtypes.string else value,
                                      dtype.name)
     trainable = True if trainable is None else trainable
-    core_var = _core.get_variable(g._scope, rel, list(value.shape), dtype.name, init, trainable, [])
-    return _wrap_variable(g, core_var, trainable)
+    # As TF: `collections` replaces the default ["variables"]; the engine adds
+    # "trainable_variables" for a trainable one and keeps every key, and the
+    # Python side lists the variable under the keys it answers for itself.
+    engine_collections = list(collections or [])
+    with fw.building():
+        core_var = _core.get_variable(g._scope, rel, list(value.shape), dtype.name, init, trainable,
+                                      engine_collections)
+    v = _wrap_variable(g, core_var, trainable)
+    for c in _python_keys(engine_collections):
+        g.add_to_collection(c, v)
+    return v
 
 
 def global_variables(scope=None):
@@ -428,6 +444,11 @@ def trainable_variables(scope=None):
 
 def local_variables(scope=None):
     return fw.get_default_graph().get_collection("local_variables", scope)
+
+
+def _python_keys(keys):
+    """The collection keys the engine does not answer for (_engine_collection)."""
+    return [k for k in keys if k not in ("variables", "trainable_variables")]
 
 
 def _engine_collection(graph, name):
