@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <map>
 #include <random>
+#include <string>
 
 #include "towerflow/towerflow.h"
 
@@ -41,8 +42,13 @@ struct MlpStep {
     tw::train::Momentum optimizer({.learning_rate = 0.01, .momentum = 0.9});
     train_op = optimizer.Minimize(root, loss);
     root.status().Check();
-    session = std::make_unique<tw::Session>(
-        graph, tw::SessionOptions{.inter_op_threads = 1, .intra_op_threads = threads, .collect_step_stats = true});
+    tw::SessionOptions options{.inter_op_threads = 1, .intra_op_threads = threads, .collect_step_stats = true};
+    // TOWERFLOW_BENCH_ARENA=on: intermediate tensors from the step arena
+    // (runtime/step_arena.h), to compare with the allocator (the CPU default).
+    if (const char* arena = std::getenv("TOWERFLOW_BENCH_ARENA"); arena != nullptr && std::string(arena) == "on") {
+      options.step_arena = tw::SessionOptions::ArenaMode::kOn;
+    }
+    session = std::make_unique<tw::Session>(graph, options);
     session->Run(tw::GlobalVariablesInitializer(graph)).Check();
     std::mt19937 rng(3);
     std::uniform_real_distribution<float> pixel(0.0f, 1.0f);

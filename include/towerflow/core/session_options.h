@@ -74,6 +74,13 @@ struct SessionOptions {
   // Conv2D -> BiasAdd / BiasAddRelu on the CPU). Results are the same up to
   // float rounding; false runs every node's own kernel.
   bool fuse_kernels = true;
+  // Step memory: a plan whose buffer sizes repeat step after step takes its
+  // intermediate tensors from one block per device, at offsets planned once
+  // from their lifetimes (runtime/step_arena.h), instead of one allocator
+  // call per tensor. kAuto: on devices with memory of their own (GPUs, where
+  // each allocation is a CUDA call); kOn: on every device; kOff: never.
+  enum class ArenaMode { kAuto, kOn, kOff };
+  ArenaMode step_arena = ArenaMode::kAuto;
 };
 
 }  // namespace tw

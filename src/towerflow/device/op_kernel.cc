@@ -14,7 +14,7 @@ const Tensor& OpKernelContext::input(int i) const {
 std::string OpKernelContext::input_name(int i) const { return node().input(i).name(); }
 
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
-  Allocator* allocator = device()->allocator();
+  Allocator* allocator = this->allocator();
   const std::vector<int>* host = params_.host_memory_outputs;
   if (host != nullptr && std::find(host->begin(), host->end(), i) != host->end()) allocator = CpuAllocator();
   auto t = Tensor::Allocate(allocator, node().output_type(i), shape);
@@ -33,7 +33,7 @@ Status OpKernelContext::forward_input_or_allocate_output(std::initializer_list<i
                                                          const TensorShape& shape, Tensor** out) {
   const std::vector<int>* host = params_.host_memory_outputs;
   const bool host_output = host != nullptr && std::find(host->begin(), host->end(), i) != host->end();
-  Allocator* allocator = host_output ? CpuAllocator() : device()->allocator();
+  Allocator* allocator = host_output ? CpuAllocator() : this->allocator();
   for (int c : candidates) {
     TensorValue& in = (*params_.inputs)[static_cast<size_t>(c)];
     const std::shared_ptr<TensorBuffer>& buffer = in.value.buffer();
@@ -51,7 +51,7 @@ Status OpKernelContext::forward_input_or_allocate_output(std::initializer_list<i
 }
 
 Status OpKernelContext::allocate_temp(DataType dtype, const TensorShape& shape, Tensor* out) {
-  auto t = Tensor::Allocate(device()->allocator(), dtype, shape);
+  auto t = Tensor::Allocate(allocator(), dtype, shape);
   if (!t.ok()) return t.status().WithContext("a temporary on " + device()->name());
   *out = std::move(t).value();
   return Status::OK();

@@ -68,6 +68,10 @@ class OpKernelContext {
     // (KernelDef::host_memory_outputs); allocate_output serves them from the
     // host allocator. Null: none.
     const std::vector<int>* host_memory_outputs = nullptr;
+    // Where outputs in device memory and temporaries come from in this step
+    // (a view of the device's allocator: runtime/step_arena.h). Null: the
+    // device's allocator.
+    Allocator* allocator = nullptr;
     // Cancelled when the step fails elsewhere: kernels that wait on other
     // nodes of the step register a callback that wakes them. Null: the step
     // cannot be cancelled (never fails while the kernel waits).
@@ -86,6 +90,8 @@ class OpKernelContext {
 
   const Node& node() const { return *params_.node; }
   Device* device() const { return params_.device; }
+  // Params::allocator, else the device's: where device-memory tensors come from.
+  Allocator* allocator() const { return params_.allocator != nullptr ? params_.allocator : params_.device->allocator(); }
   // The device's intra-op pool, else Params::idle_helpers (may be null).
   ThreadPool* intra_op_pool() const {
     ThreadPool* own = params_.device->intra_op_pool();

@@ -10,7 +10,8 @@
 #include <mutex>
 
 #include "towerflow/device/kernel_registry.h"
-#include "towerflow/runtime/partition.h"
+#include "towerflow/runtime/step_arena.h"
+#include "towerflow/runtime/transfers.h"
 
 namespace tw {
 namespace {
@@ -63,11 +64,25 @@ class StepState {
         entries_(static_cast<size_t>(plan.num_entries)),
         pending_(plan.items.size()),
         uses_(plan.entry_uses.size()),
-        remaining_(static_cast<int64_t>(plan.items.size())) {
+        remaining_(static_cast<int64_t>(plan.items.size())),
+        arena_(plan.arena != nullptr ? plan.arena->BeginStep() : nullptr) {
     for (size_t i = 0; i < plan.items.size(); ++i) {
       pending_[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
     }
     for (size_t e = 0; e < plan.entry_uses.size(); ++e) uses_[e].store(plan.entry_uses[e], std::memory_order_relaxed);
+  }
+
+  // The step's values go first, then the arena learns how the step ended
+  // (its buffers still alive now are the ones that escaped it).
+  ~StepState() {
+    if (arena_ == nullptr) return;
+    entries_.clear();
+    bool ok;
+    {
+      std::lock_guard<std::mutex> lock(status_mu_);
+      ok = status_.ok();
+    }
+    arena_->End(ok);
   }
 
   Status Run() {
@@ -232,6 +247,7 @@ class StepState {
         // blocking-pool thread got it because it would wait: it just waits.)
         ran = thread != Thread::kBlocking && item.kernel->CanTryWithoutWaiting() &&
               RunNode(id, item, /*may_wait=*/false);
+        if (!ran && arena_ != nullptr) arena_->RestartItem(id);
         if (!ran && thread == Thread::kInterOp) {
           // An inter-op thread never waits: the kernel goes to a thread of its own.
           blocking_pool_->Schedule([this, id] { Process({id}, Thread::kBlocking); });
@@ -378,6 +394,7 @@ class StepState {
       params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
     }
     params.may_wait = may_wait;
+    if (arena_ != nullptr) params.allocator = arena_->ItemAllocator(id);
     OpKernelContext ctx(params);
     const bool sample = item.kernel->IsExpensive() && SampleCost(id);
     const bool timed = collect_stats_ || sample;
@@ -425,6 +442,9 @@ class StepState {
           return true;
         }
       }
+      if (arena_ != nullptr && arena_->recording() && !out.is_ref()) {
+        arena_->NoteEntry(item.entry_base + o, out.value);
+      }
       entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);
     }
     return true;
@@ -453,6 +473,7 @@ class StepState {
       return Fail(item.node, s.WithContext("transferring output " + std::to_string(item.transfer_output) +
                                            " from " + item.transfer_from->name() + " to " + item.device->name()));
     }
+    if (arena_ != nullptr && arena_->recording()) arena_->NoteEntry(item.entry_base, copy);
     entries_[static_cast<size_t>(item.entry_base)].value = std::move(copy);
   }
 
@@ -527,57 +548,20 @@ class StepState {
   std::condition_variable done_cv_;
   bool done_ = false;  // guarded by done_mu_
   std::atomic<bool> finished_{false};  // done_, readable without done_mu_ (spinning)
+  StepArena* arena_;  // null: the devices' allocators; ends in the destructor
 };
 
 }  // namespace
 
-int ExecutorPlan::Item::NumInputs() const {
-  return fused == nullptr ? node->num_inputs() : static_cast<int>(fused->inputs.size());
-}
-
-const Output& ExecutorPlan::Item::InputSource(int i) const {
-  if (fused == nullptr) return node->input(i);
-  const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
-  return n->input(k);
-}
-
-bool ExecutorPlan::Item::InputIsRef(int i) const {
-  if (fused == nullptr) return node->input_is_ref(i);
-  const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
-  return n->input_is_ref(k);
-}
-
-void CountEntryUses(ExecutorPlan* plan) {
-  plan->entry_uses.assign(static_cast<size_t>(plan->num_entries), 0);
-  for (const ExecutorPlan::Item& item : plan->items) {
-    for (const ExecutorPlan::Input& in : item.inputs) {
-      if (in.entry >= 0) ++plan->entry_uses[static_cast<size_t>(in.entry)];
-    }
-  }
-  // A fetched value is read after the step: it is never released (its count
-  // stays above the number of readers that count down).
-  for (const ExecutorPlan::Input& f : plan->fetches) {
-    if (f.entry >= 0) plan->entry_uses[static_cast<size_t>(f.entry)] += 1;
-  }
-}
-
-Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, ThreadPool* inter_op_pool,
-                   ElasticThreadPool* blocking_pool, ResourceMgr* resources, bool collect_stats,
-                   bool check_numerics, bool lend_idle_threads)
-    : plan_(std::move(plan)),
-      pool_(inter_op_pool),
-      blocking_pool_(blocking_pool),
-      resources_(resources),
-      collect_stats_(collect_stats),
-      check_numerics_(check_numerics),
-      lend_idle_threads_(lend_idle_threads) {}
+Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, const ExecutorOptions& options)
+    : plan_(std::move(plan)), options_(options) {}
 
 StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id,
                                             StepStats* stats) const {
   std::vector<Tensor> out;
   {
-    StepState step(*plan_, feeds, pool_, blocking_pool_, resources_, step_id, collect_stats_ || stats != nullptr,
-                   check_numerics_, lend_idle_threads_);
+    StepState step(*plan_, feeds, options_.inter_op_pool, options_.blocking_pool, options_.resources, step_id,
+                   options_.collect_stats || stats != nullptr, options_.check_numerics, options_.lend_idle_threads);
     TW_RETURN_IF_ERROR(step.Run());
     Status s;
     out = step.Fetches(&s);

@@ -15,10 +15,7 @@
 // reads the assigned value), so it is shared only by consumers without control
 // inputs.
 //
-// Copies between host-memory devices (CPU, fake GPU) are memcpys; a device
-// without host memory (CUDA) supplies Device::CopyFromHost/CopyToHost, and
-// Device::CopyToPeer between two such devices (GPU to GPU, queued on the
-// streams without waiting for either GPU; through the host when it has none).
+// Transfers copy with transfers.h's CopyTensorBetweenDevices.
 //
 // Memory types: on a device without host memory, a kernel may keep some
 // inputs and outputs in host memory (KernelDef::host_memory_inputs/outputs:
@@ -36,32 +33,12 @@
 #include <tuple>
 #include <vector>
 
-#include "towerflow/runtime/executor.h"
+#include "towerflow/runtime/plan.h"
 
 namespace tw {
 
-// Moves `src`, which lives on `src_device`, to `dst_device`. Between two CPU
-// devices (virtual CPU devices share the host allocator and address space) the
-// destination shares the source's buffer, as TF's in-process rendezvous does
-// for host memory: no byte is copied, and kernels never write a shared input
-// in place. Otherwise a new tensor is allocated by `dst_device`'s allocator and
-// the bytes copied (also between other host-memory devices, such as the test
-// fake GPUs, so that they own their bytes as a real device would).
-// ResourceExhausted when the destination is out of memory; Unimplemented when a
-// device without host memory has no copy.
-Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* dst_device, Tensor* dst);
-// A host tensor into a new tensor of `dst_device` (its allocator and a copy
-// for host memory, Device::CopyFromHost otherwise): the host-to-device half of
-// CopyTensorBetweenDevices, for callers without a source Device (a dataset's
-// PrefetchToDevice).
-Status CopyHostTensorToDevice(const Tensor& src, Device* dst_device, Tensor* dst);
-
-// Wires a plan's data edges, inserting transfer items for cross-device ones.
-// True when output `o` of `item` (a node item) is in host memory.
-bool OutputInHostMemory(const ExecutorPlan::Item& item, int o);
-// True when input `i` of `item` (a node item) must be in host memory.
-bool InputInHostMemory(const ExecutorPlan::Item& item, int i);
-
+// Wires a plan's data edges, inserting transfer items for cross-device ones
+// (the copies they make are transfers.h's).
 class PlanPartitioner {
  public:
   // `host_device`: the client CPU device, where host-memory values of devices

@@ -19,6 +19,7 @@
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/session_impl.h"
+#include "towerflow/runtime/transfers.h"
 
 namespace tw {
 namespace {

@@ -8,7 +8,7 @@
 #include "towerflow/core/logging.h"
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/register_all.h"
-#include "towerflow/runtime/partition.h"
+#include "towerflow/runtime/plan_builder.h"
 #include "towerflow/runtime/pitfall_detector.h"
 
 namespace tw {
@@ -154,7 +154,7 @@ Status SessionImpl::CheckFeed(const Output& output, const Tensor& value) const {
   return Status::OK();
 }
 
-StatusOr<OpKernel*> SessionImpl::GetKernel(const Node* node, Device* device) {
+StatusOr<OpKernel*> SessionImpl::Kernel(const Node* node, Device* device) {
   // REQUIRES: mu_ held.
   auto it = kernels_.find(node->id());
   if (it != kernels_.end()) return it->second.get();
@@ -165,7 +165,7 @@ StatusOr<OpKernel*> SessionImpl::GetKernel(const Node* node, Device* device) {
   return raw;
 }
 
-StatusOr<OpKernel*> SessionImpl::GetFusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device) {
+StatusOr<OpKernel*> SessionImpl::FusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device) {
   // REQUIRES: mu_ held.
   std::vector<int> absorbed;
   for (const Node* n : fusion.Absorbed()) absorbed.push_back(n->id());
@@ -179,175 +179,21 @@ StatusOr<OpKernel*> SessionImpl::GetFusedKernel(const Node* consumer, const Plan
   return raw;
 }
 
-namespace {
-
-// A step that runs some participants of a CollectiveAllReduce group but not
-// all of them would wait forever for the others: InvalidArgument instead,
-// naming the group and the participants the step runs.
-Status CheckCollectiveGroups(const ExecutorPlan& plan) {
-  std::map<std::string, std::vector<const Node*>> groups;
-  for (const ExecutorPlan::Item& item : plan.items) {
-    if (item.node->op() != "CollectiveAllReduce") continue;
-    auto name = item.node->attrs().Get<std::string>("shared_name");
-    if (name.ok()) groups[*name].push_back(item.node);
-  }
-  for (const auto& [name, nodes] : groups) {
-    auto wanted = nodes[0]->attrs().Get<int64_t>("num_devices");
-    if (!wanted.ok() || *wanted == static_cast<int64_t>(nodes.size())) continue;
-    std::string present;
-    for (const Node* n : nodes) present += (present.empty() ? "" : ", ") + n->name();
-    return errors::InvalidArgument("CollectiveAllReduce group '", name, "' has ", *wanted,
-                                   " participants but this step runs ", nodes.size(), " of them (", present,
-                                   "); fetch or target what depends on all of them, or none");
-  }
-  return Status::OK();
-}
-
-}  // namespace
-
 StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::BuildPlan(const FeedList& feeds,
-                                                                 const std::vector<Output>& fetches,
-                                                                 const std::vector<Node*>& targets) {
-  std::map<Output, int> feed_index;
-  for (size_t i = 0; i < feeds.size(); ++i) {
-    if (!feed_index.emplace(feeds[i].first, static_cast<int>(i)).second) {
-      return errors::InvalidArgument(feeds[i].first.name(), " is fed more than once");
-    }
+                                                                     const std::vector<Output>& fetches,
+                                                                     const std::vector<Node*>& targets) {
+  // REQUIRES: mu_ held.
+  std::vector<Output> fed;
+  fed.reserve(feeds.size());
+  for (const auto& [out, value] : feeds) fed.push_back(out);
+  PlanOptions plan_options;
+  plan_options.fuse_kernels = options_.fuse_kernels;
+  switch (options_.step_arena) {
+    case SessionOptions::ArenaMode::kAuto: plan_options.arena = PlanOptions::Arena::kDeviceMemory; break;
+    case SessionOptions::ArenaMode::kOn: plan_options.arena = PlanOptions::Arena::kAll; break;
+    case SessionOptions::ArenaMode::kOff: plan_options.arena = PlanOptions::Arena::kOff; break;
   }
-  // Prune: walk back from fetches and targets; a fed output cuts its edge.
-  std::vector<char> needed(static_cast<size_t>(graph_.num_nodes()), 0);
-  std::vector<const Node*> stack;
-  auto visit = [&](const Node* n) {
-    if (!needed[static_cast<size_t>(n->id())]) {
-      needed[static_cast<size_t>(n->id())] = 1;
-      stack.push_back(n);
-    }
-  };
-  for (const Output& f : fetches) {
-    if (!f.valid()) return errors::InvalidArgument("a fetch is a null Output (did graph building fail?)");
-    if (f.index >= f.node->num_outputs()) {
-      return errors::InvalidArgument("fetch ", f.node->name(), ":", f.index, " does not exist");
-    }
-    if (!feed_index.count(f)) visit(f.node);
-  }
-  for (const Node* t : targets) {
-    if (t == nullptr) return errors::InvalidArgument("a target is null (did graph building fail?)");
-    visit(t);
-  }
-  while (!stack.empty()) {
-    const Node* n = stack.back();
-    stack.pop_back();
-    for (const Output& in : n->inputs()) {
-      if (!feed_index.count(in)) visit(in.node);
-    }
-    for (const Node* c : n->control_inputs()) visit(c);
-  }
-
-  std::map<int, PlannedFusion> fusions;
-  if (options_.fuse_kernels) {
-    std::set<const Node*> fetched(targets.begin(), targets.end());
-    for (const Output& f : fetches) fetched.insert(f.node);
-    fusions = ChooseFusions(
-        graph_, needed, [&](const Output& o) { return feed_index.count(o) > 0; },
-        [&](const Node* n) { return fetched.count(n) > 0; },
-        [&](const Node* n) -> Device* {
-          const NodePlacement& placed = placement_.at(n->id());
-          return placed.status.ok() ? placed.device : nullptr;
-        },
-        KernelRegistry::Global());
-    // Absorbed nodes run inside their consumer's item.
-    for (const auto& [consumer, fusion] : fusions) {
-      for (const FusedEdge& e : fusion.edges) needed[static_cast<size_t>(e.producer->id())] = 0;
-    }
-  }
-
-  auto plan = std::make_shared<ExecutorPlan>();
-  std::vector<int> item_of(static_cast<size_t>(graph_.num_nodes()), -1);
-  for (int id = 0; id < graph_.num_nodes(); ++id) {
-    if (!needed[static_cast<size_t>(id)]) continue;
-    const Node* n = graph_.node(id);
-    const NodePlacement& placed = placement_.at(id);
-    if (!placed.status.ok()) return placed.status;
-    ExecutorPlan::Item item;
-    item.node = n;
-    item.device = placed.device;
-    if (auto fused = fusions.find(id); fused != fusions.end()) {
-      auto parts = std::make_shared<ExecutorPlan::Item::Fused>();
-      parts->nodes = fused->second.Absorbed();
-      parts->inputs = fused->second.Inputs(n);
-      item.fused = std::move(parts);
-      TW_ASSIGN_OR_RETURN(item.kernel, GetFusedKernel(n, fused->second, placed.device));
-    } else {
-      TW_ASSIGN_OR_RETURN(item.kernel, GetKernel(n, placed.device));
-      item.kernel_def = KernelRegistry::Global().Find(*n, placed.device->device_type());
-    }
-    item.entry_base = plan->num_entries;
-    plan->num_entries += n->num_outputs();
-    item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
-    plan->items.push_back(std::move(item));
-  }
-  // Control edges from an absorbed node wait on its consumer's item.
-  for (const auto& [consumer, fusion] : fusions) {
-    for (const FusedEdge& e : fusion.edges) {
-      item_of[static_cast<size_t>(e.producer->id())] = item_of[static_cast<size_t>(consumer)];
-    }
-  }
-  TW_RETURN_IF_ERROR(CheckCollectiveGroups(*plan));
-  // Nodes are added in topological order (inputs exist before consumers), so
-  // producers already have items. Edges between devices get transfer items,
-  // appended after the node items.
-  PlanPartitioner partitioner(plan.get(), device_set_->client_device());
-  const int num_node_items = static_cast<int>(plan->items.size());
-  for (int self = 0; self < num_node_items; ++self) {
-    // Connect appends transfer items: read the item's node and fusion by value.
-    ExecutorPlan::Item node_item;
-    node_item.node = plan->items[static_cast<size_t>(self)].node;
-    node_item.fused = plan->items[static_cast<size_t>(self)].fused;
-    const Node* n = node_item.node;
-    std::vector<int> control_items;
-    for (const Node* c : n->control_inputs()) control_items.push_back(item_of[static_cast<size_t>(c->id())]);
-    std::vector<ExecutorPlan::Input> inputs(static_cast<size_t>(node_item.NumInputs()));
-    for (int i = 0; i < node_item.NumInputs(); ++i) {
-      const Output& in = node_item.InputSource(i);
-      ExecutorPlan::Input& src = inputs[static_cast<size_t>(i)];
-      src.is_ref = node_item.InputIsRef(i);
-      auto f = feed_index.find(in);
-      if (f != feed_index.end()) {
-        // Feeds are host tensors: one going into device memory is copied there.
-        if (src.is_ref) {
-          src.feed = f->second;  // as before: the consumer reads the fed value
-        } else {
-          partitioner.ConnectFeed(f->second, in.node, in.index, self, i, &src);
-        }
-      } else {
-        TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())], in.index, self, i,
-                                               src.is_ref, control_items, &src));
-      }
-    }
-    plan->items[static_cast<size_t>(self)].inputs = std::move(inputs);
-    for (int c : control_items) {
-      plan->items[static_cast<size_t>(c)].successors.push_back(self);
-      ++plan->items[static_cast<size_t>(self)].initial_pending;
-    }
-  }
-  // Fetches are host tensors: a value in device memory gets a transfer to the host.
-  for (const Output& f : fetches) {
-    ExecutorPlan::Input src;
-    auto it = feed_index.find(f);
-    if (it != feed_index.end()) {
-      src.feed = it->second;
-    } else {
-      TW_ASSIGN_OR_RETURN(src.entry, partitioner.HostEntry(item_of[static_cast<size_t>(f.node->id())], f.index));
-    }
-    plan->fetches.push_back(src);
-  }
-  plan->num_transfers = partitioner.num_transfers();
-  for (size_t i = 0; i < plan->items.size(); ++i) {
-    if (plan->items[i].initial_pending == 0) plan->roots.push_back(static_cast<int>(i));
-  }
-  plan->costs = std::make_shared<ExecutorPlan::Costs>(plan->items.size());
-  CountEntryUses(plan.get());
-  return std::shared_ptr<const ExecutorPlan>(std::move(plan));
+  return PlanBuilder(graph_, placement_, device_set_->client_device(), this, plan_options).Build(fed, fetches, targets);
 }
 
 StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::GetPlan(const FeedList& feeds,
@@ -390,8 +236,14 @@ StatusOr<std::vector<Tensor>> SessionImpl::Run(const FeedList& feeds, const std:
   // without a pool of its own (virtual CPU devices sharing the cores) may use
   // the inter-op threads that are idle: the tail of a towers step (the
   // averaging and the update after the last tower) then runs on every core.
-  Executor executor(plan, inter_op_pool_.get(), blocking_pool_.get(), &resources_, options_.collect_step_stats,
-                    options_.check_numerics, /*lend_idle_threads=*/options_.intra_op_threads == 0);
+  ExecutorOptions run_options;
+  run_options.inter_op_pool = inter_op_pool_.get();
+  run_options.blocking_pool = blocking_pool_.get();
+  run_options.resources = &resources_;
+  run_options.collect_stats = options_.collect_step_stats;
+  run_options.check_numerics = options_.check_numerics;
+  run_options.lend_idle_threads = options_.intra_op_threads == 0;
+  Executor executor(plan, run_options);
   return executor.Run(feed_values, step_id, stats);
 }
 

@@ -23,11 +23,12 @@
 #include "towerflow/graph/graph.h"
 #include "towerflow/runtime/executor.h"
 #include "towerflow/runtime/fusion.h"
+#include "towerflow/runtime/plan_builder.h"
 #include "towerflow/runtime/session.h"
 
 namespace tw {
 
-class SessionImpl {
+class SessionImpl : private KernelSource {
  public:
   SessionImpl(Graph& graph, SessionOptions options);
   ~SessionImpl();
@@ -50,20 +51,25 @@ class SessionImpl {
   // creation are placed by the first Run whose plan is new; read it when no
   // other thread is running the session.
   const Placement& placement() const { return placement_; }
+  // The plan a Run with this signature runs (built and cached on first use):
+  // what a step does, for tests and tools (plan.h's CountItems).
+  StatusOr<std::shared_ptr<const ExecutorPlan>> GetPlan(const FeedList& feeds,
+                                                        const std::vector<Output>& fetches,
+                                                        const std::vector<Node*>& targets);
   // Session::ListDevices and Session::DescribeDevices.
   std::vector<DeviceAttributes> ListDevices() const;
   std::string DeviceMapping() const;
 
  private:
-  StatusOr<std::shared_ptr<const ExecutorPlan>> GetPlan(const FeedList& feeds,
-                                                        const std::vector<Output>& fetches,
-                                                        const std::vector<Node*>& targets);
+  // PlanBuilder (plan_builder.h) over this session's graph and placement.
+  // REQUIRES: mu_ held.
   StatusOr<std::shared_ptr<const ExecutorPlan>> BuildPlan(const FeedList& feeds,
                                                           const std::vector<Output>& fetches,
                                                           const std::vector<Node*>& targets);
-  StatusOr<OpKernel*> GetKernel(const Node* node, Device* device);
-  // The fused kernel of `fusion` into `consumer` (fusion.h). REQUIRES: mu_ held.
-  StatusOr<OpKernel*> GetFusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device);
+  // KernelSource (plan_builder.h): the node's kernel, made once; the fused
+  // kernel of `fusion` into `consumer` (fusion.h). REQUIRES: mu_ held.
+  StatusOr<OpKernel*> Kernel(const Node* node, Device* device) override;
+  StatusOr<OpKernel*> FusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device) override;
   Status CheckFeed(const Output& output, const Tensor& value) const;
   // Places the nodes added since the last call and checks tower inputs.
   // REQUIRES: mu_ held.

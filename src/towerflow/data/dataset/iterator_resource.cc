@@ -8,7 +8,7 @@
 #include "towerflow/data/dataset/dataset_base.h"
 #include "towerflow/data/dataset/run_ahead.h"
 #include "towerflow/data/queue_internal.h"
-#include "towerflow/runtime/partition.h"
+#include "towerflow/runtime/transfers.h"
 
 namespace tw::data {
 

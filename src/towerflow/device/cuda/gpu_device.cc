@@ -126,6 +126,12 @@ GpuDevice::~GpuDevice() {
 }
 
 Status GpuDevice::Activate() const {
+  // cudaGetDevice reads the runtime's per-thread state; cudaSetDevice may call
+  // into the driver. Executor threads mostly stay on one GPU, so most kernels
+  // pay the first only. (Not a cache of our own: another library on this
+  // thread, such as PyTorch in the same Python program, may change the device.)
+  int current = -1;
+  if (cudaGetDevice(&current) == cudaSuccess && current == config_.ordinal) return Status::OK();
   TW_CUDA_RETURN_IF_ERROR(cudaSetDevice(config_.ordinal));
   return Status::OK();
 }

@@ -65,7 +65,8 @@ class GpuDevice final : public Device {
   int sm_count() const { return sm_count_; }
   GpuAllocator* gpu_allocator() const { return gpu_allocator_; }
 
-  // Makes this device's ordinal current on the calling thread (cudaSetDevice).
+  // Makes this device's ordinal current on the calling thread (cudaSetDevice,
+  // skipped when it already is).
   Status Activate() const;
   cudaStream_t stream() const { return compute_stream_; }
   cublasHandle_t cublas() const { return cublas_; }

@@ -1,0 +1,67 @@
+#include "towerflow/runtime/plan.h"
+
+#include "towerflow/core/status.h"
+#include "towerflow/device/kernel_registry.h"
+
+namespace tw {
+
+int ExecutorPlan::Item::NumInputs() const {
+  return fused == nullptr ? node->num_inputs() : static_cast<int>(fused->inputs.size());
+}
+
+const Output& ExecutorPlan::Item::InputSource(int i) const {
+  if (fused == nullptr) return node->input(i);
+  const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
+  return n->input(k);
+}
+
+bool ExecutorPlan::Item::InputIsRef(int i) const {
+  if (fused == nullptr) return node->input_is_ref(i);
+  const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
+  return n->input_is_ref(k);
+}
+
+void CountEntryUses(ExecutorPlan* plan) {
+  plan->entry_uses.assign(static_cast<size_t>(plan->num_entries), 0);
+  for (const ExecutorPlan::Item& item : plan->items) {
+    for (const ExecutorPlan::Input& in : item.inputs) {
+      if (in.entry >= 0) ++plan->entry_uses[static_cast<size_t>(in.entry)];
+    }
+  }
+  // A fetched value is read after the step: it is never released (its count
+  // stays above the number of readers that count down).
+  for (const ExecutorPlan::Input& f : plan->fetches) {
+    if (f.entry >= 0) plan->entry_uses[static_cast<size_t>(f.entry)] += 1;
+  }
+}
+
+bool OutputInHostMemory(const ExecutorPlan::Item& item, int o) {
+  return item.device->host_memory() || (item.kernel_def != nullptr && item.kernel_def->HostMemoryOutput(o));
+}
+
+bool InputInHostMemory(const ExecutorPlan::Item& item, int i) {
+  return item.device->host_memory() || (item.kernel_def != nullptr && item.kernel_def->HostMemoryInput(i));
+}
+
+PlanCounts CountItems(const ExecutorPlan& plan) {
+  PlanCounts c;
+  c.items = static_cast<int>(plan.items.size());
+  for (const ExecutorPlan::Item& item : plan.items) {
+    if (item.is_transfer()) {
+      ++c.transfers;
+      c.device_waits += item.waits_for_device() ? 1 : 0;
+    } else {
+      ++c.kernels;
+      c.fused += item.fused != nullptr ? 1 : 0;
+    }
+  }
+  c.roots = static_cast<int>(plan.roots.size());
+  return c;
+}
+
+std::string PlanCounts::ToString() const {
+  return StrCat(items, " items: ", kernels, " kernels (", fused, " fused), ", transfers, " transfers (", device_waits,
+                " wait for a device), ", roots, " roots");
+}
+
+}  // namespace tw

@@ -1,0 +1,128 @@
+// ExecutorPlan: the immutable program of one step, built once per run
+// signature (feeds, fetches, targets) by PlanBuilder (plan_builder.h) and run
+// by the Executor (executor.h) as often as the session is asked to.
+//
+// A plan lists the items a step runs: one per node the fetches and targets
+// need (with its kernel, or one fused kernel for a producer-consumer group,
+// fusion.h), and one per cross-device transfer (partition.h). Each item knows
+// where its inputs come from (an entry of the step's table of values, or a
+// feed) and which items wait for it. Everything here is fixed when the plan is
+// built except the measured costs (Costs), which the plan's steps update.
+#ifndef TOWERFLOW_RUNTIME_PLAN_H_
+#define TOWERFLOW_RUNTIME_PLAN_H_
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "towerflow/device/op_kernel.h"
+
+namespace tw {
+
+struct KernelDef;
+class ArenaPool;  // step_arena.h
+
+struct ExecutorPlan {
+  struct Input {
+    int entry = -1;  // index of a producer output in the step's entry table, or
+    int feed = -1;   // index into the step's feeds
+    bool is_ref = false;  // the consumer takes the variable itself
+  };
+  struct Item {
+    const Node* node = nullptr;
+    OpKernel* kernel = nullptr;  // null for a transfer
+    // The kernel's registration: which of its inputs and outputs live in host
+    // memory on a device without host memory. Null for a transfer.
+    const KernelDef* kernel_def = nullptr;
+    Device* device = nullptr;    // where the kernel runs: its allocator and intra-op pool
+    int entry_base = 0;  // entries [entry_base, entry_base + num_outputs)
+    std::vector<Input> inputs;
+    std::vector<int> successors;  // one per edge, so pending counts match
+    int initial_pending = 0;
+    // A transfer (partition.h: the Send/Recv pair of a cross-device edge) copies
+    // output `transfer_output` of `node`, produced on `transfer_from`, from
+    // inputs[0] into its one entry on `device`.
+    Device* transfer_from = nullptr;
+    int transfer_output = 0;
+    bool is_transfer() const { return transfer_from != nullptr; }
+    // A copy out of a device's own memory into host memory: it waits for the
+    // device's queued work (a GPU's stream) before the copy returns.
+    bool waits_for_device() const {
+      return is_transfer() && !transfer_from->host_memory() && device->host_memory();
+    }
+    // A fused item (fusion.h) runs `node` together with the nodes that feed
+    // it in `fused->nodes` (PlannedFusion::Absorbed's order: node's direct
+    // producer last):
+    // its inputs are `fused->inputs` in order, each an input (node, index) of
+    // one of them; its outputs are node's.
+    struct Fused {
+      std::vector<const Node*> nodes;
+      std::vector<std::pair<const Node*, int>> inputs;
+    };
+    std::shared_ptr<const Fused> fused;
+    // A node item's inputs: how many, the graph output input `i` reads, and
+    // whether the kernel takes it by reference.
+    int NumInputs() const;
+    const Output& InputSource(int i) const;
+    bool InputIsRef(int i) const;
+  };
+  std::vector<Item> items;
+  // What the plan's steps learn about their kernels (TF's KernelStats): the
+  // measured cost of each item, so that a kernel that declares itself
+  // expensive but runs in a few microseconds on this plan's shapes stays on
+  // the thread that made it ready instead of paying a hand-off to the pool.
+  // The only mutable part of a plan; updated without locks by its steps.
+  struct Costs {
+    explicit Costs(size_t n) : ns(new std::atomic<int64_t>[n]), runs(new std::atomic<uint32_t>[n]) {
+      for (size_t i = 0; i < n; ++i) {
+        ns[i].store(-1, std::memory_order_relaxed);  // unknown: expensive
+        runs[i].store(0, std::memory_order_relaxed);
+      }
+    }
+    std::unique_ptr<std::atomic<int64_t>[]> ns;    // moving average of Compute's time; -1 unknown
+    std::unique_ptr<std::atomic<uint32_t>[]> runs;
+  };
+  std::shared_ptr<Costs> costs;  // one entry per item; null: declared costs only
+  // Where the steps' buffers come from once their sizes repeat (step_arena.h);
+  // null: from the devices' allocators. Mutable like `costs`.
+  std::shared_ptr<ArenaPool> arena;
+  int num_entries = 0;
+  // Per entry, how many item inputs read it (CountEntryUses): a step drops its
+  // reference to an entry's value when the last of them has run, so that the
+  // buffer goes back to the allocator (and is reused, warm in cache, by the
+  // kernels after it) instead of living to the end of the step, as TF's
+  // executor does. Fetched entries are kept. Empty: every entry lives to the
+  // end of the step.
+  std::vector<int> entry_uses;
+  int num_transfers = 0;  // transfer items among `items`
+  std::vector<int> roots;           // items with no pending inputs
+  std::vector<Input> fetches;       // where each fetched value comes from
+};
+
+// Fills plan->entry_uses from the items' inputs and the fetches. Call once
+// the plan's items, transfers and fetches are final.
+void CountEntryUses(ExecutorPlan* plan);
+
+// Whether output `o` of a node item is in host memory (its device's memory is
+// host memory, or its kernel keeps that output on the host:
+// KernelDef::host_memory_outputs), and whether input `i` must be.
+bool OutputInHostMemory(const ExecutorPlan::Item& item, int o);
+bool InputInHostMemory(const ExecutorPlan::Item& item, int i);
+
+// What a plan runs per step, for logs and tests: its items by kind.
+struct PlanCounts {
+  int items = 0;      // everything a step runs
+  int kernels = 0;    // node items (each fused item counts once)
+  int fused = 0;      // node items that run a fused kernel
+  int transfers = 0;  // cross-device and cross-memory copies
+  int device_waits = 0;  // transfers that wait for a device (GPU to host)
+  int roots = 0;
+  std::string ToString() const;  // "12 items: 10 kernels (1 fused), 2 transfers (1 waits for a device), 3 roots"
+};
+PlanCounts CountItems(const ExecutorPlan& plan);
+
+}  // namespace tw
+
+#endif  // TOWERFLOW_RUNTIME_PLAN_H_
