@@ -28,6 +28,11 @@ struct SessionOptions {
   // thread (virtual CPU devices sharing the cores) also splits its work over
   // inter-op threads that are idle at the time.
   int intra_op_threads = 0;
+  // One thread per GPU launches its kernels (a GPU's stream runs them in one
+  // order anyway): a step's GPU work never changes threads, and the GPUs of
+  // several towers are fed at once. Applies to fake GPUs too, whatever
+  // inter_op_threads says; false runs GPU items on any thread of the step.
+  bool gpu_launcher_threads = true;
 
   // ---- devices
   // Virtual CPU devices /device:CPU:0 to N-1 (TF's device_count {"CPU": N}),

@@ -51,8 +51,9 @@ class StepState {
  public:
   StepState(const ExecutorPlan& plan, const std::vector<Tensor>& feeds, ThreadPool* pool,
             ElasticThreadPool* blocking_pool, ResourceMgr* resources, int64_t step_id, bool collect_stats,
-            bool check_numerics, bool lend_idle_threads)
+            bool check_numerics, bool lend_idle_threads, const std::vector<ThreadPool*>& launchers)
       : plan_(plan),
+        launchers_(launchers),
         feeds_(feeds),
         pool_(pool),
         blocking_pool_(blocking_pool),
@@ -92,7 +93,9 @@ class StepState {
     // independent branches start at once.
     std::vector<int> here;
     int kept_expensive = -1;
+    std::vector<std::vector<int>> to_launchers;
     for (int root : plan_.roots) {
+      if (RouteToLauncher(root, -1, &to_launchers)) continue;
       if (pool_ == nullptr || !IsExpensive(root)) {
         here.push_back(root);
       } else if (kept_expensive < 0) {
@@ -101,6 +104,7 @@ class StepState {
         pool_->Schedule([this, root] { Process({root}, Thread::kInterOp); });
       }
     }
+    ScheduleOnLaunchers(&to_launchers);
     // A stack: the expensive root runs after the cheap ones, which may feed it.
     if (kept_expensive >= 0) here.insert(here.begin(), kept_expensive);
     Process(std::move(here), Thread::kCaller);
@@ -219,8 +223,34 @@ class StepState {
 
   // Which kind of thread runs Process: the thread that called Run (idle until
   // the step ends anyway), an inter-op pool thread (shared by every step: must
-  // never wait on a queue), or a blocking-pool thread (one per waiting kernel).
-  enum class Thread { kCaller, kInterOp, kBlocking };
+  // never wait on a queue), a blocking-pool thread (one per waiting kernel),
+  // or a GPU's launcher thread (ExecutorOptions::launchers: it runs that
+  // GPU's items and nothing that may wait).
+  enum class Thread { kCaller, kInterOp, kBlocking, kLauncher };
+
+  // An item pinned to a launcher other than `mine` (-1: not a launcher
+  // thread) joins that launcher's batch in `batches`: true when it did.
+  bool RouteToLauncher(int id, int mine, std::vector<std::vector<int>>* batches) const {
+    const int l = plan_.items[static_cast<size_t>(id)].launcher;
+    if (l < 0 || l == mine || static_cast<size_t>(l) >= launchers_.size() || launchers_[static_cast<size_t>(l)] == nullptr) {
+      return false;
+    }
+    if (batches->size() <= static_cast<size_t>(l)) batches->resize(static_cast<size_t>(l) + 1);
+    (*batches)[static_cast<size_t>(l)].push_back(id);
+    return true;
+  }
+
+  // Hands each batch to its launcher thread, in one task (one wake-up).
+  void ScheduleOnLaunchers(std::vector<std::vector<int>>* batches) {
+    for (size_t l = 0; l < batches->size(); ++l) {
+      std::vector<int>& batch = (*batches)[l];
+      if (batch.empty()) continue;
+      const int launcher = static_cast<int>(l);
+      launchers_[l]->Schedule(
+          [this, launcher, b = std::move(batch)]() mutable { Process(std::move(b), Thread::kLauncher, launcher); });
+      batch.clear();
+    }
+  }
 
   // Runs `first` and then, depth first, the successors that become ready on this
   // thread. A kernel that may block runs here unless this is an inter-op thread
@@ -228,9 +258,10 @@ class StepState {
   // waiting never starves other steps. Running it in place when possible saves
   // two thread hand-offs per record in input pipelines, and per tower and step
   // in training, where the wait is usually none.
-  void Process(std::vector<int> stack, Thread thread) {
+  void Process(std::vector<int> stack, Thread thread, int launcher = -1) {
     ScopedFlushDenormal flush_denormal;  // as TF's compute threads: see denormal.h
-    std::vector<int> newly_ready, waits, feeds_peers;
+    std::vector<int> newly_ready, waits, feeds_peers, off_launcher;
+    std::vector<std::vector<int>> to_launchers;
     // Expensive nodes waiting in `stack`: at most one, so that a second expensive
     // branch (another tower's MatMul) goes to the pool instead of queueing here.
     int expensive_in_stack = 0;
@@ -286,6 +317,31 @@ class StepState {
         if (plan_.items[static_cast<size_t>(succ)].initial_pending == 1 ||
             pending_[static_cast<size_t>(succ)].fetch_sub(1, std::memory_order_acq_rel) == 1) {
           newly_ready.push_back(succ);
+        }
+      }
+      // Items pinned to another GPU go to its launcher. On a launcher thread,
+      // this GPU's items run here in order (its stream's order) and the others
+      // go to the inter-op pool, so the launcher never waits on host work.
+      {
+        size_t kept = 0;
+        for (int succ : newly_ready) {
+          if (RouteToLauncher(succ, launcher, &to_launchers)) continue;
+          if (thread == Thread::kLauncher && plan_.items[static_cast<size_t>(succ)].launcher != launcher &&
+              pool_ != nullptr) {
+            off_launcher.push_back(succ);
+            continue;
+          }
+          if (thread == Thread::kLauncher) {
+            stack.push_back(succ);
+            continue;
+          }
+          newly_ready[kept++] = succ;
+        }
+        newly_ready.resize(kept);
+        ScheduleOnLaunchers(&to_launchers);
+        if (!off_launcher.empty()) {
+          pool_->Schedule([this, b = std::move(off_launcher)]() mutable { Process(std::move(b), Thread::kInterOp); });
+          off_launcher.clear();
         }
       }
       // A blocking-pool thread ran a kernel that may wait (a tower's dequeue,
@@ -525,6 +581,7 @@ class StepState {
   }
 
   const ExecutorPlan& plan_;
+  const std::vector<ThreadPool*>& launchers_;  // ExecutorOptions::launchers
   const std::vector<Tensor>& feeds_;
   ThreadPool* pool_;
   ElasticThreadPool* blocking_pool_;
@@ -561,7 +618,8 @@ StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, in
   std::vector<Tensor> out;
   {
     StepState step(*plan_, feeds, options_.inter_op_pool, options_.blocking_pool, options_.resources, step_id,
-                   options_.collect_stats || stats != nullptr, options_.check_numerics, options_.lend_idle_threads);
+                   options_.collect_stats || stats != nullptr, options_.check_numerics, options_.lend_idle_threads,
+                   options_.launchers);
     TW_RETURN_IF_ERROR(step.Run());
     Status s;
     out = step.Fetches(&s);

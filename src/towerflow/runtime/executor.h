@@ -44,6 +44,11 @@ struct ExecutorOptions {
   // Kernels on devices without an intra-op pool of their own split their work
   // over idle threads of `inter_op_pool` (OpKernelContext::Params::idle_helpers).
   bool lend_idle_threads = false;
+  // One thread per GPU, by ExecutorPlan::Item::launcher: each GPU's items
+  // run on its own thread, in one order (the order of its stream), and the
+  // threads of several GPUs launch at once. Empty or null entries: items
+  // run on any thread.
+  std::vector<ThreadPool*> launchers;
 };
 
 class Executor {

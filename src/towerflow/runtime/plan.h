@@ -37,6 +37,11 @@ struct ExecutorPlan {
     // memory on a device without host memory. Null for a transfer.
     const KernelDef* kernel_def = nullptr;
     Device* device = nullptr;    // where the kernel runs: its allocator and intra-op pool
+    // The launcher thread that runs this item (executor.h's
+    // ExecutorOptions::launchers: the index of its GPU), -1: any thread.
+    // Kernels and copies into a GPU's memory are its GPU's; kernels that may
+    // block are no launcher's.
+    int launcher = -1;
     int entry_base = 0;  // entries [entry_base, entry_base + num_outputs)
     std::vector<Input> inputs;
     std::vector<int> successors;  // one per edge, so pending counts match

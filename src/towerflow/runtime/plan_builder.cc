@@ -182,6 +182,15 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
     plan->fetches.push_back(src);
   }
   plan->num_transfers = partitioner.num_transfers();
+  if (options_.gpu_launchers) {
+    // Kernels and copies into a GPU's memory run on its launcher; kernels that
+    // may wait (a collective waiting for its peers) do not hold it.
+    for (ExecutorPlan::Item& item : plan->items) {
+      if (item.device->device_type() != kDeviceGpu) continue;
+      if (item.kernel != nullptr && item.kernel->MayBlock()) continue;
+      item.launcher = item.device->index();
+    }
+  }
   for (size_t i = 0; i < plan->items.size(); ++i) {
     if (plan->items[i].initial_pending == 0) plan->roots.push_back(static_cast<int>(i));
   }

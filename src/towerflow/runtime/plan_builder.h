@@ -32,6 +32,9 @@ struct PlanOptions {
   // items on devices without host memory, or for every item.
   enum class Arena { kOff, kDeviceMemory, kAll };
   Arena arena = Arena::kDeviceMemory;
+  // Pin each GPU's items to its launcher thread (ExecutorPlan::Item::launcher:
+  // the GPU's index; SessionOptions::gpu_launcher_threads).
+  bool gpu_launchers = true;
 };
 
 // Where a plan's kernels come from: a session keeps one kernel per node (and

@@ -50,6 +50,14 @@ SessionImpl::SessionImpl(Graph& graph, SessionOptions options) : graph_(graph), 
   // The thread that calls Run is one of a step's `inter` threads.
   if (inter > 1) inter_op_pool_ = std::make_unique<ThreadPool>("tw_inter_op", inter - 1);
   blocking_pool_ = std::make_unique<ElasticThreadPool>("tw_blocking");
+  if (options_.gpu_launcher_threads) {
+    for (const auto& d : device_set_->devices()) {
+      if (d->device_type() != kDeviceGpu) continue;
+      if (launchers_.size() <= static_cast<size_t>(d->index())) launchers_.resize(static_cast<size_t>(d->index()) + 1);
+      launcher_threads_.push_back(std::make_unique<ThreadPool>(StrCat("tw_gpu", d->index()), 1));
+      launchers_[static_cast<size_t>(d->index())] = launcher_threads_.back().get();
+    }
+  }
   // TF places the whole graph when the session is created.
   std::lock_guard<std::mutex> lock(mu_);
   PlaceNewNodes();
@@ -115,6 +123,7 @@ SessionImpl::~SessionImpl() {
   // Close() cancelled blocked kernels; the pools join threads that may still
   // reference kernels.
   blocking_pool_.reset();
+  launcher_threads_.clear();
   inter_op_pool_.reset();
 }
 
@@ -188,6 +197,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::BuildPlan(const FeedL
   for (const auto& [out, value] : feeds) fed.push_back(out);
   PlanOptions plan_options;
   plan_options.fuse_kernels = options_.fuse_kernels;
+  plan_options.gpu_launchers = !launchers_.empty();
   switch (options_.step_arena) {
     case SessionOptions::ArenaMode::kAuto: plan_options.arena = PlanOptions::Arena::kDeviceMemory; break;
     case SessionOptions::ArenaMode::kOn: plan_options.arena = PlanOptions::Arena::kAll; break;
@@ -243,6 +253,7 @@ StatusOr<std::vector<Tensor>> SessionImpl::Run(const FeedList& feeds, const std:
   run_options.collect_stats = options_.collect_step_stats;
   run_options.check_numerics = options_.check_numerics;
   run_options.lend_idle_threads = options_.intra_op_threads == 0;
+  run_options.launchers = launchers_;
   Executor executor(plan, run_options);
   return executor.Run(feed_values, step_id, stats);
 }

@@ -81,6 +81,9 @@ class SessionImpl : private KernelSource {
   std::unique_ptr<DeviceSet> device_set_;
   std::unique_ptr<ThreadPool> inter_op_pool_;
   std::unique_ptr<ElasticThreadPool> blocking_pool_;
+  // One thread per GPU, by index (SessionOptions::gpu_launcher_threads).
+  std::vector<std::unique_ptr<ThreadPool>> launcher_threads_;
+  std::vector<ThreadPool*> launchers_;
   ResourceMgr resources_;
 
   mutable std::mutex mu_;

@@ -66,8 +66,7 @@ StepArena* ArenaPool::BeginStep() {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (layout_ == nullptr) {
-      if (stats_.gave_up || recordings_started_ >= kMaxRecordings) return nullptr;
-      ++recordings_started_;
+      if (stats_.gave_up) return nullptr;
     } else {
       layout = layout_;
       for (size_t a = 0; a < layout->allocators.size(); ++a) {
@@ -153,7 +152,7 @@ void ArenaPool::FinishRecording(StepArena* step) {
     return;
   }
   last_sizes_ = std::move(sizes);
-  if (recordings_started_ >= kMaxRecordings) stats_.gave_up = true;
+  if (stats_.recordings >= kMaxRecordings) stats_.gave_up = true;
 }
 
 std::shared_ptr<const ArenaPool::Layout> ArenaPool::BuildLayout(const std::vector<std::vector<ArenaRecord>>& records,

@@ -61,7 +61,7 @@ struct ArenaStats {
   int64_t escaped_buffers = 0;  // recorded buffers left to the allocator
   int64_t arena_bytes = 0;      // the layout's blocks, summed over allocators
   int64_t planned_bytes = 0;    // the planned buffers' sizes, summed
-  bool gave_up = false;         // sizes changed kMaxRecordings times
+  bool gave_up = false;         // kMaxRecordings recordings, no two alike in a row
 };
 
 class ArenaPool : public std::enable_shared_from_this<ArenaPool> {
@@ -105,7 +105,6 @@ class ArenaPool : public std::enable_shared_from_this<ArenaPool> {
   mutable std::mutex mu_;
   std::shared_ptr<const Layout> layout_;            // guarded by mu_; null until fixed
   std::vector<std::vector<size_t>> last_sizes_;     // guarded by mu_; per item, the last recording's sizes
-  int recordings_started_ = 0;                      // guarded by mu_
   std::vector<Block> free_;                         // guarded by mu_
   ArenaStats stats_;                                // guarded by mu_
   std::atomic<int64_t> arena_allocations_{0};
