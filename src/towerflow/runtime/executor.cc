@@ -4,12 +4,12 @@
 #include "towerflow/core/spin_wait.h"
 
 #include <atomic>
-#include <cmath>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/runtime/check_numerics.h"
 #include "towerflow/runtime/step_arena.h"
 #include "towerflow/runtime/transfers.h"
 
@@ -22,28 +22,6 @@ int TimingThreadId() {
   static std::atomic<int> next{0};
   thread_local const int id = next.fetch_add(1, std::memory_order_relaxed);
   return id;
-}
-
-// --check-numerics: the first NaN or Inf of a float output, as an error.
-template <typename T>
-Status CheckFinite(const Tensor& t, int output, const Device* device) {
-  const auto v = t.flat<T>();
-  for (size_t i = 0; i < v.size(); ++i) {
-    if (!std::isfinite(v[i])) {
-      return errors::InvalidArgument("output ", output, " (", DataTypeName(t.dtype()), " ", t.shape().ToString(),
-                                     ") on ", device->name(), " has ", std::isnan(v[i]) ? "NaN" : "Inf",
-                                     " values (first at flat index ", i, "): the first op found producing them");
-    }
-  }
-  return Status::OK();
-}
-
-bool IsFloat(DataType t) { return t == kFloat32 || t == kFloat64; }
-
-Status CheckNumerics(const Tensor& t, int output, const Device* device) {
-  if (t.dtype() == kFloat32) return CheckFinite<float>(t, output, device);
-  if (t.dtype() == kFloat64) return CheckFinite<double>(t, output, device);
-  return Status::OK();
 }
 
 // The mutable state of one step.
@@ -182,35 +160,8 @@ class StepState {
   bool IsExpensive(int id) const {
     const OpKernel* k = plan_.items[static_cast<size_t>(id)].kernel;
     if (k == nullptr || !k->IsExpensive()) return false;
-    if (plan_.costs == nullptr) return true;
-    const int64_t ns = plan_.costs->ns[static_cast<size_t>(id)].load(std::memory_order_relaxed);
-    return ns < 0 || ns >= kCheapNs;
+    return plan_.costs == nullptr || !plan_.costs->MeasuredCheap(static_cast<size_t>(id));
   }
-
-  // Whether this run of a declared-expensive kernel is timed for the cost
-  // model: its first runs, then one in kSampleEvery (costs drift with load).
-  bool SampleCost(int id) const {
-    if (plan_.costs == nullptr) return false;
-    // A load and a store, not an atomic increment (a locked instruction on
-    // every kernel of every step): steps racing on one plan may lose a count,
-    // which only shifts when the next sample is taken.
-    std::atomic<uint32_t>& runs = plan_.costs->runs[static_cast<size_t>(id)];
-    const uint32_t n = runs.load(std::memory_order_relaxed);
-    runs.store(n + 1, std::memory_order_relaxed);
-    return n < kWarmupSamples || n % kSampleEvery == 0;
-  }
-
-  void RecordCost(int id, int64_t ns) const {
-    std::atomic<int64_t>& avg = plan_.costs->ns[static_cast<size_t>(id)];
-    const int64_t old = avg.load(std::memory_order_relaxed);
-    avg.store(old < 0 ? ns : (old * 7 + ns) / 8, std::memory_order_relaxed);
-  }
-
-  // A hand-off (queue, futex wake, a cache-cold thread) costs several
-  // microseconds on common machines; kernels cheaper than this run inline.
-  static constexpr int64_t kCheapNs = 10'000;
-  static constexpr uint32_t kWarmupSamples = 4;
-  static constexpr uint32_t kSampleEvery = 64;
 
   // Whether a successor of item `id` waits for its peers (a collective).
   bool FeedsPeers(int id) const {
@@ -452,13 +403,13 @@ class StepState {
     params.may_wait = may_wait;
     if (arena_ != nullptr) params.allocator = arena_->ItemAllocator(id);
     OpKernelContext ctx(params);
-    const bool sample = item.kernel->IsExpensive() && SampleCost(id);
+    const bool sample = item.kernel->IsExpensive() && plan_.costs != nullptr && plan_.costs->Sample(static_cast<size_t>(id));
     const bool timed = collect_stats_ || sample;
     auto start = timed ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     item.kernel->Compute(&ctx);
     if (!may_wait && ctx.would_wait()) return false;  // (a kernel allowed to wait has no say)
     const auto end = timed ? std::chrono::steady_clock::now() : start;
-    if (sample) RecordCost(id, std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
+    if (sample) plan_.costs->Record(static_cast<size_t>(id), std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
     if (collect_stats_) {
       kernel_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
                            std::memory_order_relaxed);
@@ -482,18 +433,8 @@ class StepState {
         Fail(item, errors::Internal("kernel did not set output ", o));
         return true;
       }
-      if (check_numerics_ && !out.is_ref() && IsFloat(out.value.dtype())) {
-        Status finite;
-        if (OutputInHostMemory(item, o)) {
-          finite = CheckNumerics(out.value, o, item.device);
-        } else {
-          // Device memory: the scan reads a host copy (a debugging option, so
-          // the copy's cost is accepted).
-          Tensor host;
-          finite = item.device->CopyToHost(out.value, &host);
-          if (finite.ok()) finite = CheckNumerics(host, o, item.device);
-        }
-        if (!finite.ok()) {
+      if (check_numerics_ && !out.is_ref()) {
+        if (Status finite = CheckOutputNumerics(item, o, out.value); !finite.ok()) {
           Fail(item, finite);
           return true;
         }

@@ -88,6 +88,31 @@ struct ExecutorPlan {
     }
     std::unique_ptr<std::atomic<int64_t>[]> ns;    // moving average of Compute's time; -1 unknown
     std::unique_ptr<std::atomic<uint32_t>[]> runs;
+
+    // A hand-off (queue, futex wake, a cache-cold thread) costs several
+    // microseconds on common machines; kernels cheaper than this run inline.
+    static constexpr int64_t kCheapNs = 10'000;
+    static constexpr uint32_t kWarmupSamples = 4;
+    static constexpr uint32_t kSampleEvery = 64;
+
+    // Item `i` was measured below kCheapNs.
+    bool MeasuredCheap(size_t i) const {
+      const int64_t t = ns[i].load(std::memory_order_relaxed);
+      return t >= 0 && t < kCheapNs;
+    }
+    // Whether this run of item `i` is timed: its first runs, then one in
+    // kSampleEvery (costs drift with load). A load and a store, not an atomic
+    // increment (a locked instruction on every kernel of every step): steps
+    // racing on one plan may lose a count, which only shifts the next sample.
+    bool Sample(size_t i) const {
+      const uint32_t n = runs[i].load(std::memory_order_relaxed);
+      runs[i].store(n + 1, std::memory_order_relaxed);
+      return n < kWarmupSamples || n % kSampleEvery == 0;
+    }
+    void Record(size_t i, int64_t t) const {
+      const int64_t old = ns[i].load(std::memory_order_relaxed);
+      ns[i].store(old < 0 ? t : (old * 7 + t) / 8, std::memory_order_relaxed);
+    }
   };
   std::shared_ptr<Costs> costs;  // one entry per item; null: declared costs only
   // Where the steps' buffers come from once their sizes repeat (step_arena.h);
