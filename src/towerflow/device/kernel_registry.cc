@@ -144,4 +144,31 @@ StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateFusedKernel(const Fusi
   return kernel;
 }
 
+void KernelRegistry::RegisterGroup(GroupDef def) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  groups_.push_back(std::make_unique<GroupDef>(std::move(def)));
+}
+
+std::vector<GroupDef> KernelRegistry::GroupsFor(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<GroupDef> out;
+  for (const auto& g : groups_) {
+    if (g->op == op) out.push_back(*g);
+  }
+  return out;
+}
+
+const GroupDef* KernelRegistry::FindGroup(const Node& node, const std::string& device_type, bool twins) const {
+  auto t = node.attrs().Get<DataType>("T");
+  if (!t.ok()) return nullptr;
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  for (const auto& g : groups_) {
+    if (g->op == node.op() && g->device_type == device_type && (twins || !g->twin_only) &&
+        std::find(g->types.begin(), g->types.end(), *t) != g->types.end()) {
+      return g.get();
+    }
+  }
+  return nullptr;
+}
+
 }  // namespace tw

@@ -97,6 +97,27 @@ struct FusionDef {
   bool across_host_devices = false;
 };
 
+// An update group: many nodes of one op on one device, independent of each
+// other, run as one kernel (one launch over every variable of a step, as
+// PyTorch's foreach/fused optimizers and apex's multi-tensor apply do). The
+// group's kernel reads the members' inputs one after another and makes their
+// outputs one after another. The plan builder (runtime/update_groups.h)
+// forms the groups.
+using GroupKernelFactory =
+    std::function<StatusOr<std::unique_ptr<OpKernel>>(const std::vector<const Node*>& members, Device* device)>;
+struct GroupDef {
+  std::string op;
+  std::string device_type;
+  std::vector<DataType> types;  // the members' attr "T"
+  GroupKernelFactory factory;
+  // Whether `a` and `b` may share a kernel (the same hyper-parameter inputs
+  // and attrs). Null: any two.
+  std::function<bool(const Node& a, const Node& b)> compatible = nullptr;
+  // A CPU twin: what the device's group kernel is checked against, and what
+  // test devices borrow (device/fake/); plans do not group on this device.
+  bool twin_only = false;
+};
+
 class KernelRegistry {
  public:
   // The process-wide registry. Empty until kernels/register_all.h's
@@ -152,10 +173,18 @@ class KernelRegistry {
   StatusOr<std::unique_ptr<OpKernel>> CreateFusedKernel(const FusionDef& def, const Node& producer,
                                                          const Node& consumer, Device* device) const;
 
+  void RegisterGroup(GroupDef def);
+  // The group `node` may join on `device_type` (its op and dtype), or
+  // nullptr; with `twins`, also twin-only groups (which plans never form).
+  const GroupDef* FindGroup(const Node& node, const std::string& device_type, bool twins = false) const;
+  // Copies of the groups registered for `op`, every device type.
+  std::vector<GroupDef> GroupsFor(const std::string& op) const;
+
  private:
   mutable std::shared_mutex mu_;
   std::multimap<std::string, KernelDef> kernels_;  // guarded by mu_
   std::vector<std::unique_ptr<FusionDef>> fusions_;  // guarded by mu_
+  std::vector<std::unique_ptr<GroupDef>> groups_;    // guarded by mu_
 };
 
 

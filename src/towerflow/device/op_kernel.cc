@@ -5,7 +5,8 @@
 namespace tw {
 
 OpKernelContext::OpKernelContext(const Params& params)
-    : params_(params), outputs_(static_cast<size_t>(params.node->num_outputs())) {}
+    : params_(params),
+      outputs_(static_cast<size_t>(params.num_outputs >= 0 ? params.num_outputs : params.node->num_outputs())) {}
 
 const Tensor& OpKernelContext::input(int i) const {
   return (*params_.inputs)[static_cast<size_t>(i)].value;

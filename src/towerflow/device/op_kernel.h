@@ -85,8 +85,12 @@ class OpKernelContext {
     // inter-op thread): the kernel either finishes without waiting or calls
     // SetWouldWait and returns having changed nothing (see OpKernel::MayBlock).
     bool may_wait = true;
+    // Outputs of the context: -1, the node's. An update group's kernel
+    // (kernel_registry.h's GroupDef) makes every member's outputs in turn.
+    int num_outputs = -1;
   };
   explicit OpKernelContext(const Params& params);
+  const Params& params() const { return params_; }
 
   const Node& node() const { return *params_.node; }
   Device* device() const { return params_.device; }

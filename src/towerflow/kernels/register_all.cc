@@ -3,6 +3,7 @@
 #include <mutex>
 
 #include "towerflow/device/device_set.h"
+#include "towerflow/kernels/update_group.h"
 #if TOWERFLOW_HAVE_CUDA
 #include "towerflow/kernels/cuda_kernels.h"
 #endif
@@ -24,6 +25,7 @@ void EnsureKernelsRegistered() {
     RegisterRandomKernels(r);
     RegisterTrainingKernels(r);
     RegisterMomentumFusions(r);
+    RegisterUpdateGroups(r);
     RegisterCastFusions(r);
     RegisterCollectiveKernels(r);
 #if TOWERFLOW_HAVE_CUDA

@@ -4,6 +4,8 @@
 // - ApplyGradientDescentKernel<T>: var[k] -= delta[k] * alpha.
 // - ApplyMomentumKernel<T, kNesterov>: accum and var in one pass.
 // - ApplyAdamKernel<T, kNesterov>: m, v and var in one pass.
+// - ApplyMomentumGroupKernel<T, kNesterov>: an update group's variables
+//   (kernels/update_group.h), 32 per launch; CPU twin: SequentialGroupKernel.
 // Each is one fused grid-stride loop over the variable's elements, with the
 // formulas written in the CPU twin's (and TF's) order.
 //
@@ -22,6 +24,7 @@
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/update_group.h"
 #include "towerflow/kernels/variable_args.h"
 
 namespace tw {
@@ -119,6 +122,120 @@ class GpuApplyMomentumOp : public GpuOpKernel {
   bool use_nesterov_ = false;
 };
 
+// ---- ApplyMomentum over a group of variables ---------------------------------------------
+// One launch updates up to kGroupChunk variables (blockIdx.y picks one): the
+// pointers travel in the kernel's parameters, so nothing is copied per step.
+// The same loop body as ApplyMomentumKernel, so each element rounds alike.
+
+constexpr int kGroupChunk = 32;
+
+template <typename T>
+struct MomentumChunk {
+  T* var[kGroupChunk];
+  T* accum[kGroupChunk];
+  const T* grad[kGroupChunk];
+  int64_t n[kGroupChunk];
+};
+
+template <typename T, bool kNesterov>
+__global__ void ApplyMomentumGroupKernel(const MomentumChunk<T> chunk, const T* __restrict__ lr_in,
+                                         const T* __restrict__ momentum_in) {
+  const int t = blockIdx.y;
+  T* __restrict__ var = chunk.var[t];
+  T* __restrict__ accum = chunk.accum[t];
+  const T* __restrict__ grad = chunk.grad[t];
+  const int64_t n = chunk.n[t];
+  const T lr = *lr_in, momentum = *momentum_in;
+  for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
+    const T g = grad[k];
+    const T acc = accum[k] * momentum + g;
+    accum[k] = acc;
+    if constexpr (kNesterov) {
+      var[k] -= g * lr + acc * momentum * lr;
+    } else {
+      var[k] -= acc * lr;
+    }
+  }
+}
+
+// Inputs: each member's var (ref), accum (ref), lr, grad, momentum in turn;
+// outputs: each member's var ref. The members' checks are ApplyMomentum's own
+// (MemberContexts); every ref is locked while the launches are queued.
+template <typename T>
+class GpuApplyMomentumGroupOp : public GpuOpKernel {
+ public:
+  GpuApplyMomentumGroupOp(OpKernelConstruction* c, std::vector<const Node*> members)
+      : GpuOpKernel(c), members_(std::move(members)) {
+    TW_OP_REQUIRES_OK(c, c->GetAttr("use_nesterov", &use_nesterov_));
+  }
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    MemberContexts members(ctx, members_);
+    {
+      std::vector<std::mutex*> mus;
+      for (int m = 0; m < members.size(); ++m) {
+        mus.push_back(members.at(m)->input_ref_mutex(0));
+        mus.push_back(members.at(m)->input_ref_mutex(1));
+      }
+      RefLocks locks(std::move(mus));
+      MomentumChunk<T> chunk{};
+      int count = 0;
+      int64_t widest = 0;
+      const T* lr = members.at(0)->input(2).data<T>();
+      const T* momentum = members.at(0)->input(4).data<T>();
+      auto flush = [&]() -> Status {
+        if (count == 0 || widest == 0) return Status::OK();
+        const LaunchShape shape = LaunchShapeFor(widest, gpu);
+        const dim3 grid(static_cast<unsigned>(shape.blocks), static_cast<unsigned>(count));
+        if (use_nesterov_) {
+          ApplyMomentumGroupKernel<T, true><<<grid, shape.threads, 0, gpu.stream()>>>(chunk, lr, momentum);
+        } else {
+          ApplyMomentumGroupKernel<T, false><<<grid, shape.threads, 0, gpu.stream()>>>(chunk, lr, momentum);
+        }
+        TW_CUDA_LAUNCH_CHECK();
+        return Status::OK();
+      };
+      for (int m = 0; m < members.size(); ++m) {
+        OpKernelContext* mc = members.at(m);
+        Status s = CheckApplyInputs(mc, {0, 1}, {3}, {2, 4});
+        if (!s.ok()) {
+          TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_[static_cast<size_t>(m)]->DebugName()));
+        }
+        chunk.var[count] = mc->mutable_input(0)->data<T>();
+        chunk.accum[count] = mc->mutable_input(1)->data<T>();
+        chunk.grad[count] = mc->input(3).data<T>();
+        chunk.n[count] = mc->mutable_input(0)->NumElements();
+        widest = std::max(widest, chunk.n[count]);
+        if (++count == kGroupChunk) {
+          TW_OP_REQUIRES_OK(ctx, flush());
+          count = 0;
+          widest = 0;
+        }
+      }
+      TW_OP_REQUIRES_OK(ctx, flush());
+    }
+    for (int m = 0; m < members.size(); ++m) members.at(m)->forward_ref_input_to_ref_output(0, 0);
+    TW_OP_REQUIRES_OK(ctx, members.Finish());
+  }
+
+ private:
+  std::vector<const Node*> members_;
+  bool use_nesterov_ = false;
+};
+
+template <typename T>
+StatusOr<std::unique_ptr<OpKernel>> MakeMomentumGroup(const std::vector<const Node*>& members, Device* device) {
+  OpKernelConstruction c(*members[0], device);
+  auto kernel = std::make_unique<GpuApplyMomentumGroupOp<T>>(&c, members);
+  if (!c.status().ok()) return c.status();
+  return std::unique_ptr<OpKernel>(std::move(kernel));
+}
+
+StatusOr<std::unique_ptr<OpKernel>> MakeMomentumGroupKernel(const std::vector<const Node*>& members, Device* device) {
+  auto t = members[0]->attrs().Get<DataType>("T");
+  if (t.ok() && *t == kFloat64) return MakeMomentumGroup<double>(members, device);
+  return MakeMomentumGroup<float>(members, device);
+}
+
 // ---- ApplyAdam -----------------------------------------------------------------------
 
 // The step's scalars, in device memory.
@@ -208,6 +325,8 @@ void RegisterTrainingCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   RegisterGpuKernels<GpuApplyGradientDescentOp, float, double>(r, "ApplyGradientDescent", {}, {});
   RegisterGpuKernels<GpuApplyMomentumOp, float, double>(r, "ApplyMomentum", {}, {});
   RegisterGpuKernels<GpuApplyAdamOp, float, double>(r, "ApplyAdam", {}, {});
+  r.RegisterGroup(GroupDef{"ApplyMomentum", kDeviceGpu, {kFloat32, kFloat64}, &MakeMomentumGroupKernel,
+                           &MomentumGroupCompatible});
 }
 
 }  // namespace tw

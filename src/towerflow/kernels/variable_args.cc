@@ -23,6 +23,12 @@ RefLocks::RefLocks(OpKernelContext* ctx, std::initializer_list<int> refs) {
   for (std::mutex* mu : mus_) mu->lock();
 }
 
+RefLocks::RefLocks(std::vector<std::mutex*> mus) : mus_(std::move(mus)) {
+  std::sort(mus_.begin(), mus_.end());
+  mus_.erase(std::unique(mus_.begin(), mus_.end()), mus_.end());
+  for (std::mutex* mu : mus_) mu->lock();
+}
+
 RefLocks::~RefLocks() {
   for (auto it = mus_.rbegin(); it != mus_.rend(); ++it) (*it)->unlock();
 }

@@ -35,6 +35,8 @@ Status UninitializedError(const Node& node, int i);
 class RefLocks {
  public:
   RefLocks(OpKernelContext* ctx, std::initializer_list<int> refs);
+  // The given mutexes (an update group's), locked in address order.
+  explicit RefLocks(std::vector<std::mutex*> mus);
   ~RefLocks();
   RefLocks(const RefLocks&) = delete;
   RefLocks& operator=(const RefLocks&) = delete;

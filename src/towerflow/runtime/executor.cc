@@ -401,6 +401,7 @@ class StepState {
       params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
     }
     params.may_wait = may_wait;
+    if (item.fused != nullptr && item.fused->group) params.num_outputs = item.NumOutputs();
     if (arena_ != nullptr) params.allocator = arena_->ItemAllocator(id);
     OpKernelContext ctx(params);
     const bool sample = item.kernel->IsExpensive() && plan_.costs != nullptr && plan_.costs->Sample(static_cast<size_t>(id));
@@ -427,7 +428,7 @@ class StepState {
       Fail(item, ctx.status());
       return true;
     }
-    for (int o = 0; o < node->num_outputs(); ++o) {
+    for (int o = 0; o < ctx.num_outputs(); ++o) {
       TensorValue& out = ctx.output(o);
       if (!out.is_ref() && !out.value.IsInitialized()) {
         Fail(item, errors::Internal("kernel did not set output ", o));

@@ -1,5 +1,7 @@
 #include "towerflow/runtime/partition.h"
 
+#include <tuple>
+
 #include "towerflow/device/kernel_registry.h"
 
 namespace tw {
@@ -22,10 +24,10 @@ int PlanPartitioner::TransferItem(int producer, int output, Device* from, Device
   auto it = transfers_.find(key);
   if (it != transfers_.end()) return it->second;
   ExecutorPlan::Item t;
-  t.node = items[static_cast<size_t>(producer)].node;
+  // Named by the node and output it moves (a group member's, for a group).
+  std::tie(t.node, t.transfer_output) = items[static_cast<size_t>(producer)].OutputSource(output);
   t.device = to;
   t.transfer_from = from;
-  t.transfer_output = output;
   t.entry_base = plan_->num_entries++;
   ExecutorPlan::Input in;
   in.entry = items[static_cast<size_t>(producer)].entry_base + output;
@@ -72,7 +74,8 @@ Status PlanPartitioner::Connect(int producer, int output, int consumer, int cons
     return Status::OK();
   }
   // A value read of a variable: the copy reads it when the consumer would.
-  const bool reads_ref = src.node->output_is_ref(output);
+  const auto [out_node, out_index] = src.OutputSource(output);
+  const bool reads_ref = out_node->output_is_ref(out_index);
   const int transfer =
       TransferItem(producer, output, from, to, consumer, reads_ref ? read_after : std::vector<int>{});
   input->entry = items[static_cast<size_t>(transfer)].entry_base;

@@ -9,6 +9,22 @@ int ExecutorPlan::Item::NumInputs() const {
   return fused == nullptr ? node->num_inputs() : static_cast<int>(fused->inputs.size());
 }
 
+int ExecutorPlan::Item::NumOutputs() const {
+  if (fused == nullptr || !fused->group) return node->num_outputs();
+  int n = 0;
+  for (const Node* m : fused->nodes) n += m->num_outputs();
+  return n;
+}
+
+std::pair<const Node*, int> ExecutorPlan::Item::OutputSource(int o) const {
+  if (fused == nullptr || !fused->group) return {node, o};
+  for (const Node* m : fused->nodes) {
+    if (o < m->num_outputs()) return {m, o};
+    o -= m->num_outputs();
+  }
+  return {node, o};
+}
+
 const Output& ExecutorPlan::Item::InputSource(int i) const {
   if (fused == nullptr) return node->input(i);
   const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];

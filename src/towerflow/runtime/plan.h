@@ -62,14 +62,22 @@ struct ExecutorPlan {
     // producer last):
     // its inputs are `fused->inputs` in order, each an input (node, index) of
     // one of them; its outputs are node's.
+    // An update group (update_groups.h) is a Fused item too: `nodes` are its
+    // members, `inputs` every member's inputs in turn, and its outputs every
+    // member's outputs in turn; `node` is the first member.
     struct Fused {
       std::vector<const Node*> nodes;
       std::vector<std::pair<const Node*, int>> inputs;
+      bool group = false;
     };
     std::shared_ptr<const Fused> fused;
     // A node item's inputs: how many, the graph output input `i` reads, and
     // whether the kernel takes it by reference.
     int NumInputs() const;
+    // A node item's outputs: its node's, or every member's of a group.
+    int NumOutputs() const;
+    // The node and output index that output `o` of this item is.
+    std::pair<const Node*, int> OutputSource(int o) const;
     const Output& InputSource(int i) const;
     bool InputIsRef(int i) const;
   };

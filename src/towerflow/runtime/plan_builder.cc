@@ -1,5 +1,6 @@
 #include "towerflow/runtime/plan_builder.h"
 
+#include <algorithm>
 #include <map>
 #include <set>
 #include <string>
@@ -82,6 +83,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
 
   // Pass 2: fusions.
   std::map<int, PlannedFusion> fusions;
+  std::vector<PlannedGroup> groups;
   if (options_.fuse_kernels) {
     std::set<const Node*> fetched(targets.begin(), targets.end());
     for (const Output& f : fetches) fetched.insert(f.node);
@@ -97,6 +99,26 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
     for (const auto& [consumer, fusion] : fusions) {
       for (const FusedEdge& e : fusion.edges) needed[static_cast<size_t>(e.producer->id())] = 0;
     }
+    groups = ChooseGroups(
+        graph_, needed,
+        [&](const Node* n) { return fetched.count(n) > 0 || fusions.count(n->id()) > 0; },
+        [&](const Node* n) -> Device* {
+          const NodePlacement& placed = placement_.at(n->id());
+          return placed.status.ok() ? placed.device : nullptr;
+        },
+        KernelRegistry::Global());
+  }
+  // Per node id: its group (-1: none), and where its outputs start among the
+  // group item's outputs.
+  std::vector<int> group_of(static_cast<size_t>(graph_.num_nodes()), -1);
+  std::vector<int> output_offset(static_cast<size_t>(graph_.num_nodes()), 0);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    int offset = 0;
+    for (const Node* m : groups[g].members) {
+      group_of[static_cast<size_t>(m->id())] = static_cast<int>(g);
+      output_offset[static_cast<size_t>(m->id())] = offset;
+      offset += m->num_outputs();
+    }
   }
 
   // Pass 3: one item per node, in the graph's order (topological: inputs
@@ -108,10 +130,26 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
     const Node* n = graph_.node(id);
     const NodePlacement& placed = placement_.at(id);
     if (!placed.status.ok()) return placed.status;
+    const int group = group_of[static_cast<size_t>(id)];
+    if (group >= 0 && groups[static_cast<size_t>(group)].members[0] != n) {
+      // A later member: its outputs are its group's item's.
+      item_of[static_cast<size_t>(id)] = item_of[static_cast<size_t>(groups[static_cast<size_t>(group)].members[0]->id())];
+      continue;
+    }
     ExecutorPlan::Item item;
     item.node = n;
     item.device = placed.device;
-    if (auto fused = fusions.find(id); fused != fusions.end()) {
+    if (group >= 0) {
+      const PlannedGroup& planned = groups[static_cast<size_t>(group)];
+      auto parts = std::make_shared<ExecutorPlan::Item::Fused>();
+      parts->nodes = planned.members;
+      parts->group = true;
+      for (const Node* m : planned.members) {
+        for (int i = 0; i < m->num_inputs(); ++i) parts->inputs.emplace_back(m, i);
+      }
+      item.fused = std::move(parts);
+      TW_ASSIGN_OR_RETURN(item.kernel, kernels_->GroupKernel(planned));
+    } else if (auto fused = fusions.find(id); fused != fusions.end()) {
       auto parts = std::make_shared<ExecutorPlan::Item::Fused>();
       parts->nodes = fused->second.Absorbed();
       parts->inputs = fused->second.Inputs(n);
@@ -122,7 +160,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
       item.kernel_def = KernelRegistry::Global().Find(*n, placed.device->device_type());
     }
     item.entry_base = plan->num_entries;
-    plan->num_entries += n->num_outputs();
+    plan->num_entries += item.NumOutputs();
     item_of[static_cast<size_t>(id)] = static_cast<int>(plan->items.size());
     plan->items.push_back(std::move(item));
   }
@@ -143,9 +181,18 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
     ExecutorPlan::Item node_item;
     node_item.node = plan->items[static_cast<size_t>(self)].node;
     node_item.fused = plan->items[static_cast<size_t>(self)].fused;
-    const Node* n = node_item.node;
     std::vector<int> control_items;
-    for (const Node* c : n->control_inputs()) control_items.push_back(item_of[static_cast<size_t>(c->id())]);
+    const std::vector<const Node*> members =
+        node_item.fused != nullptr && node_item.fused->group ? node_item.fused->nodes
+                                                             : std::vector<const Node*>{node_item.node};
+    for (const Node* m : members) {
+      for (const Node* c : m->control_inputs()) {
+        const int c_item = item_of[static_cast<size_t>(c->id())];
+        if (std::find(control_items.begin(), control_items.end(), c_item) == control_items.end()) {
+          control_items.push_back(c_item);
+        }
+      }
+    }
     std::vector<ExecutorPlan::Input> inputs(static_cast<size_t>(node_item.NumInputs()));
     for (int i = 0; i < node_item.NumInputs(); ++i) {
       const Output& in = node_item.InputSource(i);
@@ -160,7 +207,8 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
           partitioner.ConnectFeed(f->second, in.node, in.index, self, i, &src);
         }
       } else {
-        TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())], in.index, self, i,
+        TW_RETURN_IF_ERROR(partitioner.Connect(item_of[static_cast<size_t>(in.node->id())],
+                                               in.index + output_offset[static_cast<size_t>(in.node->id())], self, i,
                                                src.is_ref, control_items, &src));
       }
     }
@@ -177,7 +225,8 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
     if (it != feed_index.end()) {
       src.feed = it->second;
     } else {
-      TW_ASSIGN_OR_RETURN(src.entry, partitioner.HostEntry(item_of[static_cast<size_t>(f.node->id())], f.index));
+      TW_ASSIGN_OR_RETURN(src.entry, partitioner.HostEntry(item_of[static_cast<size_t>(f.node->id())],
+                                                           f.index + output_offset[static_cast<size_t>(f.node->id())]));
     }
     plan->fetches.push_back(src);
   }

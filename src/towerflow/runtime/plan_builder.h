@@ -2,7 +2,8 @@
 // the ExecutorPlan its steps run (plan.h). Four passes:
 //   1. prune: the nodes the fetches and targets need, walking back through
 //      data and control inputs; a fed output cuts its edge (TF1's pruning);
-//   2. fuse: producer-consumer chains that run as one kernel (fusion.h);
+//   2. fuse: producer-consumer chains that run as one kernel (fusion.h), and
+//      independent updates that share one (update_groups.h);
 //   3. items: one per remaining node, with its kernel from the KernelSource;
 //   4. wiring: data edges, with transfer items where an edge crosses devices
 //      or memories (partition.h), control edges, and the fetches, which are
@@ -22,11 +23,12 @@
 #include "towerflow/graph/graph.h"
 #include "towerflow/runtime/fusion.h"
 #include "towerflow/runtime/plan.h"
+#include "towerflow/runtime/update_groups.h"
 
 namespace tw {
 
 struct PlanOptions {
-  // Fuse producer-consumer chains (SessionOptions::fuse_kernels).
+  // Fuse producer-consumer chains and group updates (SessionOptions::fuse_kernels).
   bool fuse_kernels = true;
   // Step arenas (step_arena.h, SessionOptions::step_arena): for no item, for
   // items on devices without host memory, or for every item.
@@ -44,6 +46,7 @@ class KernelSource {
   virtual ~KernelSource() = default;
   virtual StatusOr<OpKernel*> Kernel(const Node* node, Device* device) = 0;
   virtual StatusOr<OpKernel*> FusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device) = 0;
+  virtual StatusOr<OpKernel*> GroupKernel(const PlannedGroup& group) = 0;
 };
 
 class PlanBuilder {

@@ -188,6 +188,23 @@ StatusOr<OpKernel*> SessionImpl::FusedKernel(const Node* consumer, const Planned
   return raw;
 }
 
+StatusOr<OpKernel*> SessionImpl::GroupKernel(const PlannedGroup& group) {
+  // REQUIRES: mu_ held.
+  std::vector<int> ids;
+  for (const Node* m : group.members) ids.push_back(m->id());
+  auto key = std::make_pair(group.def, std::move(ids));
+  auto it = group_kernels_.find(key);
+  if (it != group_kernels_.end()) return it->second.get();
+  StatusOr<std::unique_ptr<OpKernel>> kernel = group.def->factory(group.members, group.device);
+  if (!kernel.ok()) {
+    return kernel.status().WithContext("creating the grouped kernel of " + group.members[0]->DebugName() + " and " +
+                                       std::to_string(group.members.size() - 1) + " more");
+  }
+  OpKernel* raw = kernel->get();
+  group_kernels_[std::move(key)] = std::move(kernel).value();
+  return raw;
+}
+
 StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::BuildPlan(const FeedList& feeds,
                                                                      const std::vector<Output>& fetches,
                                                                      const std::vector<Node*>& targets) {

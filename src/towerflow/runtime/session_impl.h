@@ -70,6 +70,7 @@ class SessionImpl : private KernelSource {
   // kernel of `fusion` into `consumer` (fusion.h). REQUIRES: mu_ held.
   StatusOr<OpKernel*> Kernel(const Node* node, Device* device) override;
   StatusOr<OpKernel*> FusedKernel(const Node* consumer, const PlannedFusion& fusion, Device* device) override;
+  StatusOr<OpKernel*> GroupKernel(const PlannedGroup& group) override;
   Status CheckFeed(const Output& output, const Tensor& value) const;
   // Places the nodes added since the last call and checks tower inputs.
   // REQUIRES: mu_ held.
@@ -97,6 +98,8 @@ class SessionImpl : private KernelSource {
   // fetches a tower's gradient keeps the sum apart, and only Div fuses).
   std::map<std::tuple<int, const FusionDef*, std::vector<int>>, std::unique_ptr<OpKernel>>
       fused_kernels_;  // guarded by mu_
+  // Update groups' kernels by definition and member node ids.
+  std::map<std::pair<const GroupDef*, std::vector<int>>, std::unique_ptr<OpKernel>> group_kernels_;  // guarded by mu_
   std::map<std::string, std::shared_ptr<const ExecutorPlan>> plans_;      // guarded by mu_
   int64_t next_step_id_ = 0;                                              // guarded by mu_
 };

@@ -95,6 +95,13 @@ void RegisterFakeGpuKernels(KernelRegistry& registry, const std::vector<std::str
     }
     if (has_gpu) continue;
     for (KernelDef& k : copies) registry.Register(std::move(k));
+    // The op's CPU twin of an update group serves fake GPUs as their group.
+    for (GroupDef& g : registry.GroupsFor(op)) {
+      if (g.device_type != kDeviceCpu || !g.twin_only) continue;
+      g.device_type = kDeviceGpu;
+      g.twin_only = false;
+      registry.RegisterGroup(std::move(g));
+    }
   }
 }
 

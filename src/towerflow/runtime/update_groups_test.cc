@@ -1,0 +1,196 @@
+// Update groups (update_groups.h, kernels/update_group.h): on a GPU (the fake
+// GPUs here, which borrow the CPU twin) a step's momentum updates run as one
+// item, with the values of the updates run apart, bit for bit; updates with
+// other hyper-parameters, a fetched update, and updates ordered by an edge
+// stay apart; a member's error names it.
+#include "towerflow/runtime/update_groups.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/graph/ops/state_ops.h"
+#include "towerflow/graph/ops/training_ops.h"
+#include "towerflow/runtime/fusion_test_util.h"
+#include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
+#include "towerflow/train/momentum.h"
+
+namespace tw {
+namespace {
+
+using fusion_test::Random;
+using ::testing::HasSubstr;
+
+// The groups of a plan: each group item's member names.
+std::vector<std::vector<std::string>> Groups(const ExecutorPlan& plan) {
+  std::vector<std::vector<std::string>> out;
+  for (const ExecutorPlan::Item& item : plan.items) {
+    if (item.fused == nullptr || !item.fused->group) continue;
+    out.emplace_back();
+    for (const Node* n : item.fused->nodes) out.back().push_back(n->name());
+  }
+  return out;
+}
+
+// A 20-16-3 MLP on /device:GPU:0 trained with momentum.
+struct Mlp {
+  Graph graph;
+  Output x, labels, loss;
+  Node* train = nullptr;
+  Node* init = nullptr;
+  std::vector<Variable> vars;
+  explicit Mlp(bool nesterov = false) {
+    Scope s = Scope(graph).WithDevice("/device:GPU:0");
+    x = Placeholder(s.WithOpName("x"), kFloat32, PartialShape({8, 20}));
+    labels = Placeholder(s.WithOpName("labels"), kFloat32, PartialShape({8, 3}));
+    uint64_t seed = 1;
+    auto fixed = [&seed](const Scope& scope, const TensorShape& shape, DataType) {
+      return Const(scope, Random<float>(shape, seed++));
+    };
+    Variable w1 = GetVariable(s, "w1", {20, 16}, {.initializer = fixed});
+    Variable b1 = GetVariable(s, "b1", {16}, {.initializer = fixed});
+    Variable w2 = GetVariable(s, "w2", {16, 3}, {.initializer = fixed});
+    Variable b2 = GetVariable(s, "b2", {3}, {.initializer = fixed});
+    vars = {w1, b1, w2, b2};
+    Output h = Relu(s, BiasAdd(s, MatMul(s, x, w1.value), b1.value));
+    Output logits = BiasAdd(s, MatMul(s, h, w2.value), b2.value);
+    loss = Mean(s.WithOpName("loss"), SoftmaxCrossEntropyWithLogits(s, logits, labels).loss, {0});
+    train::Momentum opt({.learning_rate = 0.1, .momentum = 0.9, .use_nesterov = nesterov});
+    train = opt.Minimize(s, loss);
+    init = GlobalVariablesInitializer(graph);
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+  }
+  FeedList Batch(uint64_t step) const {
+    Tensor y(kFloat32, TensorShape{8, 3});
+    for (int64_t i = 0; i < 8; ++i) {
+      for (int64_t j = 0; j < 3; ++j) y.flat<float>()[i * 3 + j] = (i + static_cast<int64_t>(step)) % 3 == j;
+    }
+    return {{x, Random<float>({8, 20}, 50 + step)}, {labels, y}};
+  }
+};
+
+struct Trained {
+  std::vector<float> losses;
+  std::vector<std::vector<float>> vars;
+  std::vector<std::vector<std::string>> groups;
+  int grouped_timings = 0;
+};
+
+Trained Train(Mlp& mlp, bool fuse) {
+  SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 1, .num_fake_gpus = 1};
+  options.fuse_kernels = fuse;
+  Session session(mlp.graph, options);
+  EXPECT_TRUE(session.Run(mlp.init).ok());
+  Trained out;
+  for (int step = 0; step < 5; ++step) {
+    StepStats stats;
+    auto r = session.Run(mlp.Batch(static_cast<uint64_t>(step)), {mlp.loss}, {mlp.train}, &stats);
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) out.losses.push_back((*r)[0].scalar<float>());
+    for (const auto& t : stats.nodes) out.grouped_timings += t.fused.size() == 4 && t.node->op() == "ApplyMomentum";
+  }
+  auto plan = session.impl().GetPlan(mlp.Batch(0), {mlp.loss}, {mlp.train});
+  EXPECT_TRUE(plan.ok());
+  if (plan.ok()) out.groups = Groups(**plan);
+  for (const Variable& v : mlp.vars) {
+    auto r = session.Run({v.value});
+    EXPECT_TRUE(r.ok());
+    if (r.ok()) out.vars.push_back((*r)[0].ToVector<float>());
+  }
+  return out;
+}
+
+TEST(UpdateGroupsTest, AStepsUpdatesRunAsOneItemWithTheSameValues) {
+  for (bool nesterov : {false, true}) {
+    Mlp mlp(nesterov);
+    const Trained grouped = Train(mlp, true);
+    const Trained apart = Train(mlp, false);
+    ASSERT_EQ(grouped.groups.size(), 1u) << "nesterov " << nesterov;
+    EXPECT_EQ(grouped.groups[0].size(), 4u);
+    EXPECT_THAT(grouped.groups[0][0], HasSubstr("update_w1"));
+    EXPECT_EQ(grouped.grouped_timings, 5) << "one timing per step names the four updates";
+    EXPECT_TRUE(apart.groups.empty());
+    EXPECT_EQ(grouped.losses, apart.losses);
+    EXPECT_EQ(grouped.vars, apart.vars);
+    EXPECT_LT(grouped.losses.back(), grouped.losses.front());
+  }
+}
+
+// Three variables updated by hand: a, b with one learning rate, c with another.
+struct Updates {
+  Graph graph;
+  Output a, b, c;
+  Node* init = nullptr;
+  std::vector<Output> vars;
+  explicit Updates(bool order_b_after_a = false) {
+    Scope s = Scope(graph).WithDevice("/device:GPU:0");
+    std::vector<Output> updates;
+    Output lr = Const(s.WithOpName("lr"), 0.5f), lr2 = Const(s.WithOpName("lr2"), 0.25f);
+    Output momentum = Const(s.WithOpName("momentum"), 0.9f);
+    std::vector<Output> inits;
+    for (int i = 0; i < 3; ++i) {
+      const std::string name = std::string(1, static_cast<char>('a' + i));
+      Output var = VariableV2(s.WithOpName(name), TensorShape{5}, kFloat32);
+      Output acc = VariableV2(s.WithOpName(name + "_acc"), TensorShape{5}, kFloat32);
+      inits.push_back(Assign(s, var, Const(s, Random<float>({5}, static_cast<uint64_t>(i)))));
+      inits.push_back(Assign(s, acc, Const(s, Random<float>({5}, static_cast<uint64_t>(10 + i)))));
+      Scope us = s.WithOpName("update_" + name);
+      if (order_b_after_a && i == 1) us = us.WithControlDependencies({updates[0]});
+      updates.push_back(ApplyMomentum(us, var, acc, i == 2 ? lr2 : lr, Const(s, Random<float>({5}, 20u + i)), momentum));
+      vars.push_back(var);
+    }
+    a = updates[0];
+    b = updates[1];
+    c = updates[2];
+    init = NoOp(s.WithOpName("init").WithControlDependencies(inits));
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+  }
+};
+
+std::vector<std::vector<std::string>> GroupsOf(Updates& u, const std::vector<Output>& fetches,
+                                               const std::vector<Node*>& targets) {
+  Session session(u.graph, {.num_fake_gpus = 1});
+  EXPECT_TRUE(session.Run(u.init).ok());
+  auto plan = session.impl().GetPlan({}, fetches, targets);
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(session.Run({}, fetches, targets).ok());
+  return plan.ok() ? Groups(**plan) : std::vector<std::vector<std::string>>{};
+}
+
+TEST(UpdateGroupsTest, OnlyCompatibleUnorderedUnfetchedUpdatesGroup) {
+  {
+    Updates u;
+    Node* all = NoOp(Scope(u.graph).WithOpName("all").WithControlDependencies({u.a, u.b, u.c}));
+    // c has another learning rate: a and b group.
+    EXPECT_EQ(GroupsOf(u, {}, {all}), (std::vector<std::vector<std::string>>{{"update_a", "update_b"}}));
+    // A fetched update stays apart: no group of two is left.
+    EXPECT_TRUE(GroupsOf(u, {u.a}, {all}).empty());
+  }
+  {
+    // b waits for a: grouping them would be a cycle.
+    Updates u(/*order_b_after_a=*/true);
+    Node* all = NoOp(Scope(u.graph).WithOpName("all").WithControlDependencies({u.a, u.b, u.c}));
+    EXPECT_TRUE(GroupsOf(u, {}, {all}).empty());
+  }
+}
+
+TEST(UpdateGroupsTest, AMembersErrorNamesIt) {
+  Updates u;
+  Node* all = NoOp(Scope(u.graph).WithOpName("all").WithControlDependencies({u.a, u.b}));
+  Session session(u.graph, {.num_fake_gpus = 1});
+  // Before the initializer: b's variable is uninitialized (so is a's: the first
+  // member's error is the one reported).
+  auto r = session.Run({}, {}, {all});
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Code::kFailedPrecondition);
+  EXPECT_THAT(r.status().ToString(), HasSubstr("update_a"));
+  ASSERT_TRUE(session.Run(u.init).ok());
+  ASSERT_TRUE(session.Run({}, {}, {all}).ok());
+}
+
+}  // namespace
+}  // namespace tw
