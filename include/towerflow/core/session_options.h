@@ -40,6 +40,11 @@ struct SessionOptions {
   int num_cpu_devices = 1;
   // Test-only fake GPUs /device:GPU:0 to N-1 (type "GPU", host memory).
   int num_fake_gpus = 0;
+  // Test-only: fake GPUs act as devices with memory of their own, as CUDA
+  // GPUs do (values cross to and from the host through copies, each copy to
+  // the host waits for the device), so CPU-only CI runs the GPU's transfer
+  // paths. Their bytes are still host memory, which their kernels read.
+  bool fake_gpu_device_memory = false;
   // The CUDA backend (device/cuda/): at most this many of the GPUs that
   // CUDA_VISIBLE_DEVICES leaves visible; -1: all of them, 0: none.
   int max_gpus = -1;

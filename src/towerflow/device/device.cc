@@ -40,4 +40,10 @@ Status Device::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) {
   return errors::Unimplemented("no direct copy from ", name_, " to ", dst->name());
 }
 
+Status Device::CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) {
+  host->resize(on_device.size());
+  for (size_t i = 0; i < on_device.size(); ++i) TW_RETURN_IF_ERROR(CopyToHost(on_device[i], &(*host)[i]));
+  return Status::OK();
+}
+
 }  // namespace tw

@@ -8,6 +8,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "towerflow/core/allocator.h"
 #include "towerflow/core/device_spec.h"
@@ -54,6 +55,9 @@ class Device {
   // new tensor on this device, and back. The defaults return Unimplemented.
   virtual Status CopyFromHost(const Tensor& host, Tensor* on_device);
   virtual Status CopyToHost(const Tensor& on_device, Tensor* host);
+  // Copies every tensor of `on_device` to new host tensors, waiting for the
+  // device once (a step's fetches). The default copies one by one.
+  virtual Status CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host);
   // For devices without host memory: copies `on_device` into a new tensor in
   // `dst`'s memory without going through the host, when the backend can
   // (between GPUs). The default returns Unimplemented, and the caller copies

@@ -452,10 +452,20 @@ class StepState {
   // the destination device's memory.
   void RunTransfer(const ExecutorPlan::Item& item) {
     auto start = collect_stats_ ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
-    TensorValue value;
-    Status s = Resolve(item.inputs[0], nullptr, &value, item.node);
-    Tensor copy;
-    if (s.ok()) s = CopyTensorBetweenDevices(value.value, item.transfer_from, item.device, &copy);
+    // One value, or a step's fetches from one device (copied with one wait).
+    std::vector<Tensor> values(item.inputs.size()), copies;
+    Status s;
+    for (size_t i = 0; i < item.inputs.size() && s.ok(); ++i) {
+      TensorValue value;
+      s = Resolve(item.inputs[i], nullptr, &value, item.node);
+      values[i] = std::move(value.value);
+    }
+    if (s.ok() && values.size() == 1) {
+      copies.resize(1);
+      s = CopyTensorBetweenDevices(values[0], item.transfer_from, item.device, &copies[0]);
+    } else if (s.ok()) {
+      s = item.transfer_from->CopyToHostMany(values, &copies);
+    }
     if (collect_stats_) {
       StepStats::NodeTiming timing{item.node, start.time_since_epoch().count(),
                                    std::chrono::steady_clock::now().time_since_epoch().count()};
@@ -471,8 +481,11 @@ class StepState {
       return Fail(item.node, s.WithContext("transferring output " + std::to_string(item.transfer_output) +
                                            " from " + item.transfer_from->name() + " to " + item.device->name()));
     }
-    if (arena_ != nullptr && arena_->recording()) arena_->NoteEntry(item.entry_base, copy);
-    entries_[static_cast<size_t>(item.entry_base)].value = std::move(copy);
+    for (size_t i = 0; i < copies.size(); ++i) {
+      const int entry = item.entry_base + static_cast<int>(i);
+      if (arena_ != nullptr && arena_->recording()) arena_->NoteEntry(entry, copies[i]);
+      entries_[static_cast<size_t>(entry)].value = std::move(copies[i]);
+    }
   }
 
   // When this reader is the last of a plain value's readers (every other one

@@ -116,11 +116,50 @@ void PlanPartitioner::ConnectFeed(int feed, const Node* node, int output, int co
   ++items[static_cast<size_t>(consumer)].initial_pending;
 }
 
-StatusOr<int> PlanPartitioner::HostEntry(int producer, int output) {
-  const ExecutorPlan::Item& src = plan_->items[static_cast<size_t>(producer)];
-  if (OutputInHostMemory(src, output)) return src.entry_base + output;
-  const int transfer = TransferItem(producer, output, src.device, host_device_);
-  return plan_->items[static_cast<size_t>(transfer)].entry_base;
+std::vector<int> PlanPartitioner::HostEntries(const std::vector<std::pair<int, int>>& outputs) {
+  auto& items = plan_->items;
+  std::vector<int> entries(outputs.size(), -1);
+  // Per source device, the outputs its batch copies (each once) and the
+  // fetches that read each.
+  std::map<Device*, std::vector<std::pair<int, int>>> batches;
+  std::map<std::pair<int, int>, std::vector<size_t>> readers;
+  for (size_t f = 0; f < outputs.size(); ++f) {
+    const auto [producer, output] = outputs[f];
+    const ExecutorPlan::Item& src = items[static_cast<size_t>(producer)];
+    if (OutputInHostMemory(src, output)) {
+      entries[f] = src.entry_base + output;
+      continue;
+    }
+    auto existing = transfers_.find(std::make_tuple(producer, output, static_cast<const Device*>(host_device_), -1));
+    if (existing != transfers_.end()) {
+      entries[f] = items[static_cast<size_t>(existing->second)].entry_base;
+      continue;
+    }
+    auto& readers_of = readers[{producer, output}];
+    if (readers_of.empty()) batches[src.device].emplace_back(producer, output);
+    readers_of.push_back(f);
+  }
+  for (auto& [device, batch] : batches) {
+    ExecutorPlan::Item t;
+    std::tie(t.node, t.transfer_output) = items[static_cast<size_t>(batch[0].first)].OutputSource(batch[0].second);
+    t.device = host_device_;
+    t.transfer_from = device;
+    t.entry_base = plan_->num_entries;
+    plan_->num_entries += static_cast<int>(batch.size());
+    const int transfer = static_cast<int>(items.size());
+    for (size_t k = 0; k < batch.size(); ++k) {
+      const auto [producer, output] = batch[k];
+      ExecutorPlan::Input in;
+      in.entry = items[static_cast<size_t>(producer)].entry_base + output;
+      t.inputs.push_back(in);
+      ++t.initial_pending;
+      for (size_t f : readers[batch[k]]) entries[f] = t.entry_base + static_cast<int>(k);
+    }
+    items.push_back(std::move(t));
+    for (const auto& [producer, output] : batch) items[static_cast<size_t>(producer)].successors.push_back(transfer);
+    batch_transfers_.push_back(transfer);
+  }
+  return entries;
 }
 
 }  // namespace tw

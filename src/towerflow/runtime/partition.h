@@ -61,11 +61,16 @@ class PlanPartitioner {
   // per feed and device, shared by its consumers there; a root of the plan).
   void ConnectFeed(int feed, const Node* node, int output, int consumer, int consumer_input,
                    ExecutorPlan::Input* input);
-  // The entry holding output `output` of `producer` in host memory, for a fetch:
-  // the output's own entry when it is in host memory, else a transfer to the host.
-  StatusOr<int> HostEntry(int producer, int output);
+  // The entries holding many outputs in host memory (a step's fetches), each
+  // given as (producer item, output): the output's own entry when it is in
+  // host memory, or the transfer to the host that already copies it; the
+  // others are copied per source device by one transfer item that waits for
+  // its device once (Device::CopyToHostMany).
+  std::vector<int> HostEntries(const std::vector<std::pair<int, int>>& outputs);
 
-  int num_transfers() const { return static_cast<int>(transfers_.size() + feed_transfers_.size()); }
+  int num_transfers() const {
+    return static_cast<int>(transfers_.size() + feed_transfers_.size() + batch_transfers_.size());
+  }
 
  private:
   // The device whose memory holds output `o` of `item`, and input `i` of it.
@@ -83,6 +88,7 @@ class PlanPartitioner {
   std::map<std::tuple<int, int, const Device*, int>, int> transfers_;
   // (feed, destination memory) -> transfer item
   std::map<std::pair<int, const Device*>, int> feed_transfers_;
+  std::vector<int> batch_transfers_;  // HostEntries' transfer items
 };
 
 }  // namespace tw

@@ -48,7 +48,9 @@ struct ExecutorPlan {
     int initial_pending = 0;
     // A transfer (partition.h: the Send/Recv pair of a cross-device edge) copies
     // output `transfer_output` of `node`, produced on `transfer_from`, from
-    // inputs[0] into its one entry on `device`.
+    // inputs[0] into its one entry on `device`. A step's fetches from one
+    // device are one transfer: inputs[i] into entry entry_base + i, with one
+    // wait for the device (`node`/`transfer_output` name the first).
     Device* transfer_from = nullptr;
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }

@@ -218,15 +218,23 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
       ++plan->items[static_cast<size_t>(self)].initial_pending;
     }
   }
-  // Fetches are host tensors: a value in device memory gets a transfer to the host.
+  // Fetches are host tensors: values in device memory are copied to the host,
+  // those of one device by one transfer that waits for it once.
+  std::vector<std::pair<int, int>> fetched_outputs;
+  for (const Output& f : fetches) {
+    if (feed_index.count(f)) continue;
+    fetched_outputs.emplace_back(item_of[static_cast<size_t>(f.node->id())],
+                                 f.index + output_offset[static_cast<size_t>(f.node->id())]);
+  }
+  const std::vector<int> fetch_entries = partitioner.HostEntries(fetched_outputs);
+  size_t next_fetch = 0;
   for (const Output& f : fetches) {
     ExecutorPlan::Input src;
     auto it = feed_index.find(f);
     if (it != feed_index.end()) {
       src.feed = it->second;
     } else {
-      TW_ASSIGN_OR_RETURN(src.entry, partitioner.HostEntry(item_of[static_cast<size_t>(f.node->id())],
-                                                           f.index + output_offset[static_cast<size_t>(f.node->id())]));
+      src.entry = fetch_entries[next_fetch++];
     }
     plan->fetches.push_back(src);
   }

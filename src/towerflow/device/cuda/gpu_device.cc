@@ -207,6 +207,37 @@ Status GpuDevice::CopyToHost(const Tensor& on_device, Tensor* host) {
   return Status::OK();
 }
 
+Status GpuDevice::CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) {
+  TW_RETURN_IF_ERROR(Activate());
+  host->clear();
+  for (const Tensor& t : on_device) {
+    if (t.dtype() == kString) {
+      return errors::InvalidArgument("cannot copy string", t.shape().ToString(), " from ", name(),
+                                     ": no GPU kernel makes string tensors");
+    }
+    StatusOr<Tensor> h = Tensor::Allocate(CpuAllocator(), t.dtype(), t.shape());
+    if (!h.ok()) return h.status().WithContext("copying from " + name() + " to the host");
+    host->push_back(std::move(h).value());
+  }
+  // Every copy queued after the compute stream's work so far, then one wait.
+  Status s = WaitForStream(d2h_stream_, compute_stream_);
+  for (size_t i = 0; i < on_device.size() && s.ok(); ++i) {
+    const size_t bytes = on_device[i].TotalBytes();
+    if (bytes == 0) continue;
+    s = CudaStatus(cudaMemcpyAsync((*host)[i].raw_data(), on_device[i].raw_data(), bytes, cudaMemcpyDeviceToHost,
+                                   d2h_stream_),
+                   "cudaMemcpyAsync(DeviceToHost)", __FILE__, __LINE__);
+  }
+  // Even after a failed queue: nothing may still write into `host` on return.
+  Status synced = CudaStatus(cudaStreamSynchronize(d2h_stream_), "cudaStreamSynchronize(d2h)", __FILE__, __LINE__);
+  if (s.ok()) s = synced;
+  if (!s.ok()) {
+    return s.WithContext(StrCat("copying ", on_device.size(), " tensors from ", name(),
+                                " to the host (the error may come from an earlier kernel queued on ", short_name(), ")"));
+  }
+  return Status::OK();
+}
+
 Status GpuDevice::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) {
   auto* peer = dynamic_cast<GpuDevice*>(dst);
   if (peer == nullptr) return errors::Unimplemented("no direct copy from ", name(), " to ", dst->name());

@@ -95,6 +95,8 @@ class GpuDevice final : public Device {
   // device-to-host stream after the compute stream's work so far, and waits
   // for it: a kernel's asynchronous failure surfaces here as a Status.
   Status CopyToHost(const Tensor& on_device, Tensor* host) override;
+  // Queues every copy on the device-to-host stream, then waits once.
+  Status CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) override;
   // Allocates `out` on `dst` (a GpuDevice; Unimplemented for another kind)
   // and queues the copy on dst's compute stream after the work queued so far
   // on this device's compute stream (which produced `on_device`); this

@@ -1,8 +1,10 @@
 #include "towerflow/device/fake/fake_gpu.h"
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <thread>
 
@@ -26,13 +28,53 @@ Allocator* FakeGpuAllocator(int index) {
   return (*allocators)[static_cast<size_t>(index)].get();
 }
 
+// Per fake GPU index, for the process's life: the copies to the host that
+// waited for the device (each CopyToHost, each CopyToHostMany once).
+std::atomic<int64_t>* HostWaits(int index) {
+  static auto* waits = new std::array<std::atomic<int64_t>, 64>();
+  return &(*waits)[static_cast<size_t>(index) % waits->size()];
+}
+
 class FakeGpuDevice final : public Device {
  public:
-  FakeGpuDevice(int index, int intra_op_threads)
-      : Device(kDeviceGpu, index, FakeGpuAllocator(index), intra_op_threads) {}
+  FakeGpuDevice(int index, int intra_op_threads, bool device_memory)
+      : Device(kDeviceGpu, index, FakeGpuAllocator(index), intra_op_threads), device_memory_(device_memory) {}
   std::string physical_description() const override {
-    return "device: " + std::to_string(index()) + ", name: towerflow fake GPU (host memory)";
+    return "device: " + std::to_string(index()) + ", name: towerflow fake GPU (" +
+           (device_memory_ ? "device memory, simulated" : "host memory") + ")";
   }
+  bool host_memory() const override { return !device_memory_; }
+  // Device memory mode: copies are memcpys between allocators, as a real
+  // GPU's are cudaMemcpys; strings are refused as a GPU refuses them.
+  Status CopyFromHost(const Tensor& host, Tensor* on_device) override { return Copy(host, allocator(), on_device); }
+  Status CopyToHost(const Tensor& on_device, Tensor* host) override {
+    HostWaits(index())->fetch_add(1, std::memory_order_relaxed);
+    return Copy(on_device, CpuAllocator(), host);
+  }
+  Status CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) override {
+    HostWaits(index())->fetch_add(1, std::memory_order_relaxed);
+    host->resize(on_device.size());
+    for (size_t i = 0; i < on_device.size(); ++i) TW_RETURN_IF_ERROR(Copy(on_device[i], CpuAllocator(), &(*host)[i]));
+    return Status::OK();
+  }
+  Status CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) override {
+    if (dst->device_type() != kDeviceGpu || dst->host_memory()) return Device::CopyToPeer(on_device, dst, out);
+    return Copy(on_device, dst->allocator(), out);
+  }
+
+ private:
+  Status Copy(const Tensor& src, Allocator* allocator, Tensor* dst) const {
+    if (!device_memory_) return errors::Unimplemented(name(), " has host memory: no copies");
+    if (src.dtype() == kString) {
+      return errors::InvalidArgument("cannot copy string", src.shape().ToString(), " to or from ", name());
+    }
+    StatusOr<Tensor> t = Tensor::Allocate(allocator, src.dtype(), src.shape());
+    if (!t.ok()) return t.status().WithContext("copying on " + name());
+    if (src.TotalBytes() > 0) std::memcpy(t->raw_data(), src.raw_data(), src.TotalBytes());
+    *dst = std::move(t).value();
+    return Status::OK();
+  }
+  bool device_memory_;
 };
 
 class FakeGpuDeviceFactory final : public DeviceFactory {
@@ -54,13 +96,15 @@ class FakeGpuDeviceFactory final : public DeviceFactory {
                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     const int per_device = std::max(1, total / options.num_fake_gpus);
     for (int i = 0; i < options.num_fake_gpus; ++i) {
-      devices->push_back(std::make_unique<FakeGpuDevice>(i, per_device));
+      devices->push_back(std::make_unique<FakeGpuDevice>(i, per_device, options.fake_gpu_device_memory));
     }
     return Status::OK();
   }
 };
 
 }  // namespace
+
+int64_t FakeGpuHostWaits(int index) { return HostWaits(index)->load(std::memory_order_relaxed); }
 
 const std::vector<std::string>& FakeGpuKernelOps() {
   // The ops TF has GPU kernels for among towerflow's math, nn, array, state and

@@ -14,12 +14,18 @@
 #ifndef TOWERFLOW_DEVICE_FAKE_FAKE_GPU_H_
 #define TOWERFLOW_DEVICE_FAKE_FAKE_GPU_H_
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
 #include "towerflow/device/kernel_registry.h"
 
 namespace tw {
+
+// How many times fake GPU `index` waited for itself in a copy to the host (a
+// CopyToHost, or one CopyToHostMany), over the process's life, in
+// SessionOptions::fake_gpu_device_memory mode.
+int64_t FakeGpuHostWaits(int index);
 
 // The ops that get a fake-GPU kernel.
 const std::vector<std::string>& FakeGpuKernelOps();
