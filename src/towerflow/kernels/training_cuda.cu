@@ -70,19 +70,26 @@ class GpuApplyGradientDescentOp : public GpuOpKernel {
 
 // ---- ApplyMomentum ---------------------------------------------------------------
 
+// One element of the update, in the CPU twin's (and TF's) order.
+template <typename T, bool kNesterov>
+__device__ __forceinline__ void MomentumElement(T* __restrict__ var, T* __restrict__ accum, const T* __restrict__ grad,
+                                                int64_t k, T lr, T momentum) {
+  const T g = grad[k];
+  const T acc = accum[k] * momentum + g;
+  accum[k] = acc;
+  if constexpr (kNesterov) {
+    var[k] -= g * lr + acc * momentum * lr;
+  } else {
+    var[k] -= acc * lr;
+  }
+}
+
 template <typename T, bool kNesterov>
 __global__ void ApplyMomentumKernel(T* __restrict__ var, T* __restrict__ accum, const T* __restrict__ grad,
                                     const T* __restrict__ lr_in, const T* __restrict__ momentum_in, int64_t n) {
   const T lr = *lr_in, momentum = *momentum_in;
   for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
-    const T g = grad[k];
-    const T acc = accum[k] * momentum + g;
-    accum[k] = acc;
-    if constexpr (kNesterov) {
-      var[k] -= g * lr + acc * momentum * lr;
-    } else {
-      var[k] -= acc * lr;
-    }
+    MomentumElement<T, kNesterov>(var, accum, grad, k, lr, momentum);
   }
 }
 
@@ -125,7 +132,7 @@ class GpuApplyMomentumOp : public GpuOpKernel {
 // ---- ApplyMomentum over a group of variables ---------------------------------------------
 // One launch updates up to kGroupChunk variables (blockIdx.y picks one): the
 // pointers travel in the kernel's parameters, so nothing is copied per step.
-// The same loop body as ApplyMomentumKernel, so each element rounds alike.
+// The same element update as ApplyMomentumKernel, so each element rounds alike.
 
 constexpr int kGroupChunk = 32;
 
@@ -147,14 +154,7 @@ __global__ void ApplyMomentumGroupKernel(const MomentumChunk<T> chunk, const T* 
   const int64_t n = chunk.n[t];
   const T lr = *lr_in, momentum = *momentum_in;
   for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
-    const T g = grad[k];
-    const T acc = accum[k] * momentum + g;
-    accum[k] = acc;
-    if constexpr (kNesterov) {
-      var[k] -= g * lr + acc * momentum * lr;
-    } else {
-      var[k] -= acc * lr;
-    }
+    MomentumElement<T, kNesterov>(var, accum, grad, k, lr, momentum);
   }
 }
 

@@ -15,7 +15,7 @@
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/session_impl.h"
 #include "towerflow/runtime/step_arena.h"
-#include "towerflow/train/momentum.h"
+#include "towerflow/runtime/training_test_util.h"
 
 namespace tw {
 namespace {
@@ -34,10 +34,7 @@ struct Model {
     Scope s = root.WithDevice("/device:GPU:0");
     x = Placeholder(root.WithOpName("x"), kFloat32, PartialShape({8, 30}));
     labels = Placeholder(root.WithOpName("labels"), kFloat32, PartialShape({8, 4}));
-    uint64_t seed = 1;
-    auto fixed = [&seed](const Scope& scope, const TensorShape& shape, DataType) {
-      return Const(scope, Random<float>(shape, seed++));
-    };
+    const Initializer fixed = training_test::FixedValues();
     Variable w1 = GetVariable(s, "w1", {30, 16}, {.initializer = fixed});
     Variable w2 = GetVariable(s, "w2", {16, 4}, {.initializer = fixed});
     Variable b2 = GetVariable(s, "b2", {4}, {.initializer = fixed});
@@ -56,11 +53,7 @@ struct Model {
     EXPECT_TRUE(root.ok()) << root.status().ToString();
   }
   FeedList Batch(uint64_t step) const {
-    Tensor y(kFloat32, TensorShape{8, 4});
-    for (int64_t i = 0; i < 8; ++i) {
-      for (int64_t j = 0; j < 4; ++j) y.flat<float>()[i * 4 + j] = (i + static_cast<int64_t>(step)) % 4 == j;
-    }
-    return {{x, Random<float>({8, 30}, 70 + step)}, {labels, y}};
+    return {{x, Random<float>({8, 30}, 70 + step)}, {labels, training_test::OneHotLabels(8, 4, step)}};
   }
   std::vector<Output> Fetches() const { return {loss, logit_sum, w_sum}; }
 };

@@ -87,8 +87,8 @@ StepArena* ArenaPool::BeginStep() {
     blocks[a].data = blocks[a].allocator->Allocate(blocks[a].bytes);
     if (blocks[a].data == nullptr) {
       // Out of memory for a block: this step allocates as it would without.
-      blocks[a] = blocks.back();
-      blocks.pop_back();
+      blocks.erase(std::remove_if(blocks.begin(), blocks.end(), [](const Block& b) { return b.data == nullptr; }),
+                   blocks.end());
       ReturnBlocks(std::move(blocks));
       return nullptr;
     }

@@ -20,50 +20,19 @@
 #include "towerflow/runtime/fusion_test_util.h"
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/session_impl.h"
-#include "towerflow/train/momentum.h"
+#include "towerflow/runtime/training_test_util.h"
 
 namespace tw {
 namespace {
 
 using fusion_test::Random;
 
+using training_test::Mlp;
+
 // A 784-64-10 MLP trained with momentum, its variables from fixed values.
-struct Mlp {
-  Graph graph;
-  Output x, labels, loss;
-  Node* train = nullptr;
-  Node* init = nullptr;
-  std::vector<Variable> vars;
-  explicit Mlp(const std::string& device = "") {
-    Scope root = Scope(graph);
-    Scope s = device.empty() ? root : root.WithDevice(device);
-    x = Placeholder(s.WithOpName("x"), kFloat32, PartialShape({-1, 784}));
-    labels = Placeholder(s.WithOpName("labels"), kFloat32, PartialShape({-1, 10}));
-    uint64_t seed = 1;
-    auto fixed = [&seed](const Scope& scope, const TensorShape& shape, DataType) {
-      return Const(scope, Random<float>(shape, seed++));
-    };
-    Variable w1 = GetVariable(s, "w1", {784, 64}, {.initializer = fixed});
-    Variable b1 = GetVariable(s, "b1", {64}, {.initializer = fixed});
-    Variable w2 = GetVariable(s, "w2", {64, 10}, {.initializer = fixed});
-    Variable b2 = GetVariable(s, "b2", {10}, {.initializer = fixed});
-    vars = {w1, b1, w2, b2};
-    Output h = Relu(s, BiasAdd(s, MatMul(s, x, w1.value), b1.value));
-    Output logits = BiasAdd(s, MatMul(s, h, w2.value), b2.value);
-    loss = Mean(s.WithOpName("loss"), SoftmaxCrossEntropyWithLogits(s, logits, labels).loss, {0});
-    train::Momentum opt({.learning_rate = 0.05, .momentum = 0.9});
-    train = opt.Minimize(s, loss);
-    init = GlobalVariablesInitializer(graph);
-    EXPECT_TRUE(root.ok()) << root.status().ToString();
-  }
-  FeedList Batch(uint64_t step) const {
-    Tensor y(kFloat32, TensorShape{32, 10});
-    for (int64_t i = 0; i < 32; ++i) {
-      for (int64_t j = 0; j < 10; ++j) y.flat<float>()[i * 10 + j] = (i + static_cast<int64_t>(step)) % 10 == j;
-    }
-    return {{x, Random<float>({32, 784}, 100 + step)}, {labels, y}};
-  }
-};
+Mlp MakeMlp(const std::string& device = "") {
+  return Mlp({784, 64, 10}, 32, device, {.learning_rate = 0.05, .momentum = 0.9});
+}
 
 struct Trained {
   std::vector<float> losses;
@@ -105,7 +74,7 @@ void ExpectSameBits(const Trained& a, const Trained& b) {
 }
 
 TEST(StepArenaTest, TrainingStepsMatchTheAllocatorBitForBit) {
-  Mlp mlp;
+  Mlp mlp = MakeMlp();
   SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 2};
   options.step_arena = SessionOptions::ArenaMode::kOff;
   const Trained plain = Train(mlp, options, 8);
@@ -129,7 +98,7 @@ TEST(StepArenaTest, TrainingStepsMatchTheAllocatorBitForBit) {
 
 TEST(StepArenaTest, AutoServesDevicesWithMemoryOfTheirOwnOnly) {
   // CPUs and fake GPUs have host memory: kAuto leaves them to their allocators.
-  Mlp mlp("/device:GPU:0");
+  Mlp mlp = MakeMlp("/device:GPU:0");
   SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 2, .num_fake_gpus = 1};
   const Trained automatic = Train(mlp, options, 4);
   EXPECT_FALSE(automatic.has_arena);

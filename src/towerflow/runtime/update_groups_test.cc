@@ -17,7 +17,7 @@
 #include "towerflow/runtime/fusion_test_util.h"
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/session_impl.h"
-#include "towerflow/train/momentum.h"
+#include "towerflow/runtime/training_test_util.h"
 
 namespace tw {
 namespace {
@@ -36,42 +36,12 @@ std::vector<std::vector<std::string>> Groups(const ExecutorPlan& plan) {
   return out;
 }
 
+using training_test::Mlp;
+
 // A 20-16-3 MLP on /device:GPU:0 trained with momentum.
-struct Mlp {
-  Graph graph;
-  Output x, labels, loss;
-  Node* train = nullptr;
-  Node* init = nullptr;
-  std::vector<Variable> vars;
-  explicit Mlp(bool nesterov = false) {
-    Scope s = Scope(graph).WithDevice("/device:GPU:0");
-    x = Placeholder(s.WithOpName("x"), kFloat32, PartialShape({8, 20}));
-    labels = Placeholder(s.WithOpName("labels"), kFloat32, PartialShape({8, 3}));
-    uint64_t seed = 1;
-    auto fixed = [&seed](const Scope& scope, const TensorShape& shape, DataType) {
-      return Const(scope, Random<float>(shape, seed++));
-    };
-    Variable w1 = GetVariable(s, "w1", {20, 16}, {.initializer = fixed});
-    Variable b1 = GetVariable(s, "b1", {16}, {.initializer = fixed});
-    Variable w2 = GetVariable(s, "w2", {16, 3}, {.initializer = fixed});
-    Variable b2 = GetVariable(s, "b2", {3}, {.initializer = fixed});
-    vars = {w1, b1, w2, b2};
-    Output h = Relu(s, BiasAdd(s, MatMul(s, x, w1.value), b1.value));
-    Output logits = BiasAdd(s, MatMul(s, h, w2.value), b2.value);
-    loss = Mean(s.WithOpName("loss"), SoftmaxCrossEntropyWithLogits(s, logits, labels).loss, {0});
-    train::Momentum opt({.learning_rate = 0.1, .momentum = 0.9, .use_nesterov = nesterov});
-    train = opt.Minimize(s, loss);
-    init = GlobalVariablesInitializer(graph);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-  }
-  FeedList Batch(uint64_t step) const {
-    Tensor y(kFloat32, TensorShape{8, 3});
-    for (int64_t i = 0; i < 8; ++i) {
-      for (int64_t j = 0; j < 3; ++j) y.flat<float>()[i * 3 + j] = (i + static_cast<int64_t>(step)) % 3 == j;
-    }
-    return {{x, Random<float>({8, 20}, 50 + step)}, {labels, y}};
-  }
-};
+Mlp MakeMlp(bool nesterov) {
+  return Mlp({20, 16, 3}, 8, "/device:GPU:0", {.learning_rate = 0.1, .momentum = 0.9, .use_nesterov = nesterov});
+}
 
 struct Trained {
   std::vector<float> losses;
@@ -106,7 +76,7 @@ Trained Train(Mlp& mlp, bool fuse) {
 
 TEST(UpdateGroupsTest, AStepsUpdatesRunAsOneItemWithTheSameValues) {
   for (bool nesterov : {false, true}) {
-    Mlp mlp(nesterov);
+    Mlp mlp = MakeMlp(nesterov);
     const Trained grouped = Train(mlp, true);
     const Trained apart = Train(mlp, false);
     ASSERT_EQ(grouped.groups.size(), 1u) << "nesterov " << nesterov;
