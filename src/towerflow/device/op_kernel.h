@@ -190,6 +190,11 @@ class OpKernel {
   // waiting for their peers); implies MayBlock. The executor never leaves work
   // of the step queued behind such a kernel, even with no inter-op pool.
   virtual bool WaitsForPeers() const { return false; }
+  // True for kernels whose outputs are the same tensors (or variable
+  // references) at every step and whose Compute has no other effect (Const,
+  // VariableV2): a plan runs them once when it is built, and its steps read
+  // what they made (runtime/plan_builder.h).
+  virtual bool OutputsFixed() const { return false; }
   const Node& node() const { return node_; }
 
  private:

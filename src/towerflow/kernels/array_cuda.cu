@@ -122,6 +122,7 @@ class GpuConstOp : public GpuOpKernel {
     ctx->set_output(0, std::move(value));
   }
   bool IsExpensive() const override { return false; }
+  bool OutputsFixed() const override { return true; }
 
  private:
   Tensor host_;

@@ -11,6 +11,7 @@ class ConstOp : public OpKernel {
   explicit ConstOp(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, c->GetAttr("value", &value_)); }
   void Compute(OpKernelContext* ctx) override { ctx->set_output(0, value_); }
   bool IsExpensive() const override { return false; }
+  bool OutputsFixed() const override { return true; }
 
  private:
   Tensor value_;

@@ -51,6 +51,7 @@ class VariableOp : public OpKernel {
     ctx->set_output_ref(0, &var->mu, &var->tensor);
   }
   bool IsExpensive() const override { return false; }
+  bool OutputsFixed() const override { return true; }
 
  private:
   std::string key_;

@@ -43,7 +43,7 @@ class StepState {
         entries_(static_cast<size_t>(plan.num_entries)),
         pending_(plan.items.size()),
         uses_(plan.entry_uses.size()),
-        remaining_(static_cast<int64_t>(plan.items.size())),
+        remaining_(static_cast<int64_t>(plan.items.size()) - plan.num_resolved),
         arena_(plan.arena != nullptr ? plan.arena->BeginStep() : nullptr) {
     for (size_t i = 0; i < plan.items.size(); ++i) {
       pending_[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
@@ -65,7 +65,7 @@ class StepState {
   }
 
   Status Run() {
-    if (plan_.items.empty()) return Status::OK();
+    if (remaining_.load(std::memory_order_relaxed) == 0) return Status::OK();  // nothing left to run
     // Cheap roots (constants, variables, resource handles) and one expensive
     // root run here; the other expensive roots go to the pool so that
     // independent branches start at once.
@@ -113,7 +113,8 @@ class StepState {
       out->value = feeds_[static_cast<size_t>(in.feed)];
       return Status::OK();
     }
-    const TensorValue& e = entries_[static_cast<size_t>(in.entry)];
+    const TensorValue& e =
+        in.constant >= 0 ? plan_.constants[static_cast<size_t>(in.constant)] : entries_[static_cast<size_t>(in.entry)];
     if (!e.is_ref()) {
       out->value = e.value;
       return Status::OK();

@@ -61,8 +61,12 @@ bool InputInHostMemory(const ExecutorPlan::Item& item, int i) {
 
 PlanCounts CountItems(const ExecutorPlan& plan) {
   PlanCounts c;
-  c.items = static_cast<int>(plan.items.size());
   for (const ExecutorPlan::Item& item : plan.items) {
+    if (item.resolved) {
+      ++c.resolved;
+      continue;
+    }
+    ++c.items;
     if (item.is_transfer()) {
       ++c.transfers;
       c.device_waits += item.waits_for_device() ? 1 : 0;
@@ -77,7 +81,7 @@ PlanCounts CountItems(const ExecutorPlan& plan) {
 
 std::string PlanCounts::ToString() const {
   return StrCat(items, " items: ", kernels, " kernels (", fused, " fused), ", transfers, " transfers (", device_waits,
-                " wait for a device), ", roots, " roots");
+                " wait for a device), ", roots, " roots; ", resolved, " resolved");
 }
 
 }  // namespace tw

@@ -28,6 +28,7 @@ struct ExecutorPlan {
   struct Input {
     int entry = -1;  // index of a producer output in the step's entry table, or
     int feed = -1;   // index into the step's feeds
+    int constant = -1;  // index into the plan's constants
     bool is_ref = false;  // the consumer takes the variable itself
   };
   struct Item {
@@ -54,6 +55,10 @@ struct ExecutorPlan {
     Device* transfer_from = nullptr;
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }
+    // Run when the plan was built (a kernel whose outputs are fixed, read
+    // directly by every consumer): its outputs are the plan's `constants`,
+    // and steps never run it (no successors, not a root).
+    bool resolved = false;
     // A copy out of a device's own memory into host memory: it waits for the
     // device's queued work (a GPU's stream) before the copy returns.
     bool waits_for_device() const {
@@ -137,6 +142,10 @@ struct ExecutorPlan {
   // end of the step.
   std::vector<int> entry_uses;
   int num_transfers = 0;  // transfer items among `items`
+  int num_resolved = 0;   // resolved items among `items`
+  // The outputs of resolved items (Const values, variable references), read
+  // by Input::constant: never released, never written.
+  std::vector<TensorValue> constants;
   std::vector<int> roots;           // items with no pending inputs
   std::vector<Input> fetches;       // where each fetched value comes from
 };
@@ -155,11 +164,13 @@ bool InputInHostMemory(const ExecutorPlan::Item& item, int i);
 struct PlanCounts {
   int items = 0;      // everything a step runs
   int kernels = 0;    // node items (each fused item counts once)
+  int resolved = 0;   // items run when the plan was built, not counted above
   int fused = 0;      // node items that run a fused kernel
   int transfers = 0;  // cross-device and cross-memory copies
   int device_waits = 0;  // transfers that wait for a device (GPU to host)
   int roots = 0;
-  std::string ToString() const;  // "12 items: 10 kernels (1 fused), 2 transfers (1 waits for a device), 3 roots"
+  // "12 items: 10 kernels (1 fused), 2 transfers (1 wait for a device), 3 roots; 4 resolved"
+  std::string ToString() const;
 };
 PlanCounts CountItems(const ExecutorPlan& plan);
 

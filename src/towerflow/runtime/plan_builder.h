@@ -7,7 +7,9 @@
 //   3. items: one per remaining node, with its kernel from the KernelSource;
 //   4. wiring: data edges, with transfer items where an edge crosses devices
 //      or memories (partition.h), control edges, and the fetches, which are
-//      host tensors (a value in device memory gets a transfer to the host).
+//      host tensors (a value in device memory gets a transfer to the host);
+//   5. resolving: constants and variable references are made once
+//      (PlanOptions::resources).
 // A plan whose step would run some members of a CollectiveAllReduce group but
 // not all of them is refused (they would wait for each other forever).
 //
@@ -37,6 +39,12 @@ struct PlanOptions {
   // Pin each GPU's items to its launcher thread (ExecutorPlan::Item::launcher:
   // the GPU's index; SessionOptions::gpu_launcher_threads).
   bool gpu_launchers = true;
+  // Run the kernels whose outputs are fixed (OpKernel::OutputsFixed: Const,
+  // VariableV2) once, here, when every reader reads them directly (no
+  // transfer, no control edge, not fetched): steps read their outputs from
+  // the plan instead of running an item per constant and variable. Null:
+  // every node is an item.
+  ResourceMgr* resources = nullptr;
 };
 
 // Where a plan's kernels come from: a session keeps one kernel per node (and

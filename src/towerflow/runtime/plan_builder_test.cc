@@ -35,11 +35,13 @@ TEST(PlanBuilderTest, OneDeviceNeedsNoTransfers) {
   ASSERT_TRUE(s.ok());
   Session session(graph);
   const PlanCounts c = Counts(session, {{x, Tensor()}}, {y});
-  // w, MatMul, Relu: the fed placeholder and the unused Neg are pruned.
-  EXPECT_EQ(c.items, 3) << c.ToString();
-  EXPECT_EQ(c.kernels, 3);
+  // MatMul, Relu: the fed placeholder and the unused Neg are pruned, and the
+  // constant w is made when the plan is built (steps read it from the plan).
+  EXPECT_EQ(c.items, 2) << c.ToString();
+  EXPECT_EQ(c.kernels, 2);
+  EXPECT_EQ(c.resolved, 1);
   EXPECT_EQ(c.transfers, 0);
-  EXPECT_EQ(c.roots, 1);  // w; the feed is no item
+  EXPECT_EQ(c.roots, 1);  // MatMul: its inputs are a feed and a constant
   (void)unused;
 }
 
@@ -56,9 +58,12 @@ TEST(PlanBuilderTest, EachCrossDeviceEdgeHasOneTransferSharedByItsReaders) {
   ASSERT_TRUE(s.ok());
   Session session(graph, {.num_fake_gpus = 1});
   const PlanCounts c1 = Counts(session, {}, {d, e});
-  EXPECT_EQ(c1.kernels, 5) << c1.ToString();
+  // b, c, d, e and the two transfers; the constant a is made when the plan is
+  // built (the transfer to the GPU and e read it from the plan).
+  EXPECT_EQ(c1.kernels, 4) << c1.ToString();
+  EXPECT_EQ(c1.resolved, 1);
   EXPECT_EQ(c1.transfers, 2);
-  EXPECT_EQ(c1.items, 7);
+  EXPECT_EQ(c1.items, 6);
   EXPECT_EQ(c1.device_waits, 0) << "fake GPUs have host memory";
   // Fetching a GPU value from a host-memory device adds nothing.
   const PlanCounts c2 = Counts(session, {}, {c});
@@ -100,9 +105,37 @@ TEST(PlanBuilderTest, ErrorsName) {
   EXPECT_THAT(bad_fetch.status().message(), HasSubstr("fetch y:3 does not exist"));
 }
 
+TEST(PlanBuilderTest, ConstantsAndVariablesAreMadeOnceWhenReadDirectly) {
+  Graph graph;
+  Scope s(graph);
+  Output v = VariableV2(s.WithOpName("v"), TensorShape{2}, kFloat32);
+  Node* init = Assign(s.WithOpName("init"), v, Const(s, Tensor::FromVector<float>({1, 2}, TensorShape{2}))).node;
+  Output c = Const(s.WithOpName("c"), Tensor::FromVector<float>({10, 20}, TensorShape{2}));
+  Output y = Add(s.WithOpName("y"), Identity(s, v), c);
+  Output fetched_const = Const(s.WithOpName("fetched"), 7.0f);
+  ASSERT_TRUE(s.ok());
+  Session session(graph);
+  ASSERT_TRUE(session.Run(init).ok());
+  const PlanCounts counts = Counts(session, {}, {y, fetched_const});
+  // v and c are resolved; the fetched constant stays an item.
+  EXPECT_EQ(counts.resolved, 2) << counts.ToString();
+  EXPECT_EQ(counts.kernels, 3);  // Identity, Add, the fetched Const
+  for (int step = 0; step < 3; ++step) {
+    auto r = session.Run({y, fetched_const});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{11, 22}));
+    EXPECT_EQ((*r)[1].scalar<float>(), 7.0f);
+  }
+  // The variable is read at every step, through the reference the plan holds.
+  ASSERT_TRUE(session.Run(Assign(s, v, Const(s, Tensor::FromVector<float>({5, 5}, TensorShape{2}))).node).ok());
+  auto r = session.Run({y});
+  ASSERT_TRUE(r.ok());
+  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{15, 25}));
+}
+
 TEST(PlanCountsTest, ToStringSaysWhatAStepRuns) {
-  PlanCounts c{.items = 12, .kernels = 10, .fused = 1, .transfers = 2, .device_waits = 1, .roots = 3};
-  EXPECT_EQ(c.ToString(), "12 items: 10 kernels (1 fused), 2 transfers (1 wait for a device), 3 roots");
+  PlanCounts c{.items = 12, .kernels = 10, .resolved = 4, .fused = 1, .transfers = 2, .device_waits = 1, .roots = 3};
+  EXPECT_EQ(c.ToString(), "12 items: 10 kernels (1 fused), 2 transfers (1 wait for a device), 3 roots; 4 resolved");
 }
 
 }  // namespace

@@ -215,6 +215,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::BuildPlan(const FeedL
   PlanOptions plan_options;
   plan_options.fuse_kernels = options_.fuse_kernels;
   plan_options.gpu_launchers = !launchers_.empty();
+  plan_options.resources = &resources_;
   switch (options_.step_arena) {
     case SessionOptions::ArenaMode::kAuto: plan_options.arena = PlanOptions::Arena::kDeviceMemory; break;
     case SessionOptions::ArenaMode::kOn: plan_options.arena = PlanOptions::Arena::kAll; break;
