@@ -24,14 +24,16 @@ int TimingThreadId() {
   return id;
 }
 
+const std::vector<ThreadPool*> kNoLaunchers;
+
 // The mutable state of one step.
 class StepState {
  public:
   StepState(const ExecutorPlan& plan, const std::vector<Tensor>& feeds, ThreadPool* pool,
             ElasticThreadPool* blocking_pool, ResourceMgr* resources, int64_t step_id, bool collect_stats,
-            bool check_numerics, bool lend_idle_threads, const std::vector<ThreadPool*>& launchers)
+            bool check_numerics, bool lend_idle_threads, const std::vector<ThreadPool*>* launchers)
       : plan_(plan),
-        launchers_(launchers),
+        launchers_(launchers != nullptr ? *launchers : kNoLaunchers),
         feeds_(feeds),
         pool_(pool),
         blocking_pool_(blocking_pool),
@@ -274,7 +276,7 @@ class StepState {
       // Items pinned to another GPU go to its launcher. On a launcher thread,
       // this GPU's items run here in order (its stream's order) and the others
       // go to the inter-op pool, so the launcher never waits on host work.
-      {
+      if (!launchers_.empty()) {
         size_t kept = 0;
         for (int succ : newly_ready) {
           if (RouteToLauncher(succ, launcher, &to_launchers)) continue;

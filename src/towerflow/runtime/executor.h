@@ -47,8 +47,8 @@ struct ExecutorOptions {
   // One thread per GPU, by ExecutorPlan::Item::launcher: each GPU's items
   // run on its own thread, in one order (the order of its stream), and the
   // threads of several GPUs launch at once. Empty or null entries: items
-  // run on any thread.
-  std::vector<ThreadPool*> launchers;
+  // run on any thread. Null: none. Must outlive the Executor (the session's).
+  const std::vector<ThreadPool*>* launchers = nullptr;
 };
 
 class Executor {

@@ -271,7 +271,7 @@ StatusOr<std::vector<Tensor>> SessionImpl::Run(const FeedList& feeds, const std:
   run_options.collect_stats = options_.collect_step_stats;
   run_options.check_numerics = options_.check_numerics;
   run_options.lend_idle_threads = options_.intra_op_threads == 0;
-  run_options.launchers = launchers_;
+  run_options.launchers = &launchers_;
   Executor executor(plan, run_options);
   return executor.Run(feed_values, step_id, stats);
 }
