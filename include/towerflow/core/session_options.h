@@ -91,6 +91,17 @@ struct SessionOptions {
   // each allocation is a CUDA call); kOn: on every device; kOff: never.
   enum class ArenaMode { kAuto, kOn, kOff };
   ArenaMode step_arena = ArenaMode::kAuto;
+  // Step graphs (runtime/step_graph.h): a GPU's kernels of a step, once the
+  // step has run twice with the same shapes, are recorded once (on a CUDA
+  // GPU, stream capture into a CUDA graph) and replayed each step with one
+  // launch, into buffers kept for the purpose. A step whose shapes differ
+  // runs them one by one; a variable whose buffer moved makes them be
+  // recorded again; what cannot be recorded runs as before, with one log
+  // line saying why. kAuto: on CUDA GPUs; kOn: on every GPU (fake GPUs
+  // replay their recorded kernels one by one); kOff: never. check_numerics
+  // turns them off (it reads every kernel's outputs).
+  enum class StepGraphMode { kAuto, kOn, kOff };
+  StepGraphMode cuda_graphs = StepGraphMode::kAuto;
 };
 
 }  // namespace tw

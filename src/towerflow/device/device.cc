@@ -1,5 +1,7 @@
 #include "towerflow/device/device.h"
 
+#include <cstring>
+
 #include "towerflow/core/tensor.h"
 
 namespace tw {
@@ -38,6 +40,18 @@ Status Device::CopyToHost(const Tensor& on_device, Tensor* host) {
 
 Status Device::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) {
   return errors::Unimplemented("no direct copy from ", name_, " to ", dst->name());
+}
+
+Status Device::CopyOnDevice(const void* src, void* dst, size_t bytes) const {
+  if (!host_memory()) return errors::Unimplemented(name_, " has no copy within its memory");
+  if (bytes > 0) std::memcpy(dst, src, bytes);
+  return Status::OK();
+}
+
+Status Device::BeginCapture() { return errors::Unimplemented(name_, " cannot capture its work"); }
+
+StatusOr<std::unique_ptr<CapturedWork>> Device::EndCapture() {
+  return errors::Unimplemented(name_, " cannot capture its work");
 }
 
 Status Device::CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "towerflow/core/allocator.h"
+#include "towerflow/core/status.h"
 #include "towerflow/core/device_spec.h"
 #include "towerflow/core/threadpool.h"
 
@@ -23,6 +24,15 @@ inline constexpr char kDeviceGpu[] = "GPU";
 
 // The fully qualified local name of device `index` of `type`.
 std::string LocalDeviceName(const std::string& type, int index);
+
+// Work a device recorded between BeginCapture and EndCapture (a CUDA graph),
+// replayed as recorded: the same kernels over the same buffers.
+class CapturedWork {
+ public:
+  virtual ~CapturedWork() = default;
+  // Queues one replay on the device's stream (asynchronous, as kernels are).
+  virtual Status Launch() = 0;
+};
 
 class Device {
  public:
@@ -63,6 +73,22 @@ class Device {
   // (between GPUs). The default returns Unimplemented, and the caller copies
   // through the host.
   virtual Status CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out);
+  // A device-to-device copy of `bytes` in this device's stream order (after
+  // the work queued so far, before the work queued later). The default, for
+  // host memory, copies at once.
+  virtual Status CopyOnDevice(const void* src, void* dst, size_t bytes) const;
+
+  // Stream capture (runtime/step_graph.h). A device that can record the
+  // work its kernels queue returns true: between BeginCapture and EndCapture
+  // on one thread, its kernels' work is recorded, not run (nothing may wait
+  // for the device meanwhile), and EndCapture returns it for replays. The
+  // defaults: false, and Unimplemented.
+  virtual bool CanCaptureWork() const { return false; }
+  virtual Status BeginCapture();
+  // Ends the capture begun on this thread; an error (a kernel did something
+  // a capture cannot record) leaves the device as before BeginCapture.
+  virtual StatusOr<std::unique_ptr<CapturedWork>> EndCapture();
+
   // One line for "Device mapping:" (TF prints the physical device, e.g.
   // "device: 0, name: Tesla K40c, pci bus id: 0000:05:00.0"); empty for host CPUs.
   virtual std::string physical_description() const { return ""; }

@@ -195,6 +195,13 @@ class OpKernel {
   // VariableV2): a plan runs them once when it is built, and its steps read
   // what they made (runtime/plan_builder.h).
   virtual bool OutputsFixed() const { return false; }
+  // False for kernels whose work cannot be recorded once and replayed
+  // (runtime/step_graph.h): on a device without host memory, a kernel that
+  // waits for the device or reads device memory on the host in Compute, or
+  // whose launches depend on something other than its inputs' shapes and
+  // buffers and its host-memory inputs (a random kernel with a host-side
+  // counter). Kernels that may block never are.
+  virtual bool Capturable() const { return !MayBlock(); }
   const Node& node() const { return node_; }
 
  private:

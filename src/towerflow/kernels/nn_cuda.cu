@@ -38,7 +38,9 @@
 // signal, and SessionOptions::check_numerics turns them into an
 // InvalidArgument naming this node.
 #include <algorithm>
+#include <cstdint>
 #include <limits>
+#include <mutex>
 
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
@@ -463,12 +465,17 @@ class GpuL2LossOp : public GpuOpKernel {
 
 // ---- Dropout -------------------------------------------------------------------
 
+// The call's first Philox block is read from `next_block` in device memory,
+// which AdvanceDropoutStream moves past the call's blocks afterwards, in
+// stream order: a replayed CUDA graph (runtime/step_graph.h) draws new masks
+// each time, the same ones the host-side stream gives the CPU twin.
 template <typename T>
 __global__ void DropoutKernel(const T* __restrict__ x, T* __restrict__ out, T* __restrict__ mask, int64_t n,
-                              DropoutDraw draw, T scale) {
+                              DropoutDraw draw, const uint64_t* __restrict__ next_block, T scale) {
   const int64_t blocks = (n + 3) / 4;
+  const uint64_t first = *next_block;
   for (int64_t b = GridThreadIndex(); b < blocks; b += GridThreadCount()) {
-    const philox::Words w = philox::Block(draw.seed, draw.seed2, draw.first_block + static_cast<uint64_t>(b));
+    const philox::Words w = philox::Block(draw.seed, draw.seed2, first + static_cast<uint64_t>(b));
     for (int j = 0; j < 4; ++j) {
       const int64_t i = 4 * b + j;
       if (i >= n) break;
@@ -479,30 +486,62 @@ __global__ void DropoutKernel(const T* __restrict__ x, T* __restrict__ out, T* _
   }
 }
 
+__global__ void AdvanceDropoutStream(uint64_t* next_block, uint64_t blocks) { *next_block += blocks; }
+
 template <typename T>
 Status LaunchDropout(const GpuDevice& gpu, const T* x, T* out, T* mask, int64_t n, const DropoutDraw& draw,
-                     T scale) {
-  return LaunchGridStride(gpu, (n + 3) / 4, DropoutKernel<T>, x, out, mask, n, draw, scale);
+                     uint64_t* next_block, T scale) {
+  TW_RETURN_IF_ERROR(LaunchGridStride(gpu, (n + 3) / 4, DropoutKernel<T>, x, out, mask, n, draw,
+                                      static_cast<const uint64_t*>(next_block), scale));
+  AdvanceDropoutStream<<<1, 1, 0, gpu.stream()>>>(next_block, static_cast<uint64_t>((n + 3) / 4));
+  TW_CUDA_LAUNCH_CHECK();
+  return Status::OK();
 }
 
 template <typename T>
 class GpuDropoutOp : public GpuOpKernel {
  public:
   explicit GpuDropoutOp(OpKernelConstruction* c) : GpuOpKernel(c), stream_(c) {}
+  ~GpuDropoutOp() override {
+    if (next_block_ != nullptr) counter_allocator_->Deallocate(next_block_, sizeof(uint64_t));
+  }
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& x = ctx->input(0);
     Tensor *out = nullptr, *mask = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, x.shape(), &out));
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, x.shape(), &mask));
     const int64_t n = x.NumElements();
+    // The seeds and threshold; the first block comes from the device's
+    // counter (DropoutKernel), which moves as the host stream does.
     const DropoutDraw draw = stream_.Reserve(n);  // a call on no elements takes no block, as on the CPU
     if (n == 0) return;
+    uint64_t* next_block = nullptr;
+    TW_OP_REQUIRES_OK(ctx, NextBlock(gpu, &next_block));
     const T scale = static_cast<T>(1.0 / (1.0 - stream_.rate()));
-    TW_OP_REQUIRES_OK(ctx, LaunchDropout<T>(gpu, x.data<T>(), out->data<T>(), mask->data<T>(), n, draw, scale));
+    TW_OP_REQUIRES_OK(ctx, LaunchDropout<T>(gpu, x.data<T>(), out->data<T>(), mask->data<T>(), n, draw, next_block,
+                                            scale));
   }
 
  private:
+  // The device counter of the stream's next block, made (zeroed, in stream
+  // order) by the first call.
+  Status NextBlock(const GpuDevice& gpu, uint64_t** out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (next_block_ == nullptr) {
+      void* p = gpu.allocator()->Allocate(sizeof(uint64_t));
+      if (p == nullptr) return errors::ResourceExhausted("Dropout: no device memory for its random stream's counter");
+      TW_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0, sizeof(uint64_t), gpu.stream()));
+      next_block_ = static_cast<uint64_t*>(p);
+      counter_allocator_ = gpu.allocator();
+    }
+    *out = next_block_;
+    return Status::OK();
+  }
+
   DropoutStream stream_;
+  std::mutex mu_;
+  uint64_t* next_block_ = nullptr;  // guarded by mu_
+  Allocator* counter_allocator_ = nullptr;
 };
 
 }  // namespace

@@ -272,6 +272,9 @@ class GpuConcatOp : public GpuOpKernel {
     }
   }
 
+  // A computed axis is read back with a wait: not in a step graph.
+  bool Capturable() const override { return const_axis_.IsInitialized(); }
+
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const int n = ctx->num_inputs() - 1;
     // The axis on the host (file comment): the constant, or a copy that waits.

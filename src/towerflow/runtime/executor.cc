@@ -45,7 +45,7 @@ class StepState {
         entries_(static_cast<size_t>(plan.num_entries)),
         pending_(plan.items.size()),
         uses_(plan.entry_uses.size()),
-        remaining_(static_cast<int64_t>(plan.items.size()) - plan.num_resolved),
+        remaining_(static_cast<int64_t>(plan.items.size()) - plan.num_resolved - plan.num_absorbed),
         arena_(plan.arena != nullptr ? plan.arena->BeginStep() : nullptr) {
     for (size_t i = 0; i < plan.items.size(); ++i) {
       pending_[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
@@ -404,7 +404,7 @@ class StepState {
       params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
     }
     params.may_wait = may_wait;
-    if (item.fused != nullptr && item.fused->group) params.num_outputs = item.NumOutputs();
+    if ((item.fused != nullptr && item.fused->group) || item.region != nullptr) params.num_outputs = item.NumOutputs();
     if (arena_ != nullptr) params.allocator = arena_->ItemAllocator(id);
     OpKernelContext ctx(params);
     const bool sample = item.kernel->IsExpensive() && plan_.costs != nullptr && plan_.costs->Sample(static_cast<size_t>(id));
@@ -443,10 +443,9 @@ class StepState {
           return true;
         }
       }
-      if (arena_ != nullptr && arena_->recording() && !out.is_ref()) {
-        arena_->NoteEntry(item.entry_base + o, out.value);
-      }
-      entries_[static_cast<size_t>(item.entry_base + o)] = std::move(out);
+      const int entry = item.OutputEntry(o);
+      if (arena_ != nullptr && arena_->recording() && !out.is_ref()) arena_->NoteEntry(entry, out.value);
+      entries_[static_cast<size_t>(entry)] = std::move(out);
     }
     return true;
   }
@@ -522,6 +521,7 @@ class StepState {
 
   // A fused item's failure names all of its nodes.
   void Fail(const ExecutorPlan::Item& item, const Status& s) {
+    if (item.region != nullptr) return Fail(static_cast<const Node*>(nullptr), s);  // it names its member
     if (item.fused == nullptr) return Fail(item.node, s);
     std::string with;
     for (const Node* n : item.fused->nodes) with += (with.empty() ? "" : ", ") + n->DebugName();
@@ -531,7 +531,7 @@ class StepState {
   void Fail(const Node* node, const Status& s) {
     {
       std::lock_guard<std::mutex> lock(status_mu_);
-      if (status_.ok()) status_ = s.WithContext("node " + node->DebugName());
+      if (status_.ok()) status_ = node != nullptr ? s.WithContext("node " + node->DebugName()) : s;
       aborted_.store(true, std::memory_order_release);
     }
     // Wakes kernels waiting on nodes of this step that will now never run.

@@ -6,10 +6,12 @@
 namespace tw {
 
 int ExecutorPlan::Item::NumInputs() const {
+  if (region != nullptr) return static_cast<int>(region->sources.size());
   return fused == nullptr ? node->num_inputs() : static_cast<int>(fused->inputs.size());
 }
 
 int ExecutorPlan::Item::NumOutputs() const {
+  if (region != nullptr) return static_cast<int>(region->outputs.size());
   if (fused == nullptr || !fused->group) return node->num_outputs();
   int n = 0;
   for (const Node* m : fused->nodes) n += m->num_outputs();
@@ -17,6 +19,7 @@ int ExecutorPlan::Item::NumOutputs() const {
 }
 
 std::pair<const Node*, int> ExecutorPlan::Item::OutputSource(int o) const {
+  if (region != nullptr) return region->output_sources[static_cast<size_t>(o)];
   if (fused == nullptr || !fused->group) return {node, o};
   for (const Node* m : fused->nodes) {
     if (o < m->num_outputs()) return {m, o};
@@ -26,12 +29,14 @@ std::pair<const Node*, int> ExecutorPlan::Item::OutputSource(int o) const {
 }
 
 const Output& ExecutorPlan::Item::InputSource(int i) const {
+  if (region != nullptr) return region->sources[static_cast<size_t>(i)];
   if (fused == nullptr) return node->input(i);
   const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
   return n->input(k);
 }
 
 bool ExecutorPlan::Item::InputIsRef(int i) const {
+  if (region != nullptr) return inputs[static_cast<size_t>(i)].is_ref;
   if (fused == nullptr) return node->input_is_ref(i);
   const auto& [n, k] = fused->inputs[static_cast<size_t>(i)];
   return n->input_is_ref(k);
@@ -66,6 +71,11 @@ PlanCounts CountItems(const ExecutorPlan& plan) {
       ++c.resolved;
       continue;
     }
+    if (item.absorbed) {
+      ++c.captured;
+      continue;
+    }
+    c.step_graphs += item.region != nullptr ? 1 : 0;
     ++c.items;
     if (item.is_transfer()) {
       ++c.transfers;
@@ -80,7 +90,8 @@ PlanCounts CountItems(const ExecutorPlan& plan) {
 }
 
 std::string PlanCounts::ToString() const {
-  return StrCat(items, " items: ", kernels, " kernels (", fused, " fused), ", transfers, " transfers (", device_waits,
+  const std::string graphs = step_graphs > 0 ? StrCat(", ", step_graphs, " step graph(s) of ", captured) : "";
+  return StrCat(items, " items: ", kernels, " kernels (", fused, " fused", graphs, "), ", transfers, " transfers (", device_waits,
                 " wait for a device), ", roots, " roots; ", resolved, " resolved");
 }
 

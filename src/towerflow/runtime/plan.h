@@ -23,6 +23,7 @@ namespace tw {
 
 struct KernelDef;
 class ArenaPool;  // step_arena.h
+class StepGraphKernel;  // step_graph.h
 
 struct ExecutorPlan {
   struct Input {
@@ -78,6 +79,23 @@ struct ExecutorPlan {
       bool group = false;
     };
     std::shared_ptr<const Fused> fused;
+    // A step graph (step_graph.h) runs the kernels of one GPU's `members`
+    // (items of this plan, now `absorbed`: steps never run them) as one item:
+    // its inputs are what the members read from outside it (`sources` names
+    // each, for errors), and its output o is written to entry outputs[o],
+    // where the members' readers outside it find their values as before.
+    struct Region {
+      std::vector<int> members;  // in an order their edges allow
+      std::vector<int> outputs;  // entries
+      std::vector<std::pair<const Node*, int>> output_sources;  // the node output each one is
+      std::vector<Output> sources;
+    };
+    std::shared_ptr<const Region> region;
+    bool absorbed = false;
+    // The entry that output `o` is written to.
+    int OutputEntry(int o) const {
+      return region != nullptr ? region->outputs[static_cast<size_t>(o)] : entry_base + o;
+    }
     // A node item's inputs: how many, the graph output input `i` reads, and
     // whether the kernel takes it by reference.
     int NumInputs() const;
@@ -143,6 +161,9 @@ struct ExecutorPlan {
   std::vector<int> entry_uses;
   int num_transfers = 0;  // transfer items among `items`
   int num_resolved = 0;   // resolved items among `items`
+  int num_absorbed = 0;   // items run by a step graph's item
+  // The plan's step graphs (the kernels of its region items), for stats.
+  std::vector<std::shared_ptr<StepGraphKernel>> step_graphs;
   // The outputs of resolved items (Const values, variable references), read
   // by Input::constant: never released, never written.
   std::vector<TensorValue> constants;
@@ -165,11 +186,14 @@ struct PlanCounts {
   int items = 0;      // everything a step runs
   int kernels = 0;    // node items (each fused item counts once)
   int resolved = 0;   // items run when the plan was built, not counted above
+  int step_graphs = 0;  // kernels above that run a step graph
+  int captured = 0;  // node items run by a step graph, not counted above
   int fused = 0;      // node items that run a fused kernel
   int transfers = 0;  // cross-device and cross-memory copies
   int device_waits = 0;  // transfers that wait for a device (GPU to host)
   int roots = 0;
-  // "12 items: 10 kernels (1 fused), 2 transfers (1 wait for a device), 3 roots; 4 resolved"
+  // "12 items: 10 kernels (1 fused, 1 step graph of 30), 2 transfers (1 wait
+  // for a device), 3 roots; 4 resolved"
   std::string ToString() const;
 };
 PlanCounts CountItems(const ExecutorPlan& plan);

@@ -315,8 +315,10 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
       item.launcher = item.device->index();
     }
   }
+  AddStepGraphs(plan.get(), options_.step_graphs);
   for (size_t i = 0; i < plan->items.size(); ++i) {
-    if (plan->items[i].initial_pending == 0 && !plan->items[i].resolved) plan->roots.push_back(static_cast<int>(i));
+    const ExecutorPlan::Item& item = plan->items[i];
+    if (item.initial_pending == 0 && !item.resolved && !item.absorbed) plan->roots.push_back(static_cast<int>(i));
   }
   plan->costs = std::make_shared<ExecutorPlan::Costs>(plan->items.size());
   CountEntryUses(plan.get());

@@ -9,7 +9,9 @@
 //      or memories (partition.h), control edges, and the fetches, which are
 //      host tensors (a value in device memory gets a transfer to the host);
 //   5. resolving: constants and variable references are made once
-//      (PlanOptions::resources).
+//      (PlanOptions::resources);
+//   6. step graphs: a GPU's kernels that can be recorded become one item
+//      (step_graph_regions.h).
 // A plan whose step would run some members of a CollectiveAllReduce group but
 // not all of them is refused (they would wait for each other forever).
 //
@@ -25,6 +27,7 @@
 #include "towerflow/graph/graph.h"
 #include "towerflow/runtime/fusion.h"
 #include "towerflow/runtime/plan.h"
+#include "towerflow/runtime/step_graph_regions.h"
 #include "towerflow/runtime/update_groups.h"
 
 namespace tw {
@@ -45,6 +48,9 @@ struct PlanOptions {
   // the plan instead of running an item per constant and variable. Null:
   // every node is an item.
   ResourceMgr* resources = nullptr;
+  // Step graphs (step_graph.h; SessionOptions::cuda_graphs): which GPUs'
+  // kernels run as one recorded item.
+  StepGraphOptions step_graphs;
 };
 
 // Where a plan's kernels come from: a session keeps one kernel per node (and

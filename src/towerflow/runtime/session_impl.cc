@@ -221,6 +221,14 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::BuildPlan(const FeedL
     case SessionOptions::ArenaMode::kOn: plan_options.arena = PlanOptions::Arena::kAll; break;
     case SessionOptions::ArenaMode::kOff: plan_options.arena = PlanOptions::Arena::kOff; break;
   }
+  using Graphs = StepGraphOptions::Devices;
+  switch (options_.cuda_graphs) {
+    case SessionOptions::StepGraphMode::kAuto: plan_options.step_graphs.devices = Graphs::kCapturingDevices; break;
+    case SessionOptions::StepGraphMode::kOn: plan_options.step_graphs.devices = Graphs::kAllGpus; break;
+    case SessionOptions::StepGraphMode::kOff: plan_options.step_graphs.devices = Graphs::kNone; break;
+  }
+  // Check-numerics reads every kernel's outputs, which a replay does not make apart.
+  if (options_.check_numerics) plan_options.step_graphs.devices = Graphs::kNone;
   return PlanBuilder(graph_, placement_, device_set_->client_device(), this, plan_options).Build(fed, fetches, targets);
 }
 

@@ -49,7 +49,9 @@ class StepArena::View final : public Allocator {
 ArenaPool::ArenaPool(const ExecutorPlan* plan, bool device_memory_only) : plan_(plan) {
   served_.reserve(plan->items.size());
   for (const ExecutorPlan::Item& item : plan->items) {
+    // A step graph's item keeps its own buffers (step_graph.h).
     served_.push_back(!item.is_transfer() && item.kernel != nullptr && !item.kernel->MayBlock() &&
+                      item.region == nullptr && !item.absorbed &&
                       (!device_memory_only || !item.device->host_memory()));
   }
 }

@@ -125,8 +125,27 @@ void* GpuAllocator::Allocate(size_t bytes) {
   return ptr;
 }
 
+void GpuAllocator::HoldFrees() { holding_.store(true, std::memory_order_release); }
+
+void GpuAllocator::ReleaseHeldFrees() {
+  std::vector<std::pair<void*, size_t>> held;
+  {
+    std::lock_guard<std::mutex> lock(held_mu_);
+    holding_.store(false, std::memory_order_release);
+    held.swap(held_);
+  }
+  for (const auto& [ptr, bytes] : held) Deallocate(ptr, bytes);
+}
+
 void GpuAllocator::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
+  if (holding_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(held_mu_);
+    if (holding_.load(std::memory_order_relaxed)) {
+      held_.emplace_back(ptr, bytes);
+      return;
+    }
+  }
   // Stream-ordered: work queued on the compute stream before this call (which
   // may still read the block) finishes before the block is reused.
   ScopedDevice device(ordinal_);

@@ -20,6 +20,9 @@
 #define TOWERFLOW_DEVICE_CUDA_GPU_ALLOCATOR_H_
 
 #include <atomic>
+#include <mutex>
+#include <utility>
+#include <vector>
 #include <string>
 
 #include "towerflow/core/allocator.h"
@@ -40,6 +43,11 @@ class GpuAllocator final : public Allocator {
   size_t BytesInUse() const override { return in_use_.load(std::memory_order_relaxed); }
   size_t limit() const { return limit_; }
   size_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
+  // While the device's compute stream is being captured (GpuDevice::
+  // BeginCapture), a stream-ordered free would be recorded into the graph:
+  // frees wait in a list instead, and EndCapture frees them.
+  void HoldFrees();
+  void ReleaseHeldFrees();
   // "GPU:0 (ordinal 0): 1.2 GiB in use of a 70.0 GiB limit, peak 3.4 GiB"
   std::string Describe() const;
 
@@ -50,6 +58,9 @@ class GpuAllocator final : public Allocator {
   bool poison_;
   cudaStream_t stream_ = nullptr;
   std::atomic<size_t> in_use_{0};
+  std::atomic<bool> holding_{false};
+  std::mutex held_mu_;
+  std::vector<std::pair<void*, size_t>> held_;  // guarded by held_mu_
   std::atomic<size_t> peak_{0};
 };
 

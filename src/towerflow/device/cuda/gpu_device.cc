@@ -141,6 +141,7 @@ Status GpuDevice::CopyFromHost(const Tensor& host, Tensor* on_device) {
     return errors::InvalidArgument("cannot copy string", host.shape().ToString(), " to ", name(),
                                    ": no GPU kernel takes string tensors (keep string ops on the CPU)");
   }
+  auto exclusion = CaptureExclusion();
   TW_RETURN_IF_ERROR(Activate());
   StatusOr<Tensor> t = Tensor::Allocate(allocator(), host.dtype(), host.shape());
   if (!t.ok()) return t.status().WithContext("copying to " + name());
@@ -183,6 +184,7 @@ Status GpuDevice::CopyToHost(const Tensor& on_device, Tensor* host) {
     return errors::InvalidArgument("cannot copy string", on_device.shape().ToString(), " from ", name(),
                                    ": no GPU kernel makes string tensors");
   }
+  auto exclusion = CaptureExclusion();
   TW_RETURN_IF_ERROR(Activate());
   StatusOr<Tensor> t = Tensor::Allocate(CpuAllocator(), on_device.dtype(), on_device.shape());
   if (!t.ok()) return t.status().WithContext("copying from " + name() + " to the host");
@@ -208,6 +210,7 @@ Status GpuDevice::CopyToHost(const Tensor& on_device, Tensor* host) {
 }
 
 Status GpuDevice::CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) {
+  auto exclusion = CaptureExclusion();
   TW_RETURN_IF_ERROR(Activate());
   host->clear();
   for (const Tensor& t : on_device) {
@@ -245,6 +248,11 @@ Status GpuDevice::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) 
     return errors::InvalidArgument("cannot copy string", on_device.shape().ToString(), " from ", name(), " to ",
                                    peer->name(), ": no GPU kernel makes string tensors");
   }
+  // Neither stream may be capturing (a peer's exclusion after ours: two
+  // peers copying to each other at once take them in opposite orders, but a
+  // capture never copies between devices, so only shared holds meet).
+  auto exclusion = CaptureExclusion();
+  auto peer_exclusion = peer->CaptureExclusion();
   // The destination's memory comes stream-ordered on the peer's compute stream.
   TW_RETURN_IF_ERROR(peer->Activate());
   StatusOr<Tensor> t = Tensor::Allocate(peer->allocator(), on_device.dtype(), on_device.shape());
@@ -286,6 +294,69 @@ Status GpuDevice::CopyOnDevice(const void* src, void* dst, size_t bytes) const {
   TW_RETURN_IF_ERROR(Activate());
   TW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_stream_));
   return Status::OK();
+}
+
+std::shared_lock<std::shared_mutex> GpuDevice::CaptureExclusion() const {
+  if (capturing_thread_.load(std::memory_order_acquire) == std::this_thread::get_id()) return {};
+  return std::shared_lock<std::shared_mutex>(capture_mu_);
+}
+
+namespace {
+
+// One CUDA graph, replayed on the stream it was captured from.
+class GpuGraph final : public CapturedWork {
+ public:
+  GpuGraph(const GpuDevice* device, cudaGraphExec_t exec) : device_(device), exec_(exec) {}
+  ~GpuGraph() override {
+    // A replay still queued keeps running; wait for it before the graph goes.
+    if (device_->Activate().ok()) (void)cudaStreamSynchronize(device_->stream());
+    (void)cudaGraphExecDestroy(exec_);
+  }
+  Status Launch() override {
+    TW_RETURN_IF_ERROR(device_->Activate());
+    TW_CUDA_RETURN_IF_ERROR(cudaGraphLaunch(exec_, device_->stream()));
+    return Status::OK();
+  }
+
+ private:
+  const GpuDevice* device_;
+  cudaGraphExec_t exec_;
+};
+
+}  // namespace
+
+Status GpuDevice::BeginCapture() {
+  std::unique_lock<std::shared_mutex> lock(capture_mu_);
+  TW_RETURN_IF_ERROR(Activate());
+  gpu_allocator_->HoldFrees();
+  // Thread-local mode: a call on this thread that is unsafe during capture
+  // (a synchronisation, a synchronous copy) fails instead of running.
+  cudaError_t err = cudaStreamBeginCapture(compute_stream_, cudaStreamCaptureModeThreadLocal);
+  if (err != cudaSuccess) {
+    (void)cudaGetLastError();
+    gpu_allocator_->ReleaseHeldFrees();
+    return CudaStatus(err, "cudaStreamBeginCapture(compute)", __FILE__, __LINE__);
+  }
+  capturing_thread_.store(std::this_thread::get_id(), std::memory_order_release);
+  capture_lock_ = std::move(lock);
+  return Status::OK();
+}
+
+StatusOr<std::unique_ptr<CapturedWork>> GpuDevice::EndCapture() {
+  if (capturing_thread_.load(std::memory_order_acquire) != std::this_thread::get_id()) {
+    return errors::FailedPrecondition(name(), ": EndCapture without BeginCapture on this thread");
+  }
+  cudaGraph_t graph = nullptr;
+  cudaError_t err = cudaStreamEndCapture(compute_stream_, &graph);
+  cudaGraphExec_t exec = nullptr;
+  if (err == cudaSuccess) err = cudaGraphInstantiate(&exec, graph, 0);
+  if (graph != nullptr) (void)cudaGraphDestroy(graph);
+  if (err != cudaSuccess) (void)cudaGetLastError();
+  capturing_thread_.store(std::thread::id(), std::memory_order_release);
+  gpu_allocator_->ReleaseHeldFrees();
+  capture_lock_ = std::unique_lock<std::shared_mutex>();
+  if (err != cudaSuccess) return CudaStatus(err, "capturing a CUDA graph (cudaStreamEndCapture, cudaGraphInstantiate)", __FILE__, __LINE__);
+  return std::unique_ptr<CapturedWork>(new GpuGraph(this, exec));
 }
 
 Status GpuDevice::Synchronize() const {

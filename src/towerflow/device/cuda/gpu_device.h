@@ -29,7 +29,10 @@
 #define TOWERFLOW_DEVICE_CUDA_GPU_DEVICE_H_
 
 #include <memory>
+#include <atomic>
 #include <mutex>
+#include <shared_mutex>
+#include <thread>
 #include <string>
 
 #include "towerflow/device/cuda/cuda_status.h"
@@ -106,7 +109,15 @@ class GpuDevice final : public Device {
   // GPUs copy peer to peer (cudaMemcpyPeerAsync).
   Status CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) override;
   // Device-to-device copy of `bytes` on the compute stream (Assign, Identity).
-  Status CopyOnDevice(const void* src, void* dst, size_t bytes) const;
+  Status CopyOnDevice(const void* src, void* dst, size_t bytes) const override;
+  // Stream capture of the compute stream into a CUDA graph (device.h). While
+  // the calling thread captures, copies from other threads that would queue
+  // on the compute stream wait for the capture to end, and the allocator's
+  // frees are held (gpu_allocator.h). The capture mode is thread-local: a
+  // call that would wait for the device fails the capture.
+  bool CanCaptureWork() const override { return true; }
+  Status BeginCapture() override;
+  StatusOr<std::unique_ptr<CapturedWork>> EndCapture() override;
   // Waits until all work queued so far on this device's streams has finished.
   Status Synchronize() const;
   // "device: 0, name: NVIDIA H200, pci bus id: 0000:19:00.0, compute capability: 9.0"
@@ -128,6 +139,13 @@ class GpuDevice final : public Device {
   cublasLtHandle_t cublas_lt_ = nullptr;
   cudnnHandle_t cudnn_ = nullptr;
   mutable std::mutex cudnn_mu_;
+  // Held exclusively by the capturing thread from BeginCapture to
+  // EndCapture, shared by copies from other threads (CaptureExclusion).
+  mutable std::shared_mutex capture_mu_;
+  std::atomic<std::thread::id> capturing_thread_{};
+  std::unique_lock<std::shared_mutex> capture_lock_;
+  // A shared hold on capture_mu_, or none on the capturing thread itself.
+  std::shared_lock<std::shared_mutex> CaptureExclusion() const;
   // Pinned blocks CopyFromHost copies through (pinned_staging.h says why).
   std::unique_ptr<PinnedStagingPool> staging_;
 };

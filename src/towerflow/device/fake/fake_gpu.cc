@@ -57,6 +57,11 @@ class FakeGpuDevice final : public Device {
     for (size_t i = 0; i < on_device.size(); ++i) TW_RETURN_IF_ERROR(Copy(on_device[i], CpuAllocator(), &(*host)[i]));
     return Status::OK();
   }
+  // Within its memory (host memory in both modes): a memcpy.
+  Status CopyOnDevice(const void* src, void* dst, size_t bytes) const override {
+    if (bytes > 0) std::memcpy(dst, src, bytes);
+    return Status::OK();
+  }
   Status CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) override {
     if (dst->device_type() != kDeviceGpu || dst->host_memory()) return Device::CopyToPeer(on_device, dst, out);
     return Copy(on_device, dst->allocator(), out);

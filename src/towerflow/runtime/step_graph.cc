@@ -1,0 +1,297 @@
+#include "towerflow/runtime/step_graph.h"
+
+#include <map>
+#include <utility>
+
+#include "towerflow/core/logging.h"
+#include "towerflow/runtime/capture_memory.h"
+
+namespace tw {
+
+StepGraphKernel::StepGraphKernel(OpKernelConstruction* c, StepGraphSpec spec)
+    : OpKernel(c),
+      spec_(std::move(spec)),
+      name_(StrCat(spec_.device->short_name(), " step graph (", spec_.members.size(), " kernels)")) {
+  stats_.members = static_cast<int>(spec_.members.size());
+  stats_.device_graph = spec_.device->CanCaptureWork();
+}
+
+StepGraphKernel::~StepGraphKernel() { DropCapture(); }
+
+StepGraphStats StepGraphKernel::stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return stats_;
+}
+
+Status StepGraphKernel::RunMembers(OpKernelContext* ctx, const std::vector<TensorValue>& inputs,
+                                   Allocator* allocator, std::vector<TensorValue>* slots) const {
+  slots->assign(static_cast<size_t>(spec_.num_slots), TensorValue());
+  std::vector<TensorValue> in;
+  for (const StepGraphSpec::Member& m : spec_.members) {
+    in.assign(m.inputs.size(), TensorValue());
+    for (size_t i = 0; i < m.inputs.size(); ++i) {
+      const StepGraphSpec::Source& src = m.inputs[i];
+      if (src.input >= 0) {
+        in[i] = inputs[static_cast<size_t>(src.input)];
+        continue;
+      }
+      const TensorValue& v = (*slots)[static_cast<size_t>(src.slot)];
+      if (!v.is_ref() || src.is_ref) {
+        in[i] = v;
+        continue;
+      }
+      // A variable passed on by an earlier member (an Apply* output), read
+      // by value: its tensor now, under its lock.
+      std::lock_guard<std::mutex> lock(*v.ref_mu);
+      in[i].value = *v.ref;
+    }
+    OpKernelContext::Params params = ctx->params();
+    params.node = m.node;
+    params.inputs = &in;
+    params.num_outputs = m.num_outputs;
+    params.host_memory_outputs =
+        m.kernel_def != nullptr && !m.kernel_def->host_memory_outputs.empty() ? &m.kernel_def->host_memory_outputs
+                                                                               : nullptr;
+    params.allocator = allocator;
+    OpKernelContext mc(params);
+    m.kernel->Compute(&mc);
+    if (!mc.status().ok()) return mc.status().WithContext("node " + m.node->DebugName() + " in the " + name_);
+    for (int o = 0; o < mc.num_outputs(); ++o) {
+      TensorValue& out = mc.output(o);
+      if (!out.is_ref() && !out.value.IsInitialized()) {
+        return errors::Internal("kernel did not set output ", o, " of node ", m.node->DebugName(), " in the ", name_);
+      }
+      (*slots)[static_cast<size_t>(m.first_slot + o)] = std::move(out);
+    }
+  }
+  return Status::OK();
+}
+
+void StepGraphKernel::SetOutputs(OpKernelContext* ctx, const std::vector<TensorValue>& slots) const {
+  for (size_t o = 0; o < spec_.output_slots.size(); ++o) {
+    ctx->output(static_cast<int>(o)) = slots[static_cast<size_t>(spec_.output_slots[o])];
+  }
+}
+
+void StepGraphKernel::Compute(OpKernelContext* ctx) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (!stats_.off && memory_ != nullptr) {
+    std::string why;
+    switch (CheckReplay(ctx, &why)) {
+      case Check::kReplay:
+        shape_changes_in_a_row_ = 0;
+        return Replay(ctx);
+      case Check::kShapes:
+        ++stats_.shape_changes;
+        if (++shape_changes_in_a_row_ >= kMaxShapeChanges) {
+          TurnOff(StrCat("its inputs change shape from step to step (", why, ")"));
+        }
+        return RunEager(ctx);
+      case Check::kHeld:
+        ++stats_.held_outputs;
+        return RunEager(ctx);
+      case Check::kMoved:
+        TW_LOG(INFO) << name_ << ": recording again: " << why;
+        DropCapture();  // and record it again now, with the sizes it had
+        break;
+    }
+  }
+  if (!stats_.off && armed_ && Capture(ctx)) return;
+  RunEager(ctx);
+}
+
+void StepGraphKernel::RunEager(OpKernelContext* ctx) {
+  ++stats_.eager_runs;
+  // Warm-up runs note the sizes their kernels ask for.
+  const bool warm_up = !stats_.off && memory_ == nullptr;
+  AllocationRecorder* recorder = warm_up ? AllocationRecorder::Create(ctx->allocator()) : nullptr;
+  std::vector<TensorValue> slots;
+  Status s = RunMembers(ctx, *ctx->params().inputs, warm_up ? recorder : ctx->allocator(), &slots);
+  std::vector<size_t> sizes;
+  if (recorder != nullptr) {
+    sizes = recorder->TakeSizes();
+    recorder->Release();
+  }
+  if (!s.ok()) return ctx->SetStatus(s);
+  SetOutputs(ctx, slots);
+  if (!warm_up) return;
+  // Two runs in a row asking for the same sizes arm the capture.
+  if (sizes == sizes_) {
+    ++same_sizes_;
+  } else {
+    sizes_ = std::move(sizes);
+    same_sizes_ = 1;
+  }
+  armed_ = same_sizes_ >= kWarmupRuns;
+}
+
+bool StepGraphKernel::Capture(OpKernelContext* ctx) {
+  Device* device = spec_.device;
+  const std::vector<TensorValue>& inputs = *ctx->params().inputs;
+  const size_t n = inputs.size();
+  graph_inputs_.assign(n, TensorValue());
+  input_shapes_.assign(n, TensorShape());
+  input_buffers_.assign(n, nullptr);
+  int64_t input_bytes = 0;
+  for (size_t k = 0; k < n; ++k) {
+    const TensorValue& v = inputs[k];
+    input_shapes_[k] = v.value.shape();
+    if (spec_.input_constant[k] || spec_.input_host_memory[k]) {
+      graph_inputs_[k] = v;
+      input_buffers_[k] = v.value.raw_data();
+      continue;
+    }
+    if (v.value.dtype() == kString) {
+      TurnOff(StrCat("input ", k, " is a string tensor"));
+      return false;
+    }
+    StatusOr<Tensor> t = Tensor::Allocate(device->allocator(), v.value.dtype(), v.value.shape());
+    if (!t.ok()) {
+      TurnOff("no memory for its input buffers: " + t.status().message());
+      return false;
+    }
+    input_bytes += static_cast<int64_t>(t->TotalBytes());
+    graph_inputs_[k].value = std::move(t).value();
+  }
+  if (Status copied = CopyInputs(ctx); !copied.ok()) {
+    DropCapture();
+    ctx->SetStatus(copied);
+    return true;
+  }
+  memory_ = CaptureMemory::Create(device->allocator(), sizes_);
+  if (memory_ == nullptr) {
+    TurnOff(StrCat("no memory for its ", sizes_.size(), " buffers"));
+    return false;
+  }
+  const bool recapture = stats_.captures > 0;
+  if (device->CanCaptureWork()) {
+    // Recorded, not run: the graph's launch below runs this step.
+    Status s = device->BeginCapture();
+    if (s.ok()) {
+      Status ran = RunMembers(ctx, graph_inputs_, memory_, &slots_);
+      StatusOr<std::unique_ptr<CapturedWork>> work = device->EndCapture();
+      s = !ran.ok() ? ran : work.status();
+      if (s.ok()) work_ = std::move(work).value();
+    }
+    if (s.ok() && !memory_->exact()) s = errors::FailedPrecondition("its kernels allocate differently from run to run");
+    if (!s.ok()) {
+      if (recapture && memory_->mismatch()) {
+        // A variable came back with another shape: warm up again.
+        DropCapture();
+        armed_ = false;
+        same_sizes_ = 0;
+      } else {
+        TurnOff("recording it failed: " + s.ToString());
+      }
+      return false;
+    }
+    if (Status launched = work_->Launch(); !launched.ok()) {
+      DropCapture();
+      ctx->SetStatus(launched.WithContext("launching the " + name_));
+      return true;
+    }
+  } else {
+    // A device that cannot record runs the members now, over the graph's
+    // buffers; replays run them again over the same ones.
+    Status ran = RunMembers(ctx, graph_inputs_, memory_, &slots_);
+    if (!ran.ok()) {
+      DropCapture();
+      ctx->SetStatus(ran);
+      return true;
+    }
+    if (!memory_->exact()) {
+      // This step's outputs are right; the next steps warm up again.
+      const bool moved_shapes = recapture && memory_->mismatch();
+      SetOutputs(ctx, slots_);
+      DropCapture();
+      armed_ = false;
+      same_sizes_ = 0;
+      if (!moved_shapes) TurnOff("its kernels allocate differently from run to run");
+      return true;
+    }
+  }
+  ++stats_.captures;
+  if (recapture) ++stats_.recaptures;
+  stats_.graph_bytes = input_bytes + static_cast<int64_t>(memory_->bytes());
+  // The buffers of the graph's memory that slots hold, and by how many slots.
+  std::map<const TensorBuffer*, std::pair<int, long>> uses;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    const TensorValue& v = slots_[i];
+    if (v.is_ref() || !v.value.buffer() || !memory_->Owns(v.value.raw_data())) continue;
+    auto [it, added] = uses.emplace(v.value.buffer().get(), std::make_pair(static_cast<int>(i), 0L));
+    ++it->second.second;
+  }
+  expected_uses_.clear();
+  for (const auto& [buffer, use] : uses) expected_uses_.push_back(use);
+  SetOutputs(ctx, slots_);
+  return true;
+}
+
+StepGraphKernel::Check StepGraphKernel::CheckReplay(OpKernelContext* ctx, std::string* why) const {
+  const std::vector<TensorValue>& inputs = *ctx->params().inputs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    const Tensor& v = inputs[k].value;
+    if (v.shape() != input_shapes_[k]) {
+      *why = StrCat("input ", k, " is ", v.shape().ToString(), ", was ", input_shapes_[k].ToString());
+      return Check::kShapes;
+    }
+    if ((spec_.input_constant[k] || spec_.input_host_memory[k]) && v.raw_data() != input_buffers_[k]) {
+      *why = StrCat("the buffer of input ", k, " (a variable or constant) moved");
+      return Check::kMoved;
+    }
+  }
+  for (const auto& [slot, count] : expected_uses_) {
+    if (slots_[static_cast<size_t>(slot)].value.buffer().use_count() != count) return Check::kHeld;
+  }
+  return Check::kReplay;
+}
+
+Status StepGraphKernel::CopyInputs(OpKernelContext* ctx) {
+  const std::vector<TensorValue>& inputs = *ctx->params().inputs;
+  for (size_t k = 0; k < inputs.size(); ++k) {
+    if (spec_.input_constant[k] || spec_.input_host_memory[k]) continue;
+    const Tensor& src = inputs[k].value;
+    TW_RETURN_IF_ERROR(
+        spec_.device->CopyOnDevice(src.raw_data(), graph_inputs_[k].value.raw_data(), src.TotalBytes()));
+  }
+  return Status::OK();
+}
+
+void StepGraphKernel::Replay(OpKernelContext* ctx) {
+  Status s = CopyInputs(ctx);
+  if (s.ok() && work_ != nullptr) {
+    s = work_->Launch();
+  } else if (s.ok()) {
+    memory_->Rewind();
+    s = RunMembers(ctx, graph_inputs_, memory_, &slots_);
+    if (s.ok() && !memory_->exact()) {
+      SetOutputs(ctx, slots_);
+      TurnOff("its kernels allocate differently from run to run");
+      return;
+    }
+  }
+  if (!s.ok()) {
+    DropCapture();
+    return ctx->SetStatus(s.WithContext("replaying the " + name_));
+  }
+  ++stats_.replays;
+  SetOutputs(ctx, slots_);
+}
+
+void StepGraphKernel::DropCapture() {
+  work_.reset();  // waits for its queued replays
+  slots_.clear();
+  graph_inputs_.clear();
+  expected_uses_.clear();
+  if (memory_ != nullptr) memory_->Release();
+  memory_ = nullptr;
+}
+
+void StepGraphKernel::TurnOff(const std::string& why) {
+  DropCapture();
+  stats_.off = true;
+  stats_.off_reason = why;
+  TW_LOG(WARNING) << name_ << " off: " << why << "; its kernels run one by one";
+}
+
+}  // namespace tw
