@@ -369,6 +369,8 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
        "--deterministic reads with one input thread"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--input", "tf.data"}, "--input: tf.data"},
       {{"train", "--data", dir_.string(), "--logdir", logdir, "--model", "seed"}, "is a directory"},
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--cuda-graphs", "sometimes"},
+       "--cuda-graphs: sometimes"},
   };
   for (const Case& c : cases) {
     Result r = Run(c.args);

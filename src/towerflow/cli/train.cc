@@ -10,8 +10,9 @@
 // --logical-gpus of them per physical GPU) in a build with the CUDA backend on
 // a machine with a GPU, else one virtual CPU device per core; --devices gpu is
 // every GPU (a usage error when none is visible); lists name devices one by one
-// (cpu:0,cpu:1 or /gpu:0,/gpu:1). --gpu-memory-mb and --allow-tf32 configure
-// the GPUs; they and --logical-gpus change nothing in a CPU-only run.
+// (cpu:0,cpu:1 or /gpu:0,/gpu:1). --gpu-memory-mb, --allow-tf32 and
+// --cuda-graphs configure the GPUs; they and --logical-gpus change nothing in
+// a CPU-only run.
 //
 // Bad usage (unknown flags, bad values, files that match nothing, data whose
 // first record does not fit the model) is one line on stderr and exit status
@@ -49,7 +50,7 @@ namespace {
 
 struct Flags {
   std::string data, eval_data, model = "mlp", hidden, devices = "auto", optimizer = "momentum", logdir;
-  std::string trace, variables = "auto", lr_schedule = "constant", input = "dataset";
+  std::string trace, variables = "auto", lr_schedule = "constant", input = "dataset", cuda_graphs = "auto";
   int64_t batch_size = 100, epochs = 0, steps = 0, seed = 0;
   std::optional<double> lr;
   double l2 = 0;
@@ -243,6 +244,9 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
   c->logical_gpus_per_gpu = f.logical_gpus;
   c->gpu_memory_limit_mb = f.gpu_memory_mb;
   c->allow_tf32 = f.allow_tf32;
+  c->cuda_graphs = f.cuda_graphs == "on"    ? SessionOptions::StepGraphMode::kOn
+                   : f.cuda_graphs == "off" ? SessionOptions::StepGraphMode::kOff
+                                            : SessionOptions::StepGraphMode::kAuto;
   c->mirrored_variables = f.variables == "mirrored";
   // auto: where the first tower runs (/device:CPU:0 for CPU towers, a GPU
   // tower's own memory for GPU towers); cpu: TF1's CPU-pinned parameters.
@@ -324,6 +328,10 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--gpu-memory-mb", f.gpu_memory_mb, "memory limit per logical GPU in MiB (0: an even share)")
       ->check(CLI::Range(int64_t{0}, int64_t{1} << 30));
   app.add_flag("--allow-tf32", f.allow_tf32, "float32 MatMul may use TF32 tensor cores (faster, 10-bit mantissa)");
+  app.add_option("--cuda-graphs", f.cuda_graphs,
+                 "each GPU's kernels of a step recorded once as a CUDA graph and replayed: auto (on CUDA GPUs) | on | "
+                 "off (kernel by kernel)")
+      ->check(CLI::IsMember({"auto", "on", "off"}));
   app.add_option("--variables", f.variables,
                  "auto: one copy on the first tower's device (default) | cpu: one copy on /device:CPU:0 "
                  "(TF1 style) | mirrored: one copy per tower, all-reduced")

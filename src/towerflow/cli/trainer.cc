@@ -457,6 +457,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
                          .allow_soft_placement = c.allow_soft_placement || c.max_gpus != 0,
                          .log_device_placement = c.log_device_placement && chief,
                          .check_numerics = c.check_numerics};
+  options.cuda_graphs = c.cuda_graphs;
   Session session(g.graph, options);
   // Bad GPU options fail every run (an empty one too) with their own error,
   // which says more than a missing device. Checked before any step: soft

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "towerflow/cli/models.h"
+#include "towerflow/core/session_options.h"
 #include "towerflow/data/record_writer.h"
 
 namespace tw::cli {
@@ -47,6 +48,8 @@ struct TrainConfig {
   int logical_gpus_per_gpu = 1;  // SessionOptions::logical_gpus_per_gpu
   int64_t gpu_memory_limit_mb = 0;
   bool allow_tf32 = false;
+  // SessionOptions::cuda_graphs (runtime/step_graph.h).
+  SessionOptions::StepGraphMode cuda_graphs = SessionOptions::StepGraphMode::kAuto;
   // One copy of each variable per tower ("tower_<i>/hidden1/kernel"), the
   // gradients all-reduced (train/replicate.h's kMirrored); false: one copy on
   // `variable_device` shared by every tower (kSingleDevice).
