@@ -4,8 +4,9 @@
 // - ApplyGradientDescentKernel<T>: var[k] -= delta[k] * alpha.
 // - ApplyMomentumKernel<T, kNesterov>: accum and var in one pass.
 // - ApplyAdamKernel<T, kNesterov>: m, v and var in one pass.
-// - ApplyMomentumGroupKernel<T, kNesterov>: an update group's variables
-//   (kernels/update_group.h), 32 per launch; CPU twin: SequentialGroupKernel.
+// - Apply{GradientDescent,Momentum,Adam}GroupKernel: an update group's
+//   variables (kernels/update_group.h), 32 per launch, each element as its
+//   single op's kernel updates it; CPU twin: SequentialGroupKernel.
 // Each is one fused grid-stride loop over the variable's elements, with the
 // formulas written in the CPU twin's (and TF's) order.
 //
@@ -20,6 +21,12 @@
 // constants, colocated with the variable; Adam's beta powers, variables on the
 // GPU) would cross to the host, and the step would wait for the GPU at every
 // update; a value from the host crosses the other way, without a wait.
+
+#include <algorithm>
+#include <array>
+#include <memory>
+#include <mutex>
+#include <vector>
 
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
@@ -129,13 +136,83 @@ class GpuApplyMomentumOp : public GpuOpKernel {
   bool use_nesterov_ = false;
 };
 
-// ---- ApplyMomentum over a group of variables ---------------------------------------------
+// ---- Update groups ---------------------------------------------------------------------
 // One launch updates up to kGroupChunk variables (blockIdx.y picks one): the
 // pointers travel in the kernel's parameters, so nothing is copied per step.
-// The same element update as ApplyMomentumKernel, so each element rounds alike.
+// Each group's element update is its single op's, so each element rounds alike.
 
 constexpr int kGroupChunk = 32;
 
+// An update group's kernel (kernels/update_group.h): each member gets its
+// context over its inputs (MemberContexts) and its op's own checks, every
+// member's refs are locked while the launches are queued, and `Update`
+// (MomentumUpdate, GradientDescentUpdate, AdamUpdate below) fills a chunk of
+// kGroupChunk members' pointers and launches it with the first member's
+// scalars (the GroupDef's compatibility made them the same).
+template <typename T, typename Update>
+class GpuUpdateGroupOp : public GpuOpKernel {
+ public:
+  GpuUpdateGroupOp(OpKernelConstruction* c, std::vector<const Node*> members)
+      : GpuOpKernel(c), members_(std::move(members)), update_(c) {}
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    MemberContexts members(ctx, members_);
+    {
+      std::vector<std::mutex*> mus;
+      for (int m = 0; m < members.size(); ++m) {
+        for (int r : Update::kRefs) mus.push_back(members.at(m)->input_ref_mutex(r));
+      }
+      RefLocks locks(std::move(mus));
+      typename Update::Chunk chunk{};
+      int count = 0;
+      int64_t widest = 0;
+      auto flush = [&]() -> Status {
+        if (count == 0 || widest == 0) return Status::OK();
+        const LaunchShape shape = LaunchShapeFor(widest, gpu);
+        const dim3 grid(static_cast<unsigned>(shape.blocks), static_cast<unsigned>(count));
+        update_.Launch(gpu, grid, shape.threads, chunk, members.at(0));
+        TW_CUDA_LAUNCH_CHECK();
+        return Status::OK();
+      };
+      for (int m = 0; m < members.size(); ++m) {
+        OpKernelContext* mc = members.at(m);
+        if (Status s = Update::Check(mc); !s.ok()) {
+          TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_[static_cast<size_t>(m)]->DebugName()));
+        }
+        Update::Add(mc, count, &chunk);
+        chunk.n[count] = mc->mutable_input(0)->NumElements();
+        widest = std::max(widest, chunk.n[count]);
+        if (++count == kGroupChunk) {
+          TW_OP_REQUIRES_OK(ctx, flush());
+          count = 0;
+          widest = 0;
+        }
+      }
+      TW_OP_REQUIRES_OK(ctx, flush());
+    }
+    for (int m = 0; m < members.size(); ++m) members.at(m)->forward_ref_input_to_ref_output(0, 0);
+    TW_OP_REQUIRES_OK(ctx, members.Finish());
+  }
+
+ private:
+  std::vector<const Node*> members_;
+  Update update_;
+};
+
+template <template <typename> class Update>
+StatusOr<std::unique_ptr<OpKernel>> MakeGroupKernel(const std::vector<const Node*>& members, Device* device) {
+  OpKernelConstruction c(*members[0], device);
+  auto t = members[0]->attrs().Get<DataType>("T");
+  std::unique_ptr<OpKernel> kernel;
+  if (t.ok() && *t == kFloat64) {
+    kernel = std::make_unique<GpuUpdateGroupOp<double, Update<double>>>(&c, members);
+  } else {
+    kernel = std::make_unique<GpuUpdateGroupOp<float, Update<float>>>(&c, members);
+  }
+  if (!c.status().ok()) return c.status();
+  return StatusOr<std::unique_ptr<OpKernel>>(std::move(kernel));
+}
+
+// ApplyMomentum's group. Inputs per member: var (ref), accum (ref), lr, grad, momentum.
 template <typename T>
 struct MomentumChunk {
   T* var[kGroupChunk];
@@ -158,83 +235,61 @@ __global__ void ApplyMomentumGroupKernel(const MomentumChunk<T> chunk, const T* 
   }
 }
 
-// Inputs: each member's var (ref), accum (ref), lr, grad, momentum in turn;
-// outputs: each member's var ref. The members' checks are ApplyMomentum's own
-// (MemberContexts); every ref is locked while the launches are queued.
 template <typename T>
-class GpuApplyMomentumGroupOp : public GpuOpKernel {
- public:
-  GpuApplyMomentumGroupOp(OpKernelConstruction* c, std::vector<const Node*> members)
-      : GpuOpKernel(c), members_(std::move(members)) {
-    TW_OP_REQUIRES_OK(c, c->GetAttr("use_nesterov", &use_nesterov_));
+struct MomentumUpdate {
+  using Chunk = MomentumChunk<T>;
+  static constexpr std::array<int, 2> kRefs{{0, 1}};
+  explicit MomentumUpdate(OpKernelConstruction* c) { TW_OP_REQUIRES_OK(c, c->GetAttr("use_nesterov", &nesterov)); }
+  static Status Check(OpKernelContext* mc) { return CheckApplyInputs(mc, {0, 1}, {3}, {2, 4}); }
+  static void Add(OpKernelContext* mc, int i, Chunk* chunk) {
+    chunk->var[i] = mc->mutable_input(0)->data<T>();
+    chunk->accum[i] = mc->mutable_input(1)->data<T>();
+    chunk->grad[i] = mc->input(3).data<T>();
   }
-  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
-    MemberContexts members(ctx, members_);
-    {
-      std::vector<std::mutex*> mus;
-      for (int m = 0; m < members.size(); ++m) {
-        mus.push_back(members.at(m)->input_ref_mutex(0));
-        mus.push_back(members.at(m)->input_ref_mutex(1));
-      }
-      RefLocks locks(std::move(mus));
-      MomentumChunk<T> chunk{};
-      int count = 0;
-      int64_t widest = 0;
-      const T* lr = members.at(0)->input(2).data<T>();
-      const T* momentum = members.at(0)->input(4).data<T>();
-      auto flush = [&]() -> Status {
-        if (count == 0 || widest == 0) return Status::OK();
-        const LaunchShape shape = LaunchShapeFor(widest, gpu);
-        const dim3 grid(static_cast<unsigned>(shape.blocks), static_cast<unsigned>(count));
-        if (use_nesterov_) {
-          ApplyMomentumGroupKernel<T, true><<<grid, shape.threads, 0, gpu.stream()>>>(chunk, lr, momentum);
-        } else {
-          ApplyMomentumGroupKernel<T, false><<<grid, shape.threads, 0, gpu.stream()>>>(chunk, lr, momentum);
-        }
-        TW_CUDA_LAUNCH_CHECK();
-        return Status::OK();
-      };
-      for (int m = 0; m < members.size(); ++m) {
-        OpKernelContext* mc = members.at(m);
-        Status s = CheckApplyInputs(mc, {0, 1}, {3}, {2, 4});
-        if (!s.ok()) {
-          TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_[static_cast<size_t>(m)]->DebugName()));
-        }
-        chunk.var[count] = mc->mutable_input(0)->data<T>();
-        chunk.accum[count] = mc->mutable_input(1)->data<T>();
-        chunk.grad[count] = mc->input(3).data<T>();
-        chunk.n[count] = mc->mutable_input(0)->NumElements();
-        widest = std::max(widest, chunk.n[count]);
-        if (++count == kGroupChunk) {
-          TW_OP_REQUIRES_OK(ctx, flush());
-          count = 0;
-          widest = 0;
-        }
-      }
-      TW_OP_REQUIRES_OK(ctx, flush());
+  void Launch(const GpuDevice& gpu, dim3 grid, int threads, const Chunk& chunk, OpKernelContext* first) const {
+    const T* lr = first->input(2).data<T>();
+    const T* momentum = first->input(4).data<T>();
+    if (nesterov) {
+      ApplyMomentumGroupKernel<T, true><<<grid, threads, 0, gpu.stream()>>>(chunk, lr, momentum);
+    } else {
+      ApplyMomentumGroupKernel<T, false><<<grid, threads, 0, gpu.stream()>>>(chunk, lr, momentum);
     }
-    for (int m = 0; m < members.size(); ++m) members.at(m)->forward_ref_input_to_ref_output(0, 0);
-    TW_OP_REQUIRES_OK(ctx, members.Finish());
   }
+  bool nesterov = false;
+};
 
- private:
-  std::vector<const Node*> members_;
-  bool use_nesterov_ = false;
+// ApplyGradientDescent's group. Inputs per member: var (ref), alpha, delta.
+template <typename T>
+struct GradientDescentChunk {
+  T* var[kGroupChunk];
+  const T* delta[kGroupChunk];
+  int64_t n[kGroupChunk];
 };
 
 template <typename T>
-StatusOr<std::unique_ptr<OpKernel>> MakeMomentumGroup(const std::vector<const Node*>& members, Device* device) {
-  OpKernelConstruction c(*members[0], device);
-  auto kernel = std::make_unique<GpuApplyMomentumGroupOp<T>>(&c, members);
-  if (!c.status().ok()) return c.status();
-  return std::unique_ptr<OpKernel>(std::move(kernel));
+__global__ void ApplyGradientDescentGroupKernel(const GradientDescentChunk<T> chunk, const T* __restrict__ alpha_in) {
+  const int t = blockIdx.y;
+  T* __restrict__ var = chunk.var[t];
+  const T* __restrict__ delta = chunk.delta[t];
+  const int64_t n = chunk.n[t];
+  const T alpha = *alpha_in;
+  for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) var[k] -= delta[k] * alpha;
 }
 
-StatusOr<std::unique_ptr<OpKernel>> MakeMomentumGroupKernel(const std::vector<const Node*>& members, Device* device) {
-  auto t = members[0]->attrs().Get<DataType>("T");
-  if (t.ok() && *t == kFloat64) return MakeMomentumGroup<double>(members, device);
-  return MakeMomentumGroup<float>(members, device);
-}
+template <typename T>
+struct GradientDescentUpdate {
+  using Chunk = GradientDescentChunk<T>;
+  static constexpr std::array<int, 1> kRefs{{0}};
+  explicit GradientDescentUpdate(OpKernelConstruction*) {}
+  static Status Check(OpKernelContext* mc) { return CheckApplyInputs(mc, {0}, {2}, {1}); }
+  static void Add(OpKernelContext* mc, int i, Chunk* chunk) {
+    chunk->var[i] = mc->mutable_input(0)->data<T>();
+    chunk->delta[i] = mc->input(2).data<T>();
+  }
+  void Launch(const GpuDevice& gpu, dim3 grid, int threads, const Chunk& chunk, OpKernelContext* first) const {
+    ApplyGradientDescentGroupKernel<T><<<grid, threads, 0, gpu.stream()>>>(chunk, first->input(1).data<T>());
+  }
+};
 
 // ---- ApplyAdam -----------------------------------------------------------------------
 
@@ -265,21 +320,26 @@ struct AdamConstants {
         epsilon(*s.epsilon) {}
 };
 
+// One element of the update, in the CPU twin's order.
+template <typename T, bool kNesterov>
+__device__ __forceinline__ void AdamElement(T* __restrict__ var, T* __restrict__ m, T* __restrict__ v,
+                                            const T* __restrict__ grad, int64_t k, const AdamConstants<T>& a) {
+  const T g = grad[k];
+  T mk = m[k];
+  mk += (g - mk) * a.one_minus_beta1;
+  m[k] = mk;
+  T vk = v[k];
+  vk += (g * g - vk) * a.one_minus_beta2;
+  v[k] = vk;
+  const T step = kNesterov ? (g * a.one_minus_beta1 + a.beta1 * mk) : mk;
+  var[k] -= (step * a.alpha) / (cuda_util::Sqrt(vk) + a.epsilon);
+}
+
 template <typename T, bool kNesterov>
 __global__ void ApplyAdamKernel(T* __restrict__ var, T* __restrict__ m, T* __restrict__ v,
                                 const T* __restrict__ grad, AdamScalars<T> scalars, int64_t n) {
   const AdamConstants<T> a(scalars);
-  for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
-    const T g = grad[k];
-    T mk = m[k];
-    mk += (g - mk) * a.one_minus_beta1;
-    m[k] = mk;
-    T vk = v[k];
-    vk += (g * g - vk) * a.one_minus_beta2;
-    v[k] = vk;
-    const T step = kNesterov ? (g * a.one_minus_beta1 + a.beta1 * mk) : mk;
-    var[k] -= (step * a.alpha) / (cuda_util::Sqrt(vk) + a.epsilon);
-  }
+  for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) AdamElement<T, kNesterov>(var, m, v, grad, k, a);
 }
 
 template <typename T, bool kNesterov>
@@ -319,14 +379,63 @@ class GpuApplyAdamOp : public GpuOpKernel {
   bool use_nesterov_ = false;
 };
 
+// ApplyAdam's group. Inputs per member: var, m, v (refs), beta1_power,
+// beta2_power, lr, beta1, beta2, epsilon, grad.
+template <typename T>
+struct AdamChunk {
+  T* var[kGroupChunk];
+  T* m[kGroupChunk];
+  T* v[kGroupChunk];
+  const T* grad[kGroupChunk];
+  int64_t n[kGroupChunk];
+};
+
+template <typename T, bool kNesterov>
+__global__ void ApplyAdamGroupKernel(const AdamChunk<T> chunk, AdamScalars<T> scalars) {
+  const int t = blockIdx.y;
+  const AdamConstants<T> a(scalars);
+  const int64_t n = chunk.n[t];
+  for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
+    AdamElement<T, kNesterov>(chunk.var[t], chunk.m[t], chunk.v[t], chunk.grad[t], k, a);
+  }
+}
+
+template <typename T>
+struct AdamUpdate {
+  using Chunk = AdamChunk<T>;
+  static constexpr std::array<int, 3> kRefs{{0, 1, 2}};
+  explicit AdamUpdate(OpKernelConstruction* c) { TW_OP_REQUIRES_OK(c, c->GetAttr("use_nesterov", &nesterov)); }
+  static Status Check(OpKernelContext* mc) { return CheckApplyInputs(mc, {0, 1, 2}, {9}, {3, 4, 5, 6, 7, 8}); }
+  static void Add(OpKernelContext* mc, int i, Chunk* chunk) {
+    chunk->var[i] = mc->mutable_input(0)->data<T>();
+    chunk->m[i] = mc->mutable_input(1)->data<T>();
+    chunk->v[i] = mc->mutable_input(2)->data<T>();
+    chunk->grad[i] = mc->input(9).data<T>();
+  }
+  void Launch(const GpuDevice& gpu, dim3 grid, int threads, const Chunk& chunk, OpKernelContext* first) const {
+    const AdamScalars<T> a{first->input(3).data<T>(), first->input(4).data<T>(), first->input(5).data<T>(),
+                           first->input(6).data<T>(), first->input(7).data<T>(), first->input(8).data<T>()};
+    if (nesterov) {
+      ApplyAdamGroupKernel<T, true><<<grid, threads, 0, gpu.stream()>>>(chunk, a);
+    } else {
+      ApplyAdamGroupKernel<T, false><<<grid, threads, 0, gpu.stream()>>>(chunk, a);
+    }
+  }
+  bool nesterov = false;
+};
+
 }  // namespace
 
 void RegisterTrainingCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   RegisterGpuKernels<GpuApplyGradientDescentOp, float, double>(r, "ApplyGradientDescent", {}, {});
   RegisterGpuKernels<GpuApplyMomentumOp, float, double>(r, "ApplyMomentum", {}, {});
   RegisterGpuKernels<GpuApplyAdamOp, float, double>(r, "ApplyAdam", {}, {});
-  r.RegisterGroup(GroupDef{"ApplyMomentum", kDeviceGpu, {kFloat32, kFloat64}, &MakeMomentumGroupKernel,
+  r.RegisterGroup(GroupDef{"ApplyMomentum", kDeviceGpu, {kFloat32, kFloat64}, &MakeGroupKernel<MomentumUpdate>,
                            &MomentumGroupCompatible});
+  r.RegisterGroup(GroupDef{"ApplyGradientDescent", kDeviceGpu, {kFloat32, kFloat64},
+                           &MakeGroupKernel<GradientDescentUpdate>, &GradientDescentGroupCompatible});
+  r.RegisterGroup(GroupDef{"ApplyAdam", kDeviceGpu, {kFloat32, kFloat64}, &MakeGroupKernel<AdamUpdate>,
+                           &AdamGroupCompatible});
 }
 
 }  // namespace tw

@@ -84,9 +84,31 @@ bool MomentumGroupCompatible(const Node& a, const Node& b) {
   return SameScalar(a.input(2), b.input(2)) && SameScalar(a.input(4), b.input(4)) && nesterov(a) == nesterov(b);
 }
 
+bool GradientDescentGroupCompatible(const Node& a, const Node& b) {
+  // Inputs: var, alpha, delta.
+  return SameScalar(a.input(1), b.input(1));
+}
+
+bool AdamGroupCompatible(const Node& a, const Node& b) {
+  // Inputs: var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad.
+  for (int i = 3; i <= 8; ++i) {
+    if (!SameScalar(a.input(i), b.input(i))) return false;
+  }
+  auto nesterov = [](const Node& n) {
+    auto v = n.attrs().Get<bool>("use_nesterov");
+    return v.ok() && *v;
+  };
+  return nesterov(a) == nesterov(b);
+}
+
 void RegisterUpdateGroups(KernelRegistry& registry) {
   registry.RegisterGroup(GroupDef{"ApplyMomentum", kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
                                   &MomentumGroupCompatible, /*twin_only=*/true});
+  registry.RegisterGroup(GroupDef{"ApplyGradientDescent", kDeviceCpu, {kFloat32, kFloat64},
+                                  &SequentialGroupKernel::Create, &GradientDescentGroupCompatible,
+                                  /*twin_only=*/true});
+  registry.RegisterGroup(GroupDef{"ApplyAdam", kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
+                                  &AdamGroupCompatible, /*twin_only=*/true});
 }
 
 }  // namespace tw

@@ -53,9 +53,16 @@ class SequentialGroupKernel : public OpKernel {
 // momentum inputs (one output, or scalar constants of the same value), the
 // same use_nesterov. A group kernel reads the first member's.
 bool MomentumGroupCompatible(const Node& a, const Node& b);
+// ApplyGradientDescent nodes with the same alpha.
+bool GradientDescentGroupCompatible(const Node& a, const Node& b);
+// ApplyAdam nodes with the same beta powers, learning rate, betas and epsilon
+// (optimizers share the beta-power variables, and make one constant per
+// variable for the others), the same use_nesterov.
+bool AdamGroupCompatible(const Node& a, const Node& b);
 
-// The CPU twins of the update groups (twin-only: CPU plans fuse each
-// gradient into its update instead, momentum_fusions.cc).
+// The CPU twins of the update groups of ApplyMomentum, ApplyGradientDescent
+// and ApplyAdam (twin-only: CPU plans fuse each gradient into its momentum
+// update instead, momentum_fusions.cc, and gain nothing from one item).
 void RegisterUpdateGroups(KernelRegistry& registry);
 
 }  // namespace tw

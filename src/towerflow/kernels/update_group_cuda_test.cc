@@ -1,15 +1,16 @@
-// The momentum update group on a GPU (training_cuda.cu's
-// ApplyMomentumGroupKernel) against its CPU twin (update_group.h's
-// SequentialGroupKernel, which is ApplyMomentum run per variable): variables
-// of odd sizes (1, 7, 33, 1000, and 40 of them, more than one launch's 32),
-// float and double, plain and Nesterov, three steps; the plan must hold one
-// group item. Skipped without a GPU.
+// The update groups on a GPU (training_cuda.cu's GpuUpdateGroupOp over
+// ApplyMomentum, ApplyGradientDescent and ApplyAdam) against their CPU twin
+// (update_group.h's SequentialGroupKernel, which runs the op per variable):
+// variables of odd sizes (1, 7, 33, 1000, and 40 of them, more than one
+// launch's 32), float and double, plain and Nesterov, three steps; the plan
+// must hold one group item. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/graph/ops/training_ops.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
@@ -25,29 +26,62 @@ using parity::PoisonNewGpuMemory;
 using parity::RandomTensor;
 
 struct GroupRun {
-  std::vector<std::vector<Tensor>> values;  // per variable: var, accum
+  std::vector<std::vector<Tensor>> values;  // per variable: var and its slots
   int groups = 0;
 };
 
-GroupRun RunGroup(const std::string& device, DataType dtype, bool nesterov, const std::vector<int64_t>& sizes) {
+enum class Update { kMomentum, kGradientDescent, kAdam };
+
+GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool nesterov,
+                  const std::vector<int64_t>& sizes) {
   Graph graph;
   Scope s = Scope(graph).WithDevice(device);
   std::mt19937_64 rng(42);
   auto scalar = [&](double v) {
     return Const(s, dtype == kFloat32 ? Tensor::Scalar<float>(static_cast<float>(v)) : Tensor::Scalar<double>(v));
   };
-  std::vector<Output> inits, updates, vars, accums;
+  std::vector<Output> inits, updates;
+  std::vector<std::vector<Output>> state;  // per variable: var and its slots
+  auto variable = [&](const std::string& name, const TensorShape& shape, bool positive) {
+    Output v = VariableV2(s.WithOpName(name), shape, dtype);
+    Output value = Const(s, RandomTensor(dtype, shape, rng));
+    // Adam's second moment is a running mean of squares: never negative.
+    inits.push_back(Assign(s, v, positive ? Square(s, value) : value));
+    return v;
+  };
+  // Adam's beta powers are one pair of variables shared by every update, as
+  // the optimizer makes them (after a few steps).
+  Output beta1_power = VariableV2(s.WithOpName("beta1_power"), TensorShape{}, dtype);
+  Output beta2_power = VariableV2(s.WithOpName("beta2_power"), TensorShape{}, dtype);
+  inits.push_back(Assign(s, beta1_power, scalar(0.729)));
+  inits.push_back(Assign(s, beta2_power, scalar(0.997)));
   for (size_t i = 0; i < sizes.size(); ++i) {
     const TensorShape shape{sizes[i]};
-    Output var = VariableV2(s.WithOpName("v" + std::to_string(i)), shape, dtype);
-    Output acc = VariableV2(s.WithOpName("a" + std::to_string(i)), shape, dtype);
-    inits.push_back(Assign(s, var, Const(s, RandomTensor(dtype, shape, rng))));
-    inits.push_back(Assign(s, acc, Const(s, RandomTensor(dtype, shape, rng))));
-    // The optimizer's way: one learning-rate and momentum constant per variable.
-    updates.push_back(ApplyMomentum(s.WithOpName("update" + std::to_string(i)), var, acc, scalar(0.05),
-                                    Const(s, RandomTensor(dtype, shape, rng)), scalar(0.9), nesterov));
-    vars.push_back(var);
-    accums.push_back(acc);
+    const std::string n = std::to_string(i);
+    Output var = variable("v" + n, shape, false);
+    Output grad = Const(s, RandomTensor(dtype, shape, rng));
+    const Scope named = s.WithOpName("update" + n);
+    // The optimizer's way: one constant per variable for each hyperparameter.
+    switch (update) {
+      case Update::kMomentum: {
+        Output acc = variable("a" + n, shape, false);
+        updates.push_back(ApplyMomentum(named, var, acc, scalar(0.05), grad, scalar(0.9), nesterov));
+        state.push_back({var, acc});
+        break;
+      }
+      case Update::kGradientDescent:
+        updates.push_back(ApplyGradientDescent(named, var, scalar(0.05), grad));
+        state.push_back({var});
+        break;
+      case Update::kAdam: {
+        Output m = variable("m" + n, shape, false);
+        Output v = variable("s" + n, shape, true);
+        updates.push_back(ApplyAdam(named, var, m, v, beta1_power, beta2_power, scalar(0.01), scalar(0.9),
+                                    scalar(0.999), scalar(1e-7), grad, nesterov));
+        state.push_back({var, m, v});
+        break;
+      }
+    }
   }
   Node* init = NoOp(s.WithOpName("init").WithControlDependencies(inits));
   Node* step = NoOp(s.WithOpName("step").WithControlDependencies(updates));
@@ -64,32 +98,52 @@ GroupRun RunGroup(const std::string& device, DataType dtype, bool nesterov, cons
   if (plan.ok()) {
     for (const auto& item : (*plan)->items) out.groups += item.fused != nullptr && item.fused->group;
   }
-  for (size_t i = 0; i < sizes.size(); ++i) {
-    auto r = session.Run({Identity(Scope(graph), vars[i]), Identity(Scope(graph), accums[i])});
+  for (const std::vector<Output>& outputs : state) {
+    std::vector<Output> reads;
+    for (const Output& o : outputs) reads.push_back(Identity(Scope(graph), o));
+    auto r = session.Run(reads);
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (r.ok()) out.values.push_back(*r);
   }
   return out;
 }
 
-TEST(UpdateGroupCudaTest, MomentumGroupMatchesTheCpu) {
+const char* UpdateName(Update update) {
+  switch (update) {
+    case Update::kMomentum:
+      return "ApplyMomentum";
+    case Update::kGradientDescent:
+      return "ApplyGradientDescent";
+    case Update::kAdam:
+      return "ApplyAdam";
+  }
+  return "?";
+}
+
+TEST(UpdateGroupCudaTest, GroupsMatchTheCpu) {
   TW_SKIP_WITHOUT_GPU();
   PoisonNewGpuMemory();
   std::vector<int64_t> many;
   for (int i = 0; i < 40; ++i) many.push_back(1 + 37 * i);
-  for (const auto& sizes : {std::vector<int64_t>{1, 7, 33, 1000}, many}) {
-    for (DataType dtype : {kFloat32, kFloat64}) {
-      for (bool nesterov : {false, true}) {
-        SCOPED_TRACE(testing::Message() << DataTypeName(dtype) << " nesterov " << nesterov << ", "
-                                        << sizes.size() << " variables");
-        const GroupRun gpu = RunGroup("/device:GPU:0", dtype, nesterov, sizes);
-        const GroupRun cpu = RunGroup("/device:CPU:0", dtype, nesterov, sizes);
-        EXPECT_EQ(gpu.groups, 1) << "the GPU plan groups the updates";
-        EXPECT_EQ(cpu.groups, 0) << "CPU plans do not";
-        ASSERT_EQ(gpu.values.size(), cpu.values.size());
-        for (size_t i = 0; i < gpu.values.size(); ++i) {
-          EXPECT_TRUE(Near(gpu.values[i][0], cpu.values[i][0], 1e-5, 1e-6)) << "variable " << i;
-          EXPECT_TRUE(Near(gpu.values[i][1], cpu.values[i][1], 1e-5, 1e-6)) << "accumulator " << i;
+  for (Update update : {Update::kMomentum, Update::kGradientDescent, Update::kAdam}) {
+    for (const auto& sizes : {std::vector<int64_t>{1, 7, 33, 1000}, many}) {
+      for (DataType dtype : {kFloat32, kFloat64}) {
+        for (bool nesterov : {false, true}) {
+          if (update == Update::kGradientDescent && nesterov) continue;
+          SCOPED_TRACE(testing::Message() << UpdateName(update) << " " << DataTypeName(dtype) << " nesterov "
+                                          << nesterov << ", " << sizes.size() << " variables");
+          const GroupRun gpu = RunGroup("/device:GPU:0", update, dtype, nesterov, sizes);
+          const GroupRun cpu = RunGroup("/device:CPU:0", update, dtype, nesterov, sizes);
+          EXPECT_EQ(gpu.groups, 1) << "the GPU plan groups the updates";
+          EXPECT_EQ(cpu.groups, 0) << "CPU plans do not";
+          ASSERT_EQ(gpu.values.size(), cpu.values.size());
+          for (size_t i = 0; i < gpu.values.size(); ++i) {
+            ASSERT_EQ(gpu.values[i].size(), cpu.values[i].size());
+            for (size_t k = 0; k < gpu.values[i].size(); ++k) {
+              EXPECT_TRUE(Near(gpu.values[i][k], cpu.values[i][k], 1e-5, 1e-6))
+                  << "variable " << i << (k == 0 ? "" : ", slot " + std::to_string(k));
+            }
+          }
         }
       }
     }
