@@ -118,7 +118,9 @@ class Dataset;
 // name into the file's records). Called while iterating, from the pipeline's
 // threads: it must be thread-safe; an error it returns fails GetNext. To learn
 // the element spec, Interleave and FlatMap call it once when built, on the
-// input's first element (an empty input is then an error).
+// input's first element (an empty input is then an error; the input's
+// Shuffle and ListFiles orders are drawn without using up an iteration, so
+// the first real iteration is still their first).
 using DatasetFn = std::function<StatusOr<Dataset>(const Element& element)>;
 
 struct MapOptions {
@@ -201,6 +203,18 @@ class Dataset {
   Dataset Skip(int64_t count) const;
   // Every num_shards-th element starting at `index`. REQUIRES: 0 <= index < num_shards.
   Dataset Shard(int64_t num_shards, int64_t index) const;
+  // Shard `index` of num_shards of the whole pipeline, split where it costs
+  // least (tf.data's AutoShardPolicy.AUTO, what each process of a
+  // multi-process job reads: dist::DistributeDataset applies it by rank):
+  // the source's files (TFRecord, ListFiles) or elements (FromTensors,
+  // FromTensorSlices, Range) when it has at least num_shards, split before
+  // any shuffle, so the shards are disjoint whatever their seeds; else, for
+  // pipelines that read records (a TFRecord source, or TFRecord datasets
+  // opened by Interleave or FlatMap), of each file the records of index
+  // `index` modulo num_shards; else every num_shards-th element at this
+  // point, disjoint only when every shard sees the same order (same seeds).
+  // Put it last (before Prefetch); one per pipeline. REQUIRES as Shard.
+  Dataset AutoShard(int64_t num_shards, int64_t index) const;
   // The elements of the first complete iteration, kept in memory ("") or
   // written to `filename` (readable by later runs), replayed by later ones.
   Dataset Cache(const std::string& filename = "") const;

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "towerflow/data/dataset.h"
+
 namespace tw::dist {
 
 struct InputShard {
@@ -25,6 +27,14 @@ struct InputShard {
 // does not divide the count); otherwise every file, each rank keeping record
 // index % size == rank. REQUIRES: 0 <= rank < size.
 InputShard ShardInput(const std::vector<std::string>& files, int rank, int size);
+
+// This process's part of `dataset` in the job: dataset.AutoShard(size, rank)
+// of the current World (world.h), so that no two ranks read the same
+// element: the source's files (or elements) split by rank where there are at
+// least as many as ranks, else each file's records by index (the same split
+// as ShardInput), else elements by index. Without a world (one process), the
+// dataset itself. Apply it last (before Prefetch), after World::Start.
+data::Dataset DistributeDataset(const data::Dataset& dataset);
 
 // A seed for `rank` derived from `seed` (SplitMix64): shuffling and dropout
 // differ between ranks, the same for the same seed and rank. Rank 0 keeps

@@ -1,5 +1,7 @@
 #include "towerflow/dist/sharding.h"
 
+#include "towerflow/dist/world.h"
+
 namespace tw::dist {
 
 InputShard ShardInput(const std::vector<std::string>& files, int rank, int size) {
@@ -18,6 +20,12 @@ InputShard ShardInput(const std::vector<std::string>& files, int rank, int size)
   shard.record_shard_count = size;
   shard.record_shard_index = rank;
   return shard;
+}
+
+data::Dataset DistributeDataset(const data::Dataset& dataset) {
+  const World* world = World::Current();
+  if (world == nullptr || world->size() <= 1) return dataset;
+  return dataset.AutoShard(world->size(), world->rank());
 }
 
 int64_t RankSeed(int64_t seed, int rank) {

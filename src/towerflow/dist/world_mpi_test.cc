@@ -13,9 +13,11 @@
 #include <random>
 #include <thread>
 
+#include "towerflow/data/iterator_ops.h"
 #include "towerflow/dist/collective_ops.h"
 #include "towerflow/dist/launch.h"
 #include "towerflow/dist/mpirun_test_util.h"
+#include "towerflow/dist/sharding.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/runtime/session.h"
@@ -174,6 +176,51 @@ TEST(WorldRanks, DISABLED_GraphOps) {
   w.Finalize();
 }
 
+// DistributeDataset: each rank reads its part of a dataset through a graph
+// iterator with two GetNext (two towers), each rank shuffling with a seed of
+// its own; every element is read once in the job.
+TEST(WorldRanks, DISABLED_DistributedDatasets) {
+  auto started = World::Start({.collective_timeout_seconds = 60});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  World& w = **started;
+  constexpr int kElements = 40;
+  const data::Dataset mine =
+      DistributeDataset(data::Dataset::Range(kElements).Shuffle(kElements, {.seed = 5 + w.rank()}).Batch(2));
+  ASSERT_TRUE(mine.ok()) << mine.status().ToString();
+  Graph graph;
+  Scope root(graph);
+  data::GraphIterator it = data::MakeIterator(root, mine);
+  std::vector<Output> towers = {it.GetNext(root.NewSubScope("tower_0"))[0],
+                                it.GetNext(root.NewSubScope("tower_1"))[0]};
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph);
+  std::vector<float> counts(kElements, 0.0f);
+  int read = 0;
+  while (true) {
+    auto out = session.Run(towers);
+    if (!out.ok()) {
+      EXPECT_EQ(out.status().code(), Code::kOutOfRange) << out.status().ToString();
+      break;
+    }
+    for (const Tensor& batch : *out) {
+      for (int64_t x : batch.ToVector<int64_t>()) {
+        counts[static_cast<size_t>(x)] += 1;
+        ++read;
+      }
+    }
+  }
+  EXPECT_GE(read, 12) << "a third of 40, less what the last step could not pair";
+  ASSERT_TRUE(w.AllReduce({.what = "counts"}, kFloat32, counts.data(), kElements, ReduceOp::kSum).ok());
+  float total = 0;
+  for (int x = 0; x < kElements; ++x) {
+    EXPECT_LE(counts[static_cast<size_t>(x)], 1.0f) << "element " << x;
+    total += counts[static_cast<size_t>(x)];
+  }
+  EXPECT_GE(total, kElements - 3 * 2) << "each rank may leave one batch of 2 unpaired";
+  session.Close();
+  w.Finalize();
+}
+
 // Rank 1 never joins a call: rank 0 names it and ends the job.
 TEST(WorldRanks, DISABLED_Timeout) {
   auto started = World::Start({.collective_timeout_seconds = 1});
@@ -201,6 +248,12 @@ TEST(WorldMpiTest, CollectivesAreExactOrderedAndIdenticalOnEveryRank) {
 TEST(WorldMpiTest, GraphOpsReduceBucketsAndBroadcastVariables) {
   auto r = RunRanks(3, "GraphOps");
   EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(WorldMpiTest, RanksReadDisjointPartsOfADistributedDataset) {
+  auto r = RunRanks(3, "DistributedDatasets");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[  PASSED  ] 1 test"), std::string::npos) << r.output;
 }
 
 TEST(WorldMpiTest, AHungRankIsNamedAndTheJobEndsWithinTheTimeout) {

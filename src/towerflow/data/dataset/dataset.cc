@@ -227,6 +227,9 @@ Dataset Dataset::Skip(int64_t count) const { TW_DATASET_CHAIN("Skip", MakeSkipDa
 Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
   TW_DATASET_CHAIN("Shard", MakeShardDataset(impl_, num_shards, index));
 }
+Dataset Dataset::AutoShard(int64_t num_shards, int64_t index) const {
+  TW_DATASET_CHAIN("AutoShard", MakeAutoShardDataset(impl_, num_shards, index));
+}
 Dataset Dataset::Cache(const std::string& filename) const {
   TW_DATASET_CHAIN("Cache", MakeCacheDataset(impl_, filename));
 }

@@ -43,6 +43,30 @@ struct PipelineContext {
   // Iterator::Gauges; guarded by mu.
   std::map<std::string, double> gauges;
 
+  // Set on the context of the iterator that Interleave and FlatMap open at
+  // build time to learn their function's element spec: datasets that count
+  // their iterations (Shuffle, ListFiles) draw the next one's order without
+  // using it up, so the first real iteration is still iteration 0.
+  bool probe = false;
+
+  // Dataset::AutoShard's split of this pipeline (auto_shard.cc), set before
+  // the iterators below it are made. With `source`, that dataset keeps only
+  // its part (TFRecord and ListFiles their files, other sources their
+  // elements: each index `index` modulo `count`); with `records`, every
+  // TFRecord of the pipeline keeps the records of each file whose index is
+  // `index` modulo `count`, and sets records_split when it does.
+  struct Split {
+    const DatasetBase* by = nullptr;  // the AutoShard; null: no split
+    const DatasetBase* source = nullptr;
+    bool records = false;
+    int64_t count = 1;
+    int64_t index = 0;
+  };
+  Split split;
+  std::atomic<bool> records_split{false};
+  // Whether `d` is the split's source.
+  bool SplitsSource(const DatasetBase& d) const { return split.source == &d; }
+
   int AddWaker(std::function<void()> wake);
   void RemoveWaker(int id);
   void Cancel();
@@ -110,6 +134,10 @@ class DatasetBase : public std::enable_shared_from_this<DatasetBase> {
   const std::string& name() const { return name_; }
   const ElementSpec& spec() const { return spec_; }
   virtual int64_t Cardinality() const { return kUnknownCardinality; }
+  // What AutoShard may split a source into before reading it: its files
+  // (TFRecord, ListFiles) or its elements (FromTensors, FromTensorSlices,
+  // Range); -1 for datasets that read another dataset.
+  virtual StatusOr<int64_t> SplitUnits() const { return int64_t{-1}; }
   // "Batch(Shuffle(TFRecord))".
   virtual std::string DebugString() const { return name_; }
   // A fresh iterator at the start. Errors that only show once the dataset is
@@ -184,6 +212,12 @@ StatusOr<std::shared_ptr<const DatasetBase>> MakeShardDataset(std::shared_ptr<co
                                                               int64_t num_shards, int64_t index);
 StatusOr<std::shared_ptr<const DatasetBase>> MakeCacheDataset(std::shared_ptr<const DatasetBase> input,
                                                               const std::string& filename);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeAutoShardDataset(std::shared_ptr<const DatasetBase> input,
+                                                                  int64_t num_shards, int64_t index);
+// `source`'s iterator reduced to the elements of index `split.index` modulo
+// `split.count` (sources that split by element, under AutoShard).
+std::unique_ptr<IteratorBase> SplitElements(std::unique_ptr<IteratorBase> source,
+                                            const PipelineContext::Split& split);
 StatusOr<std::shared_ptr<const DatasetBase>> MakePrefetchDataset(std::shared_ptr<const DatasetBase> input,
                                                                  int64_t buffer_size);
 StatusOr<std::shared_ptr<const DatasetBase>> MakePrefetchToDeviceDataset(std::shared_ptr<const DatasetBase> input,

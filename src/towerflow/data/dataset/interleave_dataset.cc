@@ -217,6 +217,7 @@ StatusOr<DatasetPtr> MakeInterleaveDataset(DatasetPtr input, const DatasetFn& fn
     spec = *known;
   } else {
     auto ctx = std::make_shared<PipelineContext>();
+    ctx->probe = true;  // the input's first real iteration stays iteration 0
     TW_ASSIGN_OR_RETURN(auto probe, input->MakeIterator(ctx));
     Element first;
     bool end = false;

@@ -66,7 +66,9 @@ class ShuffleDataset final : public UnaryDataset {
   int64_t Cardinality() const override { return input()->Cardinality(); }
 
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
-    const uint64_t iteration = options_.reshuffle_each_iteration ? iterations_.fetch_add(1) : 0;
+    const uint64_t iteration = !options_.reshuffle_each_iteration ? 0
+                               : ctx->probe                      ? iterations_.load()
+                                                                 : iterations_.fetch_add(1);
     auto it = std::make_unique<Iter>(*this, ctx, Mix(seed_.load(), iteration));
     it->iteration_ = iteration;
     TW_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(ctx));
@@ -337,7 +339,9 @@ StatusOr<std::unique_ptr<IteratorBase>> MakeShuffleBatchIterator(const DatasetBa
     }
     rows.emplace_back(std::move(dims));
   }
-  const uint64_t iteration = s->options_.reshuffle_each_iteration ? s->iterations_.fetch_add(1) : 0;
+  const uint64_t iteration = !s->options_.reshuffle_each_iteration ? 0
+                             : ctx->probe                         ? s->iterations_.load()
+                                                                  : s->iterations_.fetch_add(1);
   auto it = std::make_unique<ShuffleBatchIter>(*s, ctx, batch_size, drop_remainder, spec.dtypes, std::move(rows),
                                                iteration);
   TW_ASSIGN_OR_RETURN(it->input_, batches->MakeIterator(ctx));

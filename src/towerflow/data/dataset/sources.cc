@@ -21,10 +21,12 @@ class TensorsDataset final : public DatasetBase {
         components_(std::move(components)),
         slices_(slices) {}
   int64_t Cardinality() const override { return count(); }
+  StatusOr<int64_t> SplitUnits() const override { return count(); }
   int64_t count() const { return slices_ ? components_[0].dim(0) : 1; }
 
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
-    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx));
+    std::unique_ptr<IteratorBase> it = std::make_unique<Iter>(*this, ctx);
+    return ctx->SplitsSource(*this) ? SplitElements(std::move(it), ctx->split) : std::move(it);
   }
 
  private:
@@ -72,8 +74,10 @@ class RangeDataset final : public DatasetBase {
     if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
     return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
   }
+  StatusOr<int64_t> SplitUnits() const override { return Cardinality(); }
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
-    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx));
+    std::unique_ptr<IteratorBase> it = std::make_unique<Iter>(*this, ctx);
+    return ctx->SplitsSource(*this) ? SplitElements(std::move(it), ctx->split) : std::move(it);
   }
 
  private:
@@ -146,9 +150,23 @@ class ListFilesDataset final : public DatasetBase {
     return files;
   }
 
+  StatusOr<int64_t> SplitUnits() const override {
+    TW_ASSIGN_OR_RETURN(auto files, Match());
+    return static_cast<int64_t>(files.size());
+  }
+
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
     TW_ASSIGN_OR_RETURN(auto files, Match());
-    const uint64_t iteration = iterations_.fetch_add(1);
+    if (ctx->SplitsSource(*this)) {
+      // This shard's files of the sorted list, then shuffled: the shards
+      // stay disjoint whatever seed each one shuffles with.
+      std::vector<std::string> mine;
+      for (size_t i = 0; i < files.size(); ++i) {
+        if (static_cast<int64_t>(i) % ctx->split.count == ctx->split.index) mine.push_back(std::move(files[i]));
+      }
+      files = std::move(mine);
+    }
+    const uint64_t iteration = ctx->probe ? iterations_.load() : iterations_.fetch_add(1);
     if (options_.shuffle) {
       std::mt19937_64 rng(seed_ * 0x9e3779b97f4a7c15ull + iteration);
       std::shuffle(files.begin(), files.end(), rng);

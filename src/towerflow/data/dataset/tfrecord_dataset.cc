@@ -1,6 +1,8 @@
 // TFRecord: the records of a list of files, file after file, as string
 // scalars. Position: the file's index and the records read from it (a
 // restore reopens the file and skips them, checking their CRCs again).
+// Under AutoShard, the shard's files, or of every file the records whose
+// index within the file is the shard's (the others are read and dropped).
 #include "towerflow/data/dataset/dataset_base.h"
 #include "towerflow/data/record_reader.h"
 
@@ -16,8 +18,23 @@ class TFRecordDataset final : public DatasetBase {
         options_(std::move(options)),
         reader_(reader) {}
 
+  StatusOr<int64_t> SplitUnits() const override { return static_cast<int64_t>(files_.size()); }
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
-    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx));
+    auto it = std::make_unique<Iter>(*this, ctx);
+    const PipelineContext::Split& split = ctx->split;
+    if (ctx->SplitsSource(*this)) {
+      for (size_t i = 0; i < files_.size(); ++i) {
+        if (static_cast<int64_t>(i) % split.count == split.index) it->files_.push_back(files_[i]);
+      }
+    } else {
+      it->files_ = files_;
+      if (split.records) {
+        it->record_count_ = split.count;
+        it->record_index_ = split.index;
+        ctx->records_split.store(true);
+      }
+    }
+    return std::unique_ptr<IteratorBase>(std::move(it));
   }
   std::string DebugString() const override {
     return files_.size() == 1 ? "TFRecord(" + files_[0] + ")" : "TFRecord(" + std::to_string(files_.size()) + " files)";
@@ -30,12 +47,13 @@ class TFRecordDataset final : public DatasetBase {
 
     Status GetNext(Element* out, bool* end) override {
       const TFRecordDataset& d = dataset();
-      while (file_ < static_cast<int64_t>(d.files_.size())) {
+      while (file_ < static_cast<int64_t>(files_.size())) {
         if (ctx()->cancelled.load(std::memory_order_relaxed)) return CancelledError();
         if (reader_ == nullptr) TW_RETURN_IF_ERROR(Open(0));
         std::string_view record;
         const uint64_t offset = reader_->offset();
         Status s = reader_->ReadRecordView(&record);
+        if (s.ok() && (reader_->records_read() - 1) % record_count_ != record_index_) continue;
         if (s.ok()) {
           const bool keys = d.options_.keys;
           const size_t n = keys ? 2 : 1;
@@ -53,7 +71,7 @@ class TFRecordDataset final : public DatasetBase {
           }
           if (keys) {
             std::string& key = (*out)[0].data<std::string>()[0];
-            key.assign(d.files_[static_cast<size_t>(file_)]).append(":").append(std::to_string(offset));
+            key.assign(files_[static_cast<size_t>(file_)]).append(":").append(std::to_string(offset));
           }
           (*out)[n - 1].data<std::string>()[0].assign(record);
           *end = false;
@@ -77,18 +95,19 @@ class TFRecordDataset final : public DatasetBase {
       TW_RETURN_IF_ERROR(r.ReadInt("file", &file_));
       TW_RETURN_IF_ERROR(r.ReadInt("records", &records));
       reader_.reset();
-      if (file_ < 0 || file_ > static_cast<int64_t>(dataset().files_.size())) {
-        return errors::InvalidArgument("iterator state names file ", file_, " of a dataset of ",
-                                       dataset().files_.size(), " files");
+      if (file_ < 0 || file_ > static_cast<int64_t>(files_.size())) {
+        return errors::InvalidArgument("iterator state names file ", file_, " of a dataset of ", files_.size(),
+                                       " files");
       }
-      if (file_ < static_cast<int64_t>(dataset().files_.size()) && records > 0) return Open(records);
+      if (file_ < static_cast<int64_t>(files_.size()) && records > 0) return Open(records);
       return Status::OK();
     }
 
    private:
+    friend class TFRecordDataset;
     // Opens file_ and reads past its first `skip` records.
     Status Open(int64_t skip) {
-      const std::string& path = dataset().files_[static_cast<size_t>(file_)];
+      const std::string& path = files_[static_cast<size_t>(file_)];
       TW_ASSIGN_OR_RETURN(reader_, RecordReader::Open(path, dataset().reader_));
       std::string_view record;
       for (int64_t i = 0; i < skip; ++i) {
@@ -102,6 +121,10 @@ class TFRecordDataset final : public DatasetBase {
       return Status::OK();
     }
 
+    std::vector<std::string> files_;  // the dataset's, or this shard's
+    // Of each file, the records whose index is record_index_ modulo record_count_.
+    int64_t record_count_ = 1;
+    int64_t record_index_ = 0;
     int64_t file_ = 0;
     std::unique_ptr<RecordReader> reader_;
   };
