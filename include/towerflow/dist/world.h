@@ -100,6 +100,20 @@ class World {
   // `count` elements of `dtype` (float, double, int32, int64) at `data`,
   // replaced by the reduction over every rank.
   virtual Status AllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) = 0;
+  // An all-reduce issued without waiting for it (StartAllReduce).
+  class PendingAllReduce {
+   public:
+    virtual ~PendingAllReduce() = default;  // one not waited for is left to finish on its own
+    // Waits for it (or the collective timeout, counted from its start) and
+    // writes the result, as many elements as were given, to `out`. Once.
+    virtual Status Wait(void* out) = 0;
+  };
+  // As AllReduce, returning once the call is issued: `data` is copied, and
+  // the reduction runs on the channel's thread while the caller goes on (the
+  // trainer reduces a step's metrics while the next step runs).
+  virtual StatusOr<std::unique_ptr<PendingAllReduce>> StartAllReduce(const CollectiveTag& tag, DataType dtype,
+                                                                     const void* data, int64_t count,
+                                                                     ReduceOp op) = 0;
   // `bytes` at `data` replaced by rank `root`'s.
   virtual Status Broadcast(const CollectiveTag& tag, void* data, int64_t bytes, int root) = 0;
   // Every rank's `mine`, in rank order.

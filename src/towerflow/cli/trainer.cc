@@ -10,12 +10,11 @@
 #include <thread>
 
 #include "towerflow/cli/progress.h"
+#include "towerflow/cli/train_graph.h"
 #include "towerflow/cli/train_input.h"
 #include "towerflow/cli/train_optimizer.h"
 #include "towerflow/core/logging.h"
-#include "towerflow/dist/collective_ops.h"
 #include "towerflow/dist/consistency.h"
-#include "towerflow/dist/sharding.h"
 #include "towerflow/dist/world.h"
 #include "towerflow/runtime/trace.h"
 #include "towerflow/train/checkpoint_manager.h"
@@ -38,94 +37,9 @@ int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
 }
 
-// The training graph and what the loop fetches from it.
-struct TrainGraph {
-  Graph graph;
-  TrainInput input;
-  std::unique_ptr<train::Optimizer> optimizer;
-  train::ReplicaStep step;
-  Output accuracy;  // over every tower's batch
-  std::optional<train::Saver> saver;
-  Node* broadcast = nullptr;  // multi-process: every variable set to rank 0's
-};
-
 // The collective tag of the trainer's own calls (dist/world.h).
 dist::CollectiveTag ControlTag(const std::string& what) {
   return {.channel = dist::Channel::kControl, .bucket = 0, .num_buckets = 1, .what = what};
-}
-
-// The graph seed of a run that starts at global step `resume_step`. Queues
-// are not checkpointed, and a run resumed with the first run's seeds would draw
-// the first run's input order again (and the CNN's towers its dropout masks):
-// a run preempted and resumed every N steps would train on the first N batches
-// of that order over and over. From step 0, `seed` itself; resumed, a seed that
-// depends on the step too (still the same for the same seed and step). The
-// initial values it changes are overwritten by the restore.
-int64_t GraphSeed(int64_t seed, int64_t resume_step) {
-  if (resume_step == 0) return seed;
-  uint64_t z = static_cast<uint64_t>(seed) * 0x9e3779b97f4a7c15ull + static_cast<uint64_t>(resume_step);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;  // SplitMix64's finalizer
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  z ^= z >> 31;
-  return static_cast<int64_t>(z >> 1);  // non-negative, as a seed given on the command line
-}
-
-Status BuildGraph(const TrainConfig& c, int64_t resume_step, dist::World* world, TrainGraph* g) {
-  const int rank = world != nullptr ? world->rank() : 0, ranks = world != nullptr ? world->size() : 1;
-  // Each rank shuffles its own way (rank 0 as a single process would).
-  g->graph.set_seed(dist::RankSeed(GraphSeed(c.seed, resume_step), rank));
-  Scope root(g->graph);
-  // The seed's get_input(), on the CPU: every tower takes its own batch.
-  // Several processes: each reads its own files (or records) of the data.
-  const dist::InputShard shard = dist::ShardInput(c.files, rank, ranks);
-  if (Status s = BuildTrainInput(root, c, shard, &g->input); !s.ok()) return s;
-  g->optimizer = MakeOptimizer(c, LearningRateTensor(root, c));
-  std::vector<Output> correct;
-  std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean;
-  if (world != nullptr) {
-    // On the variables' device: GPU towers reduce with NCCL where the
-    // gradients are, CPU towers with MPI.
-    dist::GradientBucketOptions buckets;
-    buckets.device = c.variable_device;
-    cross_process_mean = [buckets](const Scope& s, const std::vector<Output>& grads) {
-      return dist::CrossProcessMean(s, grads, buckets);
-    };
-  }
-  g->step = train::Replicate(
-      root, c.devices, g->input.Source(), *g->optimizer,
-      [&](const Scope& tower, const tw::Batch& batch) {
-        ModelOutputs m = BuildModel(tower, batch, c.model, /*training=*/true, c.l2);
-        // Replicate may build one replica only to create the variables; it never runs.
-        if (tower.name_scope().rfind("tower_", 0) == 0) correct.push_back(m.correct);
-        return m.loss;
-      },
-      {.variable_placement = c.mirrored_variables ? train::VariablePlacement::kMirrored
-                                                  : train::VariablePlacement::kSingleDevice,
-       .variable_device = c.variable_device,
-       .global_step = true,
-       .ordered_batches = c.deterministic,
-       // Several processes: the towers' mean gradients, averaged over the
-       // ranks in buckets that start as the backward pass produces them.
-       .cross_process_mean = cross_process_mean});
-  if (!root.ok()) return root.status();
-  // Beside the mean loss (on the variable device): a GPU run's step then
-  // waits for the GPU once, when its fetches are copied to the host.
-  Scope metrics = root.WithDevice(c.variable_device);
-  g->accuracy = Mean(metrics.WithOpName("accuracy"), Concat(metrics, correct, 0), {0});
-  g->saver.emplace(root);
-  if (world != nullptr) g->broadcast = dist::BroadcastVariables(root, GlobalVariables(g->graph), /*root=*/0);
-  return root.status();
-}
-
-// What every rank of a job must agree on besides the graph (dist/consistency.h).
-std::vector<std::string> ConfigFingerprint(const TrainConfig& c) {
-  std::string hidden;
-  for (int64_t h : c.model.hidden) hidden += (hidden.empty() ? "" : ",") + std::to_string(h);
-  return {"model " + c.model.name + " hidden " + hidden,
-          "towers " + std::to_string(c.devices.size()) + " batch " + std::to_string(c.batch_size),
-          "optimizer " + c.optimizer + " lr " + std::to_string(c.learning_rate) + " schedule " + c.lr_schedule +
-              " l2 " + std::to_string(c.l2),
-          "steps " + std::to_string(c.total_steps) + " variables " + (c.mirrored_variables ? "mirrored" : "shared")};
 }
 
 // The checkpoint metadata: the model's, where its variables live, and the
@@ -229,26 +143,45 @@ class Loop {
       result->final_loss = (*out)[0].scalar<float>();
       result->final_accuracy = (*out)[1].scalar<float>();
       bool stop_agreed = false;
-      // Rank 0 decides when to checkpoint; with several processes every rank
-      // learns it with the step's metrics, since each gives its input's position.
+      // Checkpoints every N steps: every rank counts the same steps. Rank 0
+      // decides those by time; with several processes every rank learns it
+      // with the step's metrics, since each gives its input's position.
       const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
       const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
-      bool checkpoint_now = chief_ && (by_steps || by_time) && result->global_step < c_.total_steps;
-      if (world_ != nullptr) {
-        // The step's loss and accuracy over every rank, and whether any rank
-        // was asked to stop: all stop after the same step.
-        double m[4] = {result->final_loss, result->final_accuracy, g_stop_requested.load() ? 1.0 : 0.0,
-                       checkpoint_now ? 1.0 : 0.0};
-        if (Status s = world_->AllReduce(ControlTag("the step's metrics"), kFloat64, m, 4, dist::ReduceOp::kSum);
-            !s.ok()) {
-          return s;
+      bool checkpoint_now = (by_steps || (chief_ && by_time)) && result->global_step < c_.total_steps;
+      // Checked on this rank's own loss, before anything is written.
+      const bool finite_loss = std::isfinite(result->final_loss);
+      if (world_ != nullptr && (finite_loss || !c_.stop_on_nan_loss)) {
+        // The loss and accuracy over every rank, whether any rank was asked
+        // to stop and whether rank 0 asks for a checkpoint by time: all stop,
+        // and checkpoint, after the same step. Reduced while the next step
+        // runs (a step's host never waits for the others' metrics): the
+        // previous step's come back now, the last step waits for its own.
+        const bool last = result->global_step >= c_.total_steps;
+        std::optional<RankMetrics> agreed;
+        if (metrics_in_flight_ != nullptr) {
+          TW_ASSIGN_OR_RETURN(agreed, TakeMetrics());
+          time_checkpoint_asked_ = false;
         }
-        result->final_loss = m[0] / world_->size();
-        result->final_accuracy = m[1] / world_->size();
-        stop_agreed = m[2] > 0;
-        checkpoint_now = m[3] > 0;
+        const bool ask_time = chief_ && by_time && !time_checkpoint_asked_ && !(agreed && agreed->checkpoint);
+        time_checkpoint_asked_ = time_checkpoint_asked_ || ask_time;
+        const double mine[4] = {result->final_loss, result->final_accuracy, g_stop_requested.load() ? 1.0 : 0.0,
+                                ask_time ? 1.0 : 0.0};
+        TW_ASSIGN_OR_RETURN(metrics_in_flight_, world_->StartAllReduce(ControlTag("the step's metrics"), kFloat64,
+                                                                       mine, 4, dist::ReduceOp::kSum));
+        if (last) {
+          TW_ASSIGN_OR_RETURN(agreed, TakeMetrics());
+        }
+        if (agreed) {
+          result->final_loss = agreed->loss;
+          result->final_accuracy = agreed->accuracy;
+          stop_agreed = agreed->stop;
+          checkpoint_now = (by_steps || agreed->checkpoint) && !last;
+        } else {
+          checkpoint_now = by_steps && !last;
+        }
       }
-      if (c_.stop_on_nan_loss && !std::isfinite(result->final_loss)) {
+      if (c_.stop_on_nan_loss && !finite_loss) {
         // Before anything is written from the diverged weights: the newest
         // checkpoint stays the last one of a finite training.
         return errors::InvalidArgument(
@@ -282,12 +215,27 @@ class Loop {
         break;
       }
     }
+    // Every rank issued the last step's metrics: they are waited for.
+    if (metrics_in_flight_ != nullptr) TW_RETURN_IF_ERROR(TakeMetrics().status());
     result->seconds = SecondsSince(started);
     const double timed = SecondsSince(timed_from);
     result->examples_per_sec = timed_steps > 0 && timed > 0
                                    ? static_cast<double>(timed_steps * examples_per_step_) / timed
                                    : (result->seconds > 0 ? static_cast<double>(result->examples) / result->seconds : 0);
     return Status::OK();
+  }
+
+  // One step's metrics summed over the ranks (Run).
+  struct RankMetrics {
+    double loss = 0, accuracy = 0;  // means over the ranks
+    bool stop = false, checkpoint = false;
+  };
+  StatusOr<RankMetrics> TakeMetrics() {
+    double m[4] = {};
+    std::unique_ptr<dist::World::PendingAllReduce> pending = std::move(metrics_in_flight_);
+    TW_RETURN_IF_ERROR(pending->Wait(m));
+    const double ranks = world_->size();
+    return RankMetrics{.loss = m[0] / ranks, .accuracy = m[1] / ranks, .stop = m[2] > 0, .checkpoint = m[3] > 0};
   }
 
   void Finish(const TrainResult& result) {
@@ -361,6 +309,9 @@ class Loop {
   const bool chief_;
   Progress progress_;
   const int64_t examples_per_step_;
+  // The step's metrics being reduced over the ranks while the next step runs.
+  std::unique_ptr<dist::World::PendingAllReduce> metrics_in_flight_;
+  bool time_checkpoint_asked_ = false;  // rank 0 asked, and has no answer yet
   TraceRecorder trace_;
 };
 

@@ -29,6 +29,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <limits>
@@ -124,15 +125,18 @@ class MpiWorld final : public World {
   ~MpiWorld() override { StopThreads(); }
 
   Status AllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) override {
-    TW_RETURN_IF_ERROR(MpiType(dtype).status());
-    if (count < 0 || count > std::numeric_limits<int>::max()) {
-      return errors::InvalidArgument("all-reduce of ", count, " elements (at most 2^31 - 1)");
-    }
-    CallPtr call = NewCall(Kind::kAllReduce, tag, data, static_cast<size_t>(count) * DataTypeSize(dtype));
-    call->dtype = dtype;
-    call->op = op;
-    call->count = count;
+    TW_ASSIGN_OR_RETURN(CallPtr call, NewAllReduce(tag, dtype, data, count, op));
     return Run(call);
+  }
+
+  StatusOr<std::unique_ptr<PendingAllReduce>> StartAllReduce(const CollectiveTag& tag, DataType dtype,
+                                                             const void* data, int64_t count, ReduceOp op) override {
+    auto pending = std::make_unique<Pending>(this);
+    const size_t bytes = count > 0 ? static_cast<size_t>(count) * DataTypeSize(dtype) : 0;
+    pending->data.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
+    TW_ASSIGN_OR_RETURN(pending->call, NewAllReduce(tag, dtype, pending->data.data(), count, op));
+    TW_RETURN_IF_ERROR(Submit(pending->call));
+    return std::unique_ptr<PendingAllReduce>(std::move(pending));
   }
 
   Status Broadcast(const CollectiveTag& tag, void* data, int64_t bytes, int root) override {
@@ -197,6 +201,37 @@ class MpiWorld final : public World {
     std::vector<char> buffer;      // the channel thread's: what MPI reads and writes
   };
 
+  // An issued all-reduce over a copy of the caller's data (StartAllReduce).
+  struct Pending final : PendingAllReduce {
+    explicit Pending(MpiWorld* w) : world(w) {}
+    ~Pending() override {
+      if (call != nullptr && !waited) world->Abandon(call);
+    }
+    Status Wait(void* out) override {
+      if (waited) return errors::FailedPrecondition("a pending all-reduce is waited for once");
+      waited = true;
+      Status s = world->Await(call);
+      if (s.ok() && !data.empty()) std::memcpy(out, data.data(), data.size());
+      return s;
+    }
+    MpiWorld* world;
+    CallPtr call;
+    std::vector<char> data;  // what the channel thread reads, and writes the result into
+    bool waited = false;
+  };
+
+  StatusOr<CallPtr> NewAllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) {
+    TW_RETURN_IF_ERROR(MpiType(dtype).status());
+    if (count < 0 || count > std::numeric_limits<int>::max()) {
+      return errors::InvalidArgument("all-reduce of ", count, " elements (at most 2^31 - 1)");
+    }
+    CallPtr call = NewCall(Kind::kAllReduce, tag, data, static_cast<size_t>(count) * DataTypeSize(dtype));
+    call->dtype = dtype;
+    call->op = op;
+    call->count = count;
+    return call;
+  }
+
   static CallPtr NewCall(Kind kind, const CollectiveTag& tag, void* data, size_t bytes) {
     auto call = std::make_shared<Call>();
     call->kind = kind;
@@ -208,18 +243,38 @@ class MpiWorld final : public World {
 
   // Submits `call` and waits for it, or for the collective timeout.
   Status Run(const CallPtr& call) {
+    TW_RETURN_IF_ERROR(Submit(call));
+    return Await(call);
+  }
+
+  // Hands `call` to its channel's thread.
+  Status Submit(const CallPtr& call) {
     call->step = step();
     if (call->tag.num_buckets < 1 || call->tag.bucket < 0 || call->tag.bucket >= call->tag.num_buckets) {
       return errors::InvalidArgument("bucket ", call->tag.bucket, " of ", call->tag.num_buckets);
     }
-    const int ch = static_cast<int>(call->tag.channel);
-    const auto submitted = Clock::now();
-    call->submitted = submitted;
-    std::unique_lock<std::mutex> lock(mu_);
+    call->submitted = Clock::now();
+    std::lock_guard<std::mutex> lock(mu_);
     if (!broken_.ok()) return broken_;
     if (stopping_) return errors::FailedPrecondition("the multi-process world has finalized");
-    channels_[ch].pending.push_back(call);
+    channels_[static_cast<int>(call->tag.channel)].pending.push_back(call);
     work_.notify_all();
+    return Status::OK();
+  }
+
+  // The caller leaves `call`: the channel thread no longer touches its data.
+  void Abandon(const CallPtr& call) {
+    std::lock_guard<std::mutex> lock(mu_);
+    call->abandoned = true;
+  }
+
+  // Waits for a submitted `call`, or for the collective timeout from its submission.
+  Status Await(const CallPtr& call) {
+    const int ch = static_cast<int>(call->tag.channel);
+    const auto submitted = call->submitted;
+    std::unique_lock<std::mutex> lock(mu_);
+    if (call->done) return call->status;
+    if (!broken_.ok()) return broken_;
     const double limit = LimitSeconds();
     // 0, or longer than any job (a deadline past the clock's range): forever.
     if (limit <= 0 || limit > 1e9) {
@@ -533,6 +588,12 @@ StatusOr<std::unique_ptr<World>> StartMpiWorld(const Launch& launch, const World
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
+    // A rank waiting in a collective gives its core away (sched_yield in
+    // OpenMPI's progress loop) instead of spinning on it: its own input and
+    // compute threads, and on a shared host the other ranks, need it more.
+    // 2 ranks on 2 cores, MLP: the all-reduce 0.78 -> 0.26 ms a step, the
+    // job 79-89k -> 104k examples/s. A setting of the user's wins.
+    setenv("OMPI_MCA_mpi_yield_when_idle", "1", /*overwrite=*/0);
     int provided = 0;
     TW_RETURN_IF_ERROR(MpiStatus("MPI_Init_thread", MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided)));
     if (provided < MPI_THREAD_MULTIPLE) {

@@ -84,6 +84,27 @@ TEST(WorldRanks, DISABLED_Collectives) {
   ASSERT_TRUE(names.ok());
   EXPECT_EQ(*names, (std::vector<std::string>{"", "x", "xx"}));
 
+  // An all-reduce issued without waiting: the caller's buffer is copied (it
+  // may change at once), a gradients call completes meanwhile, and the
+  // result comes with Wait; one never waited for finishes on its own, and
+  // the channel's next call still pairs with the other ranks'.
+  for (int round = 0; round < 3; ++round) {
+    double m[2] = {static_cast<double>(r), 1.0};
+    auto pending = w.StartAllReduce({.what = "late"}, kFloat64, m, 2, ReduceOp::kSum);
+    ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+    m[0] = -100;
+    double grad = r;
+    ASSERT_TRUE(w.AllReduce({.channel = Channel::kGradients, .what = "meanwhile"}, kFloat64, &grad, 1,
+                            ReduceOp::kSum).ok());
+    EXPECT_EQ(grad, 3.0);
+    if (round == 1) continue;  // dropped unwaited
+    double out[2] = {};
+    ASSERT_TRUE((*pending)->Wait(out).ok());
+    EXPECT_EQ(out[0], 3.0);
+    EXPECT_EQ(out[1], 3.0);
+    EXPECT_EQ((*pending)->Wait(out).code(), Code::kFailedPrecondition) << "waited for once";
+  }
+
   // Buckets submitted from several threads in a different order on every
   // rank are issued in bucket order everywhere.
   std::mt19937 rng(static_cast<unsigned>(r) * 7919u + 1u);
