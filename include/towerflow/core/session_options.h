@@ -58,6 +58,11 @@ struct SessionOptions {
   // cuBLAS may use TF32 tensor cores for float32 MatMul (about 8x faster on
   // H100-class GPUs, 10-bit mantissa inputs). Off by default, as in PyTorch.
   bool allow_tf32 = false;
+  // cuDNN convolutions time their candidate algorithms on the first run of
+  // each shape (cudnnFind*Ex, TF's autotune, PyTorch's benchmark mode) and
+  // keep the fastest; off: cuDNN's heuristic order, the same algorithms in
+  // every run (what a run reproducible bit for bit needs).
+  bool cudnn_autotune = true;
 
   // ---- placement and steps
   // An op whose requested device cannot run it (no kernel for that type, or no

@@ -409,6 +409,8 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
                          .log_device_placement = c.log_device_placement && chief,
                          .check_numerics = c.check_numerics};
   options.cuda_graphs = c.cuda_graphs;
+  // Timed algorithm choices differ from run to run.
+  options.cudnn_autotune = !c.deterministic;
   Session session(g.graph, options);
   // Bad GPU options fail every run (an empty one too) with their own error,
   // which says more than a missing device. Checked before any step: soft

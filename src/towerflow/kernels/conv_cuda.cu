@@ -18,13 +18,19 @@
 // - ResizeNhwcKernel<T>: a grid-stride loop over the output elements:
 //   out[n,y,x,c] = in[n,y,x,c] inside the input's extent, else 0 (pad and crop).
 //
-// Algorithms come from cudnnGetConvolution*Algorithm_v7 (heuristics, no timed
-// search): the candidates whose status is success, whose math type respects
-// allow_tf32, and whose workspace query succeeds within kMaxWorkspaceBytes, in
-// heuristic order (deterministic ones first for the backward passes). A plan
-// (descriptors and candidates) is cached per input and filter shape in the
-// kernel object, guarded by a mutex; a candidate the execution call refuses as
-// unsupported is dropped for the next one. Every cuDNN call runs under the
+// Algorithms come from cudnnGetConvolution*Algorithm_v7 (heuristics): the
+// candidates whose status is success, whose math type respects allow_tf32,
+// and whose workspace query succeeds within kMaxWorkspaceBytes, in heuristic
+// order (deterministic ones first for the backward passes). With the device's
+// cudnn_autotune (SessionOptions, on by default), the first run of a plan
+// times them (cudnnFind*Ex over that run's own buffers, with the workspace
+// the largest candidate needs) and puts them in the order of their times,
+// deterministic ones still first for the backward passes; a run being
+// recorded into a CUDA graph never times (the timing waits for the GPU), and
+// the step graph's warm-up runs come first. A plan (descriptors and
+// candidates) is cached per input and filter shape in the kernel object,
+// guarded by a mutex; a candidate the execution call refuses as unsupported
+// is dropped for the next one. Every cuDNN call runs under the
 // device's cuDNN lease with the handle's stream set to the compute stream;
 // workspaces come from allocate_temp.
 //
@@ -58,6 +64,8 @@ using cuda_util::LaunchGridStride;
 
 // Larger workspaces are skipped (another candidate needs less): 1 GiB.
 constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
+// More than cuDNN has algorithms in any direction (8 at most in cuDNN 9).
+constexpr int kMaxTimedAlgorithms = 16;
 
 template <typename T>
 __global__ void TransposeKernel(const T* __restrict__ in, T* __restrict__ out, int64_t rows, int64_t cols) {
@@ -132,7 +140,8 @@ struct ConvPlan {
   FilterDesc w;
   ConvDesc conv;
   std::vector<Candidate> candidates;
-  size_t next = 0;  // the first candidate cuDNN has not refused
+  size_t next = 0;     // the first candidate cuDNN has not refused
+  bool timed = false;  // candidates ordered by measured time (TimeCandidates)
 };
 
 bool NotSupported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
@@ -310,6 +319,48 @@ class ConvGpuKernelBase : public GpuOpKernel {
     return raw;
   }
 
+  // Orders the plan's candidates by the times cuDNN measures for them on this
+  // run's buffers, once per plan (see the file comment): `find(requested,
+  // &returned, perf, workspace, bytes)` is the direction's cudnnFind*Ex.
+  // Candidates it did not time keep their heuristic order after the timed
+  // ones. REQUIRES: the device's cuDNN lease is held.
+  template <typename Perf, typename Find>
+  Status TimeCandidates(OpKernelContext* ctx, const GpuDevice& gpu, ConvPlan* plan, Find&& find) {
+    if (plan->timed || !gpu.cudnn_autotune() || gpu.capturing() || plan->candidates.size() < 2) {
+      return Status::OK();
+    }
+    plan->timed = true;
+    size_t bytes = 0;
+    for (const Candidate& c : plan->candidates) bytes = std::max(bytes, c.workspace_bytes);
+    Tensor workspace;
+    if (bytes > 0) {
+      TW_RETURN_IF_ERROR(ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(bytes)}, &workspace));
+    }
+    TW_CUDNN_RETURN_IF_ERROR(
+        cudnnSetConvolutionMathType(plan->conv.d, gpu.allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
+    std::vector<Perf> perf(kMaxTimedAlgorithms);
+    int returned = 0;
+    TW_CUDNN_RETURN_IF_ERROR(find(static_cast<int>(perf.size()), &returned, perf.data(), workspace.raw_data(), bytes));
+    perf.resize(static_cast<size_t>(std::clamp(returned, 0, static_cast<int>(perf.size()))));
+    if (dir_ != Direction::kForward) {
+      std::stable_partition(perf.begin(), perf.end(),
+                            [](const Perf& p) { return p.determinism == CUDNN_DETERMINISTIC; });
+    }
+    std::vector<Candidate> ordered;
+    for (const Perf& p : perf) {
+      if (p.status != CUDNN_STATUS_SUCCESS || p.time < 0) continue;
+      auto it = std::find_if(plan->candidates.begin(), plan->candidates.end(),
+                             [&](const Candidate& c) { return c.algo == static_cast<int>(p.algo); });
+      if (it == plan->candidates.end()) continue;
+      ordered.push_back(*it);
+      plan->candidates.erase(it);
+    }
+    ordered.insert(ordered.end(), plan->candidates.begin(), plan->candidates.end());
+    plan->candidates = std::move(ordered);
+    plan->next = 0;
+    return Status::OK();
+  }
+
   // Runs call(algo, workspace, bytes) for the plan's first candidate cuDNN
   // accepts. REQUIRES: the device's cuDNN lease is held (it guards plan->next
   // and the descriptor's math type).
@@ -367,6 +418,12 @@ class Conv2DGpuOp : public ConvGpuKernelBase {
     GpuDevice::CudnnLease lease = gpu.cudnn();
     TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(lease.get(), gpu.stream()));
     TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
+    TW_RETURN_IF_ERROR(TimeCandidates<cudnnConvolutionFwdAlgoPerf_t>(
+        ctx, gpu, plan, [&](int n, int* r, cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t bytes) {
+          return cudnnFindConvolutionForwardAlgorithmEx(lease.get(), plan->x.d, x, plan->w.d, w.data<float>(),
+                                                        plan->conv.d, plan->y.d, out->data<float>(), n, r, perf,
+                                                        ws, bytes);
+        }));
     const float one = 1, zero = 0;
     return RunPlan(ctx, plan, g, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
       return cudnnConvolutionForward(lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(),
@@ -413,6 +470,12 @@ class Conv2DBackpropInputGpuOp : public ConvGpuKernelBase {
       TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
       const float one = 1, zero = 0;
       const float* dy = ctx->input(2).data<float>();
+      TW_RETURN_IF_ERROR(TimeCandidates<cudnnConvolutionBwdDataAlgoPerf_t>(
+          ctx, gpu, plan, [&](int n, int* r, cudnnConvolutionBwdDataAlgoPerf_t* perf, void* ws, size_t bytes) {
+            return cudnnFindConvolutionBackwardDataAlgorithmEx(lease.get(), plan->w.d, w.data<float>(), plan->y.d,
+                                                               dy, plan->conv.d, plan->x.d, dx, n, r, perf, ws,
+                                                               bytes);
+          }));
       TW_RETURN_IF_ERROR(
           RunPlan(ctx, plan, g, "cudnnConvolutionBackwardData", [&](int algo, void* ws, size_t bytes) {
             return cudnnConvolutionBackwardData(
@@ -459,6 +522,12 @@ class Conv2DBackpropFilterGpuOp : public ConvGpuKernelBase {
       const float one = 1, zero = 0;
       const float* dy = ctx->input(2).data<float>();
       float* dw = dw_krsc.data<float>();
+      TW_RETURN_IF_ERROR(TimeCandidates<cudnnConvolutionBwdFilterAlgoPerf_t>(
+          ctx, gpu, plan, [&](int n, int* r, cudnnConvolutionBwdFilterAlgoPerf_t* perf, void* ws, size_t bytes) {
+            return cudnnFindConvolutionBackwardFilterAlgorithmEx(lease.get(), plan->x.d, x, plan->y.d, dy,
+                                                                 plan->conv.d, plan->w.d, dw, n, r, perf, ws,
+                                                                 bytes);
+          }));
       TW_RETURN_IF_ERROR(
           RunPlan(ctx, plan, g, "cudnnConvolutionBackwardFilter", [&](int algo, void* ws, size_t bytes) {
             return cudnnConvolutionBackwardFilter(

@@ -110,6 +110,33 @@ TEST(ConvCudaTest, OddSizesAndPaddings) {
   });
 }
 
+// The CPU's values with the fastest timed algorithms (the default: the run
+// times the candidates, then uses the fastest) and with cuDNN's heuristic
+// order (SessionOptions::cudnn_autotune off), on the CNN's layer shapes too.
+TEST(ConvCudaTest, TimedAndHeuristicAlgorithmsAgreeWithTheCpu) {
+  TW_SKIP_WITHOUT_GPU();
+  parity::SeededRng rng;
+  for (const ConvCase& cc : std::vector<ConvCase>{{2, 7, 6, 3, 2, 2, 4, 1, 1, "SAME"},
+                                                  {2, 33, 33, 1, 5, 5, 32, 1, 1, "SAME"},
+                                                  {4, 14, 14, 32, 5, 5, 64, 1, 1, "SAME"}}) {
+    const Case c = AllThree(cc, rng);
+    Status status;
+    const std::vector<Tensor> cpu = parity::RunOn(c, parity::kCpu, &status);
+    ASSERT_TRUE(status.ok()) << status.ToString();
+    for (bool autotune : {true, false}) {
+      SessionOptions options = parity::ParitySessionOptions();
+      options.cudnn_autotune = autotune;
+      const std::vector<Tensor> gpu = parity::RunOn(c, parity::kGpu, &status, /*unknown_shapes=*/false, options);
+      ASSERT_TRUE(status.ok()) << c.name << ": " << status.ToString();
+      ASSERT_EQ(gpu.size(), cpu.size());
+      for (size_t i = 0; i < cpu.size(); ++i) {
+        EXPECT_TRUE(parity::Near(gpu[i], cpu[i], c.rtol, c.atol))
+            << c.name << " autotune " << autotune << ", output " << i;
+      }
+    }
+  }
+}
+
 // Empty batches, images, channels and filters: empty outputs, or zeros where a
 // sum is empty (new GPU memory is NaN-poisoned, so an unwritten zero fails).
 TEST(ConvCudaTest, EmptyDimensions) {

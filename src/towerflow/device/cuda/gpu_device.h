@@ -51,6 +51,7 @@ struct GpuDeviceConfig {
   size_t memory_limit = 0;  // bytes this device may hold at once
   int intra_op_threads = 1; // host threads for the host-side work of kernels
   bool allow_tf32 = false;  // float32 MatMul may use TF32 tensor cores
+  bool cudnn_autotune = true;  // SessionOptions::cudnn_autotune
 };
 
 class GpuDevice final : public Device {
@@ -64,6 +65,10 @@ class GpuDevice final : public Device {
   int ordinal() const { return config_.ordinal; }
   const GpuDeviceConfig& config() const { return config_; }
   bool allow_tf32() const { return config_.allow_tf32; }
+  bool cudnn_autotune() const { return config_.cudnn_autotune; }
+  // Whether the calling thread is recording this device's work (BeginCapture):
+  // nothing that waits for the GPU may run then.
+  bool capturing() const { return capturing_thread_.load() == std::this_thread::get_id(); }
   // Streaming multiprocessors of the GPU, for grid sizes.
   int sm_count() const { return sm_count_; }
   GpuAllocator* gpu_allocator() const { return gpu_allocator_; }

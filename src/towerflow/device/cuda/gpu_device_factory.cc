@@ -101,6 +101,7 @@ class CudaDeviceFactory final : public DeviceFactory {
         // GPU kernels only queue work: the host side of a kernel is small.
         config.intra_op_threads = 1;
         config.allow_tf32 = options.allow_tf32;
+        config.cudnn_autotune = options.cudnn_autotune;
         TW_ASSIGN_OR_RETURN(std::unique_ptr<GpuDevice> device, GpuDevice::Create(config));
         devices->push_back(std::move(device));
       }
