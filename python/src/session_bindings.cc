@@ -23,6 +23,7 @@ void BindSession(nb::module_& m) {
       .def_rw("logical_gpus_per_gpu", &SessionOptions::logical_gpus_per_gpu)
       .def_rw("gpu_memory_limit_mb", &SessionOptions::gpu_memory_limit_mb)
       .def_rw("allow_tf32", &SessionOptions::allow_tf32)
+      .def_rw("cudnn_autotune", &SessionOptions::cudnn_autotune)
       .def_rw("allow_soft_placement", &SessionOptions::allow_soft_placement)
       .def_rw("log_device_placement", &SessionOptions::log_device_placement)
       .def_rw("log_device_placement_verbosity", &SessionOptions::log_device_placement_verbosity)
