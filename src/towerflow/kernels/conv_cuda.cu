@@ -34,6 +34,14 @@
 // device's cuDNN lease with the handle's stream set to the compute stream;
 // workspaces come from allocate_temp.
 //
+// Fusion. A Conv2D whose output only a BiasAddRelu reads runs as one
+// cudnnConvolutionBiasActivationForward (runtime/fusion.h; the CPU twin is
+// conv_kernels.cc's FusedConv2DOp): the bias and the ReLU applied while each
+// output tile is in registers, where the unfused step wrote the convolution's
+// output and read it back twice. Inputs (input, filter, bias); NaN propagates,
+// as BiasAddRelu's kernel does. Conv2D -> BiasAdd is not fused: cuDNN runs an
+// identity activation with one algorithm only.
+//
 // Precision. float32 uses CUDNN_FMA_MATH unless the device allows TF32 (then
 // the heuristics' math type, which may use TF32 tensor cores). No float64:
 // cuDNN does not promise double-precision engines for NHWC tensors with NHWC
@@ -51,6 +59,7 @@
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/im2col.h"
+#include "towerflow/kernels/nn_args.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
 #include "towerflow/kernels/window_params.h"
 
@@ -118,6 +127,12 @@ struct FilterDesc {
     if (d != nullptr) cudnnDestroyFilterDescriptor(d);
   }
 };
+struct ActivationDesc {
+  cudnnActivationDescriptor_t d = nullptr;
+  ~ActivationDesc() {
+    if (d != nullptr) cudnnDestroyActivationDescriptor(d);
+  }
+};
 struct ConvDesc {
   cudnnConvolutionDescriptor_t d = nullptr;
   ~ConvDesc() {
@@ -137,6 +152,8 @@ struct Candidate {
 // (out_backprop), w the KRSC filter.
 struct ConvPlan {
   TensorDesc x, y;
+  TensorDesc bias;       // fused: 1 x O x 1 x 1
+  ActivationDesc relu;   // fused
   FilterDesc w;
   ConvDesc conv;
   std::vector<Candidate> candidates;
@@ -433,6 +450,74 @@ class Conv2DGpuOp : public ConvGpuKernelBase {
   }
 };
 
+// out[i] = max(bias[i % c], 0), NaN kept: a fused convolution whose sums are
+// all empty (no input channel or tap).
+__global__ void BiasReluKernel(const float* __restrict__ b, float* __restrict__ o, int64_t n, int64_t c) {
+  for (int64_t i = GridThreadIndex(); i < n; i += GridThreadCount()) {
+    const float s = b[i % c];
+    o[i] = s < 0.0f ? 0.0f : s;
+  }
+}
+
+// Conv2D -> BiasAddRelu (the file comment's Fusion).
+class FusedConv2DBiasReluGpuOp : public ConvGpuKernelBase {
+ public:
+  FusedConv2DBiasReluGpuOp(OpKernelConstruction* c, const Node&) : ConvGpuKernelBase(c, Direction::kForward) {}
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    auto geo = Geometry(ctx->input(0).shape(), ctx->input(1).shape());
+    TW_OP_REQUIRES_OK(ctx, geo.status());
+    const Tensor& bias = ctx->input(2);
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAdd(geo->output_shape(), bias.shape()));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->output_shape(), &out));
+    const int64_t n = out->NumElements();
+    if (n == 0) return;
+    if (geo->k() == 0) {  // every sum empty: the bias, rectified
+      TW_OP_REQUIRES_OK(
+          ctx, LaunchGridStride(gpu, n, BiasReluKernel, bias.data<float>(), out->data<float>(), n, geo->o));
+      return;
+    }
+    TW_OP_REQUIRES_OK(ctx, Run(ctx, gpu, *geo, bias, out));
+  }
+
+ private:
+  Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g, const Tensor& bias, Tensor* out) {
+    Tensor w, x_storage;
+    TW_RETURN_IF_ERROR(FilterToKrsc(ctx, gpu, g, ctx->input(1), &w));
+    const Padded p = PaddedInput(g);
+    TW_ASSIGN_OR_RETURN(const float* x, PadInput(ctx, gpu, g, p, ctx->input(0), &x_storage));
+    GpuDevice::CudnnLease lease = gpu.cudnn();
+    TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(lease.get(), gpu.stream()));
+    TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
+    if (plan->relu.d == nullptr) {  // the fused call's own descriptors, once per plan
+      TW_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&plan->bias.d));
+      TW_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(plan->bias.d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1,
+                                                          static_cast<int>(g.o), 1, 1));
+      TW_CUDNN_RETURN_IF_ERROR(cudnnCreateActivationDescriptor(&plan->relu.d));
+      TW_CUDNN_RETURN_IF_ERROR(
+          cudnnSetActivationDescriptor(plan->relu.d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+    }
+    float* y = out->data<float>();
+    TW_RETURN_IF_ERROR(TimeCandidates<cudnnConvolutionFwdAlgoPerf_t>(
+        ctx, gpu, plan, [&](int n, int* r, cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t bytes) {
+          return cudnnFindConvolutionForwardAlgorithmEx(lease.get(), plan->x.d, x, plan->w.d, w.data<float>(),
+                                                        plan->conv.d, plan->y.d, y, n, r, perf, ws, bytes);
+        }));
+    // alpha2 = 0: z (the output itself) is not read.
+    const float one = 1, zero = 0;
+    return RunPlan(ctx, plan, g, "cudnnConvolutionBiasActivationForward", [&](int algo, void* ws, size_t bytes) {
+      return cudnnConvolutionBiasActivationForward(
+          lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(), plan->conv.d,
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y, plan->bias.d,
+          bias.data<float>(), plan->relu.d, plan->y.d, y);
+    });
+  }
+};
+
+std::unique_ptr<OpKernel> MakeFusedConv2DBiasRelu(OpKernelConstruction* c, const Node& consumer) {
+  return std::make_unique<FusedConv2DBiasReluGpuOp>(c, consumer);
+}
+
 class Conv2DBackpropInputGpuOp : public ConvGpuKernelBase {
  public:
   explicit Conv2DBackpropInputGpuOp(OpKernelConstruction* c)
@@ -547,6 +632,7 @@ void RegisterConvCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) 
   // input_sizes / filter_sizes are shapes the kernels read on the host.
   RegisterGpuKernel<Conv2DBackpropInputGpuOp>(target, "Conv2DBackpropInput", "T", {kFloat32}, {0}, {});
   RegisterGpuKernel<Conv2DBackpropFilterGpuOp>(target, "Conv2DBackpropFilter", "T", {kFloat32}, {1}, {});
+  target.RegisterFusion(FusionDef{"Conv2D", "BiasAddRelu", 0, kDeviceGpu, {kFloat32}, MakeFusedConv2DBiasRelu});
 }
 
 }  // namespace tw

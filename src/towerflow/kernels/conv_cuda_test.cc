@@ -17,6 +17,8 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
+#include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -135,6 +137,51 @@ TEST(ConvCudaTest, TimedAndHeuristicAlgorithmsAgreeWithTheCpu) {
       }
     }
   }
+}
+
+// Conv2D -> BiasAddRelu fused on the GPU (cudnnConvolutionBiasActivationForward)
+// against the CPU's fused twin: the CNN's layers, asymmetric padding, a
+// stride, no input channel (every sum empty: the rectified bias); and the GPU
+// plan runs the pair as one item.
+TEST(ConvCudaTest, FusedConvBiasReluMatchesTheCpu) {
+  TW_SKIP_WITHOUT_GPU();
+  parity::SeededRng rng;
+  for (const ConvCase& cc : std::vector<ConvCase>{{2, 28, 28, 1, 5, 5, 32, 1, 1, "SAME"},
+                                                  {2, 14, 14, 32, 5, 5, 64, 1, 1, "SAME"},
+                                                  {2, 7, 6, 3, 2, 2, 4, 1, 1, "SAME"},
+                                                  {3, 7, 7, 2, 3, 3, 7, 2, 2, "VALID"},
+                                                  {2, 5, 5, 0, 3, 3, 4, 1, 1, "SAME"}}) {
+    Case c;
+    c.name = "Conv2D+BiasAddRelu, " + Describe(cc);
+    c.inputs = {parity::RandomTensor(kFloat32, TensorShape{cc.n, cc.h, cc.w, cc.c}, rng),
+                parity::RandomTensor(kFloat32, TensorShape{cc.kh, cc.kw, cc.c, cc.o}, rng),
+                parity::RandomTensor(kFloat32, TensorShape{cc.o}, rng)};
+    const std::vector<int64_t> strides = {1, cc.sh, cc.sw, 1};
+    const std::string padding = cc.padding;
+    c.build = [strides, padding](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{BiasAddRelu(s, Conv2D(s, in[0], in[1], {strides, padding}), in[2])};
+    };
+    const int64_t terms = std::max<int64_t>(cc.kh * cc.kw * cc.c, 1);
+    c.rtol = 1e-3;
+    c.atol = 1e-4 + 5e-6 * static_cast<double>(terms);
+    parity::ExpectGpuMatchesCpu(c);
+  }
+  // The plan.
+  Graph graph;
+  Scope s = Scope(graph).WithDevice(parity::kGpu);
+  Output x = Const(s, parity::RandomTensor(kFloat32, TensorShape{2, 8, 8, 3}, rng));
+  Output w = Const(s, parity::RandomTensor(kFloat32, TensorShape{3, 3, 3, 4}, rng));
+  Output b = Const(s, parity::RandomTensor(kFloat32, TensorShape{4}, rng));
+  Output y = BiasAddRelu(s, Conv2D(s, x, w, {{1, 1, 1, 1}, "SAME"}), b);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session session(graph, parity::ParitySessionOptions());
+  auto plan = session.impl().GetPlan({}, {y}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  int fused = 0;
+  for (const auto& item : (*plan)->items) fused += item.fused != nullptr && !item.fused->group;
+  EXPECT_EQ(fused, 1) << "Conv2D and BiasAddRelu as one item";
+  auto out = session.Run({y});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
 }
 
 // Empty batches, images, channels and filters: empty outputs, or zeros where a
