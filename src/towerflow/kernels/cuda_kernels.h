@@ -36,6 +36,7 @@ void RegisterTrainingCudaKernels(KernelRegistry& target, const KernelRegistry& c
 void RegisterStateCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterMatMulCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterMatMulEpilogueCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterReductionCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterConvCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterPoolCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);

@@ -34,6 +34,7 @@ void RegisterCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
   RegisterStateCudaKernels(target, cpu);
   RegisterArrayCudaKernels(target, cpu);
   RegisterMatMulCudaKernels(target, cpu);
+  RegisterMatMulEpilogueCudaKernels(target, cpu);
   RegisterReductionCudaKernels(target, cpu);
   RegisterConvCudaKernels(target, cpu);
   RegisterPoolCudaKernels(target, cpu);

@@ -115,6 +115,66 @@ cublasStatus_t CUBLASWINAPI cublasLtDestroy(cublasLtHandle_t handle) {
   TW_FORWARD(CublasLtSoname(), cublasLtDestroy, handle);
 }
 
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescCreate(cublasLtMatmulDesc_t* matmulDesc,
+                                                     cublasComputeType_t computeType, cudaDataType_t scaleType) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmulDescCreate, matmulDesc, computeType, scaleType);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescDestroy(cublasLtMatmulDesc_t matmulDesc) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmulDescDestroy, matmulDesc);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulDescSetAttribute(cublasLtMatmulDesc_t matmulDesc,
+                                                           cublasLtMatmulDescAttributes_t attr, const void* buf,
+                                                           size_t sizeInBytes) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmulDescSetAttribute, matmulDesc, attr, buf, sizeInBytes);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutCreate(cublasLtMatrixLayout_t* matLayout, cudaDataType type,
+                                                       uint64_t rows, uint64_t cols, int64_t ld) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatrixLayoutCreate, matLayout, type, rows, cols, ld);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatrixLayoutDestroy(cublasLtMatrixLayout_t matLayout) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatrixLayoutDestroy, matLayout);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceCreate(cublasLtMatmulPreference_t* pref) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmulPreferenceCreate, pref);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceDestroy(cublasLtMatmulPreference_t pref) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmulPreferenceDestroy, pref);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulPreferenceSetAttribute(cublasLtMatmulPreference_t pref,
+                                                                 cublasLtMatmulPreferenceAttributes_t attr,
+                                                                 const void* buf, size_t sizeInBytes) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmulPreferenceSetAttribute, pref, attr, buf, sizeInBytes);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmulAlgoGetHeuristic(cublasLtHandle_t lightHandle,
+                                                           cublasLtMatmulDesc_t operationDesc,
+                                                           cublasLtMatrixLayout_t Adesc, cublasLtMatrixLayout_t Bdesc,
+                                                           cublasLtMatrixLayout_t Cdesc, cublasLtMatrixLayout_t Ddesc,
+                                                           cublasLtMatmulPreference_t preference,
+                                                           int requestedAlgoCount,
+                                                           cublasLtMatmulHeuristicResult_t heuristicResultsArray[],
+                                                           int* returnAlgoCount) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmulAlgoGetHeuristic, lightHandle, operationDesc, Adesc, Bdesc, Cdesc, Ddesc,
+             preference, requestedAlgoCount, heuristicResultsArray, returnAlgoCount);
+}
+
+cublasStatus_t CUBLASWINAPI cublasLtMatmul(cublasLtHandle_t lightHandle, cublasLtMatmulDesc_t computeDesc,
+                                           const void* alpha, const void* A, cublasLtMatrixLayout_t Adesc,
+                                           const void* B, cublasLtMatrixLayout_t Bdesc, const void* beta,
+                                           const void* C, cublasLtMatrixLayout_t Cdesc, void* D,
+                                           cublasLtMatrixLayout_t Ddesc, const cublasLtMatmulAlgo_t* algo,
+                                           void* workspace, size_t workspaceSizeInBytes, cudaStream_t stream) {
+  TW_FORWARD(CublasLtSoname(), cublasLtMatmul, lightHandle, computeDesc, alpha, A, Adesc, B, Bdesc, beta, C, Cdesc, D,
+             Ddesc, algo, workspace, workspaceSizeInBytes, stream);
+}
+
 // The status texts: the library's when it loads, else why it did not.
 const char* CUBLASWINAPI cublasGetStatusName(cublasStatus_t status) {
   static const auto real = Resolve<decltype(&cublasGetStatusName)>(CublasSoname(), "cublasGetStatusName");
