@@ -9,7 +9,8 @@
 // for bit. Inputs: Cast's x (uint8), then Mul's factor; output: Mul's, with
 // Mul's broadcast shape and errors (PlanBinaryOutput). Applies where the Cast
 // writes float32 from uint8 into Mul's input 0 and the factor's shape is known
-// to hold one element (OneElementFactor); any other Cast or Mul runs apart.
+// to hold one element (CastMulApplies); any other Cast or Mul runs apart. The
+// GPU's twin is cwise_cuda.cu's GpuCastMulOp.
 #include <cstdint>
 
 #include "towerflow/kernels/cwise_ops.h"
@@ -47,23 +48,21 @@ class CastMulOp : public OpKernel {
   }
 };
 
-// A uint8 -> float32 Cast, and a factor whose shape is known to hold one
-// element.
-bool OneElementFactor(const Node& cast, const Node& mul) {
-  const AttrValue* src = cast.attrs().Find("SrcT");
-  const DataType* t = src == nullptr ? nullptr : std::get_if<DataType>(src);
-  const PartialShape& shape = mul.input(1).shape();
-  return t != nullptr && *t == kUInt8 && shape.IsFullyDefined() && shape.num_elements() == 1;
-}
-
 std::unique_ptr<OpKernel> MakeCastMul(OpKernelConstruction* c, const Node&) {
   return std::make_unique<CastMulOp>(c);
 }
 
 }  // namespace
 
+bool CastMulApplies(const Node& cast, const Node& mul) {
+  const AttrValue* src = cast.attrs().Find("SrcT");
+  const DataType* t = src == nullptr ? nullptr : std::get_if<DataType>(src);
+  const PartialShape& shape = mul.input(1).shape();
+  return t != nullptr && *t == kUInt8 && shape.IsFullyDefined() && shape.num_elements() == 1;
+}
+
 void RegisterCastFusions(KernelRegistry& r) {
-  r.RegisterFusion(FusionDef{"Cast", "Mul", 0, kDeviceCpu, {kFloat32}, MakeCastMul, OneElementFactor});
+  r.RegisterFusion(FusionDef{"Cast", "Mul", 0, kDeviceCpu, {kFloat32}, MakeCastMul, CastMulApplies});
 }
 
 }  // namespace tw

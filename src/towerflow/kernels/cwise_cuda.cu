@@ -19,6 +19,12 @@
 //   kMaxAddNInputs inputs left to right; more inputs add into the output over
 //   further launches, so the rounding is the CPU twin's (((a + b) + c) + ...).
 //
+// - ScaleBytesKernel: Cast (uint8 -> float32) fused into Mul by a one-element
+//   factor read from device memory (runtime/fusion.h; the CPU twin is
+//   cast_fusions.cc's CastMulOp): the model's pixels * 1/255 as one pass over
+//   the bytes, each element Cast's exact conversion then Mul's one product,
+//   so the output is the unfused one bit for bit.
+//
 // Shapes are checked on the host with the CPU twins' own MakeBroadcastPlan
 // and CheckAddNInputs (cwise_ops.h), so both devices accept the same shapes
 // and fail with the same messages. Float division by zero is IEEE (inf or
@@ -350,9 +356,43 @@ class GpuAddNOp : public GpuOpKernel {
   }
 };
 
+
+__global__ void ScaleBytesKernel(const uint8_t* __restrict__ x, const float* __restrict__ factor,
+                                 float* __restrict__ out, int64_t n) {
+  const float f = *factor;
+  for (int64_t i = GridThreadIndex(); i < n; i += GridThreadCount()) out[i] = static_cast<float>(x[i]) * f;
+}
+
+// Cast -> Mul (the file comment's ScaleBytesKernel): inputs Cast's x, Mul's
+// factor; Mul's output, shape and errors.
+class GpuCastMulOp : public GpuOpKernel {
+ public:
+  GpuCastMulOp(OpKernelConstruction* c, const Node&) : GpuOpKernel(c) {}
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& factor = ctx->input(1);
+    Tensor* out = nullptr;
+    auto plan = PlanBinaryOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    TW_OP_REQUIRES(ctx, x.dtype() == kUInt8 && factor.dtype() == kFloat32 && factor.NumElements() == 1,
+                   errors::Internal("Cast fused into Mul with x ", DataTypeName(x.dtype()), " ",
+                                    x.shape().ToString(), " and factor ", DataTypeName(factor.dtype()), " ",
+                                    factor.shape().ToString()));
+    const int64_t n = out->NumElements();
+    if (n == 0) return;
+    TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ScaleBytesKernel, x.data<uint8_t>(), factor.data<float>(),
+                                            out->data<float>(), n));
+  }
+};
+
 }  // namespace
 
 void RegisterCwiseCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
+  r.RegisterFusion(FusionDef{"Cast", "Mul", 0, kDeviceGpu, {kFloat32},
+                             [](OpKernelConstruction* c, const Node& consumer) -> std::unique_ptr<OpKernel> {
+                               return std::make_unique<GpuCastMulOp>(c, consumer);
+                             },
+                             CastMulApplies});
   r.RegisterTyped<AddOp, float, double>("Add", kDeviceGpu);
   r.RegisterTyped<SubOp, float, double>("Sub", kDeviceGpu);
   r.RegisterTyped<MulOp, float, double>("Mul", kDeviceGpu);

@@ -13,6 +13,9 @@
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
+#include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -257,6 +260,37 @@ TEST(CwiseCudaTest, AddNMismatchedShapes) {
 // Needs no GPU: the family registers float and double kernels for every op,
 // and int64 for the comparisons, all in device memory (the int32 forms are
 // another family's host-memory kernels).
+// Cast (uint8 -> float32) fused into Mul by 1/255 on the GPU: bit for bit
+// the CPU's, every byte value and an empty batch; the plan runs the pair as
+// one item.
+TEST(CwiseCudaTest, CastMulFusedBitForBit) {
+  TW_SKIP_WITHOUT_GPU();
+  for (int64_t rows : {int64_t{0}, int64_t{1}, int64_t{100}}) {
+    std::vector<uint8_t> bytes(static_cast<size_t>(rows * 256));
+    for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = static_cast<uint8_t>(i * 7 % 256);
+    Case c;
+    c.name = "Cast+Mul of " + std::to_string(rows) + " x 256 bytes";
+    c.inputs = {Tensor::FromVector(bytes, TensorShape{rows, 256})};
+    c.build = [](const Scope& s, const std::vector<Output>& in) {
+      return std::vector<Output>{Mul(s, Cast(s, in[0], kFloat32), Const(s, 1.0f / 255.0f))};
+    };
+    c.rtol = 0;
+    c.atol = 0;
+    parity::ExpectGpuMatchesCpu(c);
+  }
+  Graph graph;
+  Scope s = Scope(graph).WithDevice(parity::kGpu);
+  Output x = Const(s, Tensor::FromVector(std::vector<uint8_t>(784, 200), TensorShape{1, 784}));
+  Output y = Mul(s, Cast(s, x, kFloat32), Const(s, 1.0f / 255.0f));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session session(graph, parity::ParitySessionOptions());
+  auto plan = session.impl().GetPlan({}, {y}, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  int fused = 0;
+  for (const auto& item : (*plan)->items) fused += item.fused != nullptr && !item.fused->group;
+  EXPECT_EQ(fused, 1);
+}
+
 TEST(CwiseCudaTest, RegistersFloatAndDoubleOnly) {
   KernelRegistry cpu, gpu;
   RegisterCwiseCudaKernels(gpu, cpu);

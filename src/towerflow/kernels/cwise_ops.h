@@ -76,6 +76,11 @@ class BroadcastWalker {
 // output 0 allocated with its shape in *z (the allocation's error).
 StatusOr<BroadcastPlan> PlanBinaryOutput(OpKernelContext* ctx, Tensor** z);
 
+// Where Cast -> Mul fuses (cast_fusions.cc and its CUDA twin): a uint8 ->
+// float32 Cast into Mul's input 0, and a factor whose shape is known to hold
+// one element.
+bool CastMulApplies(const Node& cast, const Node& mul);
+
 // AddN's checks on every device (math_kernels.cc and its CUDA twin):
 // InvalidArgument "AddN needs at least one input", or "AddN inputs must have
 // one shape: ..." naming the first input of another shape than input 0.
