@@ -126,7 +126,8 @@ std::vector<const FusionDef*> KernelRegistry::FindFusions(const Node& producer, 
   std::shared_lock<std::shared_mutex> lock(mu_);
   for (const auto& f : fusions_) {
     if (f->producer_op == producer.op() && f->consumer_op == consumer.op() && f->consumer_input == consumer_input &&
-        f->device_type == device_type && std::find(f->types.begin(), f->types.end(), t) != f->types.end()) {
+        f->device_type == device_type && !f->twin_only &&
+        std::find(f->types.begin(), f->types.end(), t) != f->types.end()) {
       out.push_back(f.get());
     }
   }
@@ -147,6 +148,15 @@ StatusOr<std::unique_ptr<OpKernel>> KernelRegistry::CreateFusedKernel(const Fusi
 void KernelRegistry::RegisterGroup(GroupDef def) {
   std::unique_lock<std::shared_mutex> lock(mu_);
   groups_.push_back(std::make_unique<GroupDef>(std::move(def)));
+}
+
+std::vector<FusionDef> KernelRegistry::FusionsFor(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  std::vector<FusionDef> out;
+  for (const auto& f : fusions_) {
+    if (f->producer_op == op) out.push_back(*f);
+  }
+  return out;
 }
 
 std::vector<GroupDef> KernelRegistry::GroupsFor(const std::string& op) const {

@@ -95,6 +95,11 @@ struct FusionDef {
   // transfer between them shares the buffer): a tower's gradient MatMul on its
   // own device summed into the update on the variable's.
   bool across_host_devices = false;
+  // A CPU fusion whose pattern the GPU fuses too: the twin the GPU's fused
+  // kernel is checked against, and what test devices borrow (device/fake/).
+  bool gpu_twin = false;
+  // Only a twin: plans on this device do not fuse with it.
+  bool twin_only = false;
 };
 
 // An update group: many nodes of one op on one device, independent of each
@@ -165,10 +170,12 @@ class KernelRegistry {
   void RegisterFusion(FusionDef def);
   // The fusions of `producer` into input `consumer_input` of `consumer` on
   // `device_type`, in registration order (a larger pattern is registered
-  // before the pair it extends). Looks at ops, device type and dtype only;
-  // the plan builder checks the edges.
+  // before the pair it extends), twin-only ones left out. Looks at ops, device
+  // type and dtype only; the plan builder checks the edges.
   std::vector<const FusionDef*> FindFusions(const Node& producer, const Node& consumer, int consumer_input,
                                             const std::string& device_type) const;
+  // Copies of the fusions whose producer is `op`, every device type.
+  std::vector<FusionDef> FusionsFor(const std::string& op) const;
   // Builds the fused kernel; the construction error names the producer.
   StatusOr<std::unique_ptr<OpKernel>> CreateFusedKernel(const FusionDef& def, const Node& producer,
                                                          const Node& consumer, Device* device) const;

@@ -62,7 +62,9 @@ bool CastMulApplies(const Node& cast, const Node& mul) {
 }
 
 void RegisterCastFusions(KernelRegistry& r) {
-  r.RegisterFusion(FusionDef{"Cast", "Mul", 0, kDeviceCpu, {kFloat32}, MakeCastMul, CastMulApplies});
+  FusionDef f{"Cast", "Mul", 0, kDeviceCpu, {kFloat32}, MakeCastMul, CastMulApplies};
+  f.gpu_twin = true;  // of cwise_cuda.cu's GpuCastMulOp
+  r.RegisterFusion(std::move(f));
 }
 
 }  // namespace tw

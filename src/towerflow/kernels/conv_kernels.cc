@@ -390,7 +390,10 @@ void RegisterConvKernels(KernelRegistry& r) {
   r.RegisterTyped<Conv2DBackpropInputOp, float, double>("Conv2DBackpropInput", kDeviceCpu);
   r.RegisterTyped<Conv2DBackpropFilterOp, float, double>("Conv2DBackpropFilter", kDeviceCpu);
   for (const char* consumer : {"BiasAdd", "BiasAddRelu"}) {
-    r.RegisterFusion(FusionDef{"Conv2D", consumer, 0, kDeviceCpu, {kFloat32}, MakeFusedConv2D<float>});
+    // The GPU fuses Conv2D -> BiasAddRelu (float) too: this is its twin.
+    FusionDef f{"Conv2D", consumer, 0, kDeviceCpu, {kFloat32}, MakeFusedConv2D<float>};
+    f.gpu_twin = std::string(consumer) == "BiasAddRelu";
+    r.RegisterFusion(std::move(f));
     r.RegisterFusion(FusionDef{"Conv2D", consumer, 0, kDeviceCpu, {kFloat64}, MakeFusedConv2D<double>});
   }
   RegisterPoolKernels(r);

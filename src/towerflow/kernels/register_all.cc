@@ -27,6 +27,7 @@ void EnsureKernelsRegistered() {
     RegisterMomentumFusions(r);
     RegisterUpdateGroups(r);
     RegisterCastFusions(r);
+    RegisterPairTwins(r);
     RegisterCollectiveKernels(r);
 #if TOWERFLOW_HAVE_CUDA
     // GPU kernels only where a GPU is visible (kernels/cuda_kernels.h says why).

@@ -24,6 +24,8 @@ void RegisterTrainingKernels(KernelRegistry& registry);
 void RegisterMomentumFusions(KernelRegistry& registry);
 // Cast (uint8 -> float32) -> Mul by one element (cast_fusions.cc).
 void RegisterCastFusions(KernelRegistry& registry);
+// The CPU twins of the GPU's MatMul -> BiasAdd / BiasAddRelu (pair_twin.h).
+void RegisterPairTwins(KernelRegistry& registry);
 void RegisterCollectiveKernels(KernelRegistry& registry);
 
 }  // namespace tw

@@ -113,11 +113,11 @@ int64_t FakeGpuHostWaits(int index) { return HostWaits(index)->load(std::memory_
 
 const std::vector<std::string>& FakeGpuKernelOps() {
   // The ops TF has GPU kernels for among towerflow's math, nn, array, state and
-  // training ops. Placeholder is left out on purpose (TF has a GPU Placeholder):
+  // training ops, and BiasAddRelu (towerflow's own, with a CUDA kernel). Placeholder is left out on purpose (TF has a GPU Placeholder):
   // it is the standard "no GPU kernel" case in tests.
   static const std::vector<std::string>* ops = new std::vector<std::string>{
       "Add", "AddN", "ApplyAdam", "ApplyGradientDescent", "ApplyMomentum", "ArgMax", "Assign", "AssignAdd",
-      "AssignSub", "BiasAdd", "BiasAddGrad", "BroadcastTo", "Cast", "Const", "Conv2D", "Conv2DBackpropFilter",
+      "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BroadcastTo", "Cast", "Const", "Conv2D", "Conv2DBackpropFilter",
       "Conv2DBackpropInput", "Div", "Equal", "Exp", "ExpandDims", "Fill", "GreaterEqual", "Identity",
       "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean",
       "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal", "RandomUniform", "Relu", "ReluGrad", "Reshape",
@@ -150,6 +150,16 @@ void RegisterFakeGpuKernels(KernelRegistry& registry, const std::vector<std::str
       g.device_type = kDeviceGpu;
       g.twin_only = false;
       registry.RegisterGroup(std::move(g));
+    }
+    // And the CPU twins of the GPU's fusions, its fusions (when the consumer
+    // has a fake-GPU kernel too).
+    for (FusionDef& f : registry.FusionsFor(op)) {
+      if (f.device_type != kDeviceCpu || !f.gpu_twin) continue;
+      if (std::find(ops.begin(), ops.end(), f.consumer_op) == ops.end()) continue;
+      f.device_type = kDeviceGpu;
+      f.twin_only = false;
+      f.gpu_twin = false;
+      registry.RegisterFusion(std::move(f));
     }
   }
 }
