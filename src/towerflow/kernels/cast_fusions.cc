@@ -36,10 +36,7 @@ class CastMulOp : public OpKernel {
     Tensor* out = nullptr;
     auto plan = PlanBinaryOutput(ctx, &out);
     TW_OP_REQUIRES_OK(ctx, plan.status());
-    TW_OP_REQUIRES(ctx, x.dtype() == kUInt8 && factor.dtype() == kFloat32 && factor.NumElements() == 1,
-                   errors::Internal("Cast fused into Mul with x ", DataTypeName(x.dtype()), " ",
-                                    x.shape().ToString(), " and factor ", DataTypeName(factor.dtype()), " ",
-                                    factor.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckCastMulInputs(x, factor));
     const uint8_t* xp = x.data<uint8_t>();
     const float f = factor.data<float>()[0];
     float* o = out->data<float>();
@@ -59,6 +56,12 @@ bool CastMulApplies(const Node& cast, const Node& mul) {
   const DataType* t = src == nullptr ? nullptr : std::get_if<DataType>(src);
   const PartialShape& shape = mul.input(1).shape();
   return t != nullptr && *t == kUInt8 && shape.IsFullyDefined() && shape.num_elements() == 1;
+}
+
+Status CheckCastMulInputs(const Tensor& x, const Tensor& factor) {
+  if (x.dtype() == kUInt8 && factor.dtype() == kFloat32 && factor.NumElements() == 1) return Status::OK();
+  return errors::Internal("Cast fused into Mul with x ", DataTypeName(x.dtype()), " ", x.shape().ToString(),
+                          " and factor ", DataTypeName(factor.dtype()), " ", factor.shape().ToString());
 }
 
 void RegisterCastFusions(KernelRegistry& r) {

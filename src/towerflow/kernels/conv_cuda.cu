@@ -410,46 +410,6 @@ class ConvGpuKernelBase : public GpuOpKernel {
   std::map<std::array<int64_t, 7>, std::unique_ptr<ConvPlan>> plans_;  // guarded by mu_
 };
 
-class Conv2DGpuOp : public ConvGpuKernelBase {
- public:
-  explicit Conv2DGpuOp(OpKernelConstruction* c) : ConvGpuKernelBase(c, Direction::kForward) {}
-  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
-    auto geo = Geometry(ctx->input(0).shape(), ctx->input(1).shape());
-    TW_OP_REQUIRES_OK(ctx, geo.status());
-    Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->output_shape(), &out));
-    if (out->NumElements() == 0) return;
-    if (geo->k() == 0) {  // an empty sum
-      TW_OP_REQUIRES_OK(ctx, Zero(gpu, out));
-      return;
-    }
-    TW_OP_REQUIRES_OK(ctx, Run(ctx, gpu, *geo, out));
-  }
-
- private:
-  Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g, Tensor* out) {
-    Tensor w, x_storage;
-    TW_RETURN_IF_ERROR(FilterToKrsc(ctx, gpu, g, ctx->input(1), &w));
-    const Padded p = PaddedInput(g);
-    TW_ASSIGN_OR_RETURN(const float* x, PadInput(ctx, gpu, g, p, ctx->input(0), &x_storage));
-    GpuDevice::CudnnLease lease = gpu.cudnn();
-    TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(lease.get(), gpu.stream()));
-    TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
-    TW_RETURN_IF_ERROR(TimeCandidates<cudnnConvolutionFwdAlgoPerf_t>(
-        ctx, gpu, plan, [&](int n, int* r, cudnnConvolutionFwdAlgoPerf_t* perf, void* ws, size_t bytes) {
-          return cudnnFindConvolutionForwardAlgorithmEx(lease.get(), plan->x.d, x, plan->w.d, w.data<float>(),
-                                                        plan->conv.d, plan->y.d, out->data<float>(), n, r, perf,
-                                                        ws, bytes);
-        }));
-    const float one = 1, zero = 0;
-    return RunPlan(ctx, plan, g, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
-      return cudnnConvolutionForward(lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(),
-                                     plan->conv.d, static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes,
-                                     &zero, plan->y.d, out->data<float>());
-    });
-  }
-};
-
 // out[i] = max(bias[i % c], 0), NaN kept: a fused convolution whose sums are
 // all empty (no input channel or tap).
 __global__ void BiasReluKernel(const float* __restrict__ b, float* __restrict__ o, int64_t n, int64_t c) {
@@ -459,29 +419,34 @@ __global__ void BiasReluKernel(const float* __restrict__ b, float* __restrict__ 
   }
 }
 
-// Conv2D -> BiasAddRelu (the file comment's Fusion).
-class FusedConv2DBiasReluGpuOp : public ConvGpuKernelBase {
+// Conv2D, and with `bias_relu` Conv2D -> BiasAddRelu fused (the file
+// comment's Fusion; inputs input, filter, bias).
+class Conv2DGpuOp : public ConvGpuKernelBase {
  public:
-  FusedConv2DBiasReluGpuOp(OpKernelConstruction* c, const Node&) : ConvGpuKernelBase(c, Direction::kForward) {}
+  explicit Conv2DGpuOp(OpKernelConstruction* c, bool bias_relu = false)
+      : ConvGpuKernelBase(c, Direction::kForward), bias_relu_(bias_relu) {}
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     auto geo = Geometry(ctx->input(0).shape(), ctx->input(1).shape());
     TW_OP_REQUIRES_OK(ctx, geo.status());
-    const Tensor& bias = ctx->input(2);
-    TW_OP_REQUIRES_OK(ctx, CheckBiasAdd(geo->output_shape(), bias.shape()));
+    const float* bias = nullptr;
+    if (bias_relu_) {
+      TW_OP_REQUIRES_OK(ctx, CheckBiasAdd(geo->output_shape(), ctx->input(2).shape()));
+      bias = ctx->input(2).data<float>();
+    }
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->output_shape(), &out));
     const int64_t n = out->NumElements();
     if (n == 0) return;
-    if (geo->k() == 0) {  // every sum empty: the bias, rectified
-      TW_OP_REQUIRES_OK(
-          ctx, LaunchGridStride(gpu, n, BiasReluKernel, bias.data<float>(), out->data<float>(), n, geo->o));
+    if (geo->k() == 0) {  // every sum empty: zeros, or the bias rectified
+      TW_OP_REQUIRES_OK(ctx, bias_relu_ ? LaunchGridStride(gpu, n, BiasReluKernel, bias, out->data<float>(), n, geo->o)
+                                        : Zero(gpu, out));
       return;
     }
     TW_OP_REQUIRES_OK(ctx, Run(ctx, gpu, *geo, bias, out));
   }
 
  private:
-  Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g, const Tensor& bias, Tensor* out) {
+  Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const ConvGeometry& g, const float* bias, Tensor* out) {
     Tensor w, x_storage;
     TW_RETURN_IF_ERROR(FilterToKrsc(ctx, gpu, g, ctx->input(1), &w));
     const Padded p = PaddedInput(g);
@@ -489,7 +454,7 @@ class FusedConv2DBiasReluGpuOp : public ConvGpuKernelBase {
     GpuDevice::CudnnLease lease = gpu.cudnn();
     TW_CUDNN_RETURN_IF_ERROR(cudnnSetStream(lease.get(), gpu.stream()));
     TW_ASSIGN_OR_RETURN(ConvPlan* plan, PlanFor(lease.get(), gpu, g, p));
-    if (plan->relu.d == nullptr) {  // the fused call's own descriptors, once per plan
+    if (bias_relu_ && plan->relu.d == nullptr) {  // the fused call's own descriptors, once per plan
       TW_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&plan->bias.d));
       TW_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(plan->bias.d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, 1,
                                                           static_cast<int>(g.o), 1, 1));
@@ -503,19 +468,27 @@ class FusedConv2DBiasReluGpuOp : public ConvGpuKernelBase {
           return cudnnFindConvolutionForwardAlgorithmEx(lease.get(), plan->x.d, x, plan->w.d, w.data<float>(),
                                                         plan->conv.d, plan->y.d, y, n, r, perf, ws, bytes);
         }));
-    // alpha2 = 0: z (the output itself) is not read.
     const float one = 1, zero = 0;
+    if (!bias_relu_) {
+      return RunPlan(ctx, plan, g, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
+        return cudnnConvolutionForward(lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(), plan->conv.d,
+                                       static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y);
+      });
+    }
+    // alpha2 = 0: z (the output itself) is not read.
     return RunPlan(ctx, plan, g, "cudnnConvolutionBiasActivationForward", [&](int algo, void* ws, size_t bytes) {
       return cudnnConvolutionBiasActivationForward(
           lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(), plan->conv.d,
-          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y, plan->bias.d,
-          bias.data<float>(), plan->relu.d, plan->y.d, y);
+          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y, plan->bias.d, bias,
+          plan->relu.d, plan->y.d, y);
     });
   }
+
+  const bool bias_relu_;
 };
 
-std::unique_ptr<OpKernel> MakeFusedConv2DBiasRelu(OpKernelConstruction* c, const Node& consumer) {
-  return std::make_unique<FusedConv2DBiasReluGpuOp>(c, consumer);
+std::unique_ptr<OpKernel> MakeFusedConv2DBiasRelu(OpKernelConstruction* c, const Node&) {
+  return std::make_unique<Conv2DGpuOp>(c, /*bias_relu=*/true);
 }
 
 class Conv2DBackpropInputGpuOp : public ConvGpuKernelBase {

@@ -18,7 +18,6 @@
 #include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/kernels/gpu_parity_test_util.h"
 #include "towerflow/runtime/session.h"
-#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -175,11 +174,7 @@ TEST(ConvCudaTest, FusedConvBiasReluMatchesTheCpu) {
   Output y = BiasAddRelu(s, Conv2D(s, x, w, {{1, 1, 1, 1}, "SAME"}), b);
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   Session session(graph, parity::ParitySessionOptions());
-  auto plan = session.impl().GetPlan({}, {y}, {});
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  int fused = 0;
-  for (const auto& item : (*plan)->items) fused += item.fused != nullptr && !item.fused->group;
-  EXPECT_EQ(fused, 1) << "Conv2D and BiasAddRelu as one item";
+  EXPECT_EQ(parity::FusedItems(session, {y}), 1) << "Conv2D and BiasAddRelu as one item";
   auto out = session.Run({y});
   ASSERT_TRUE(out.ok()) << out.status().ToString();
 }

@@ -374,10 +374,7 @@ class GpuCastMulOp : public GpuOpKernel {
     Tensor* out = nullptr;
     auto plan = PlanBinaryOutput(ctx, &out);
     TW_OP_REQUIRES_OK(ctx, plan.status());
-    TW_OP_REQUIRES(ctx, x.dtype() == kUInt8 && factor.dtype() == kFloat32 && factor.NumElements() == 1,
-                   errors::Internal("Cast fused into Mul with x ", DataTypeName(x.dtype()), " ",
-                                    x.shape().ToString(), " and factor ", DataTypeName(factor.dtype()), " ",
-                                    factor.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckCastMulInputs(x, factor));
     const int64_t n = out->NumElements();
     if (n == 0) return;
     TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ScaleBytesKernel, x.data<uint8_t>(), factor.data<float>(),

@@ -15,7 +15,6 @@
 #include "towerflow/kernels/gpu_parity_test_util.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/runtime/session.h"
-#include "towerflow/runtime/session_impl.h"
 
 namespace tw {
 namespace {
@@ -284,11 +283,7 @@ TEST(CwiseCudaTest, CastMulFusedBitForBit) {
   Output y = Mul(s, Cast(s, x, kFloat32), Const(s, 1.0f / 255.0f));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   Session session(graph, parity::ParitySessionOptions());
-  auto plan = session.impl().GetPlan({}, {y}, {});
-  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
-  int fused = 0;
-  for (const auto& item : (*plan)->items) fused += item.fused != nullptr && !item.fused->group;
-  EXPECT_EQ(fused, 1);
+  EXPECT_EQ(parity::FusedItems(session, {y}), 1) << "Cast and Mul as one item";
 }
 
 TEST(CwiseCudaTest, RegistersFloatAndDoubleOnly) {

@@ -272,6 +272,17 @@ inline void ExpectSameError(const Case& c, const std::string& expected) {
   ExpectSameStatus(c.name, cpu, gpu, &expected);
 }
 
+// The fused items (not update groups) of the session's plan for `fetches`
+// (runtime/fusion.h); -1 when the plan fails, with a test failure.
+inline int FusedItems(Session& session, const std::vector<Output>& fetches) {
+  auto plan = session.impl().GetPlan({}, fetches, {});
+  EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+  if (!plan.ok()) return -1;
+  int fused = 0;
+  for (const auto& item : (*plan)->items) fused += item.fused != nullptr && !item.fused->group;
+  return fused;
+}
+
 }  // namespace parity
 }  // namespace tw
 
