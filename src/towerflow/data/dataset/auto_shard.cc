@@ -78,13 +78,21 @@ class AutoShardDataset final : public UnaryDataset {
                                         " splits it already");
     }
     auto it = std::make_unique<Iter>(*this, ctx);
-    TW_ASSIGN_OR_RETURN(const int64_t units, source_->SplitUnits());
-    split = {.by = this, .count = count_, .index = index_};
-    if (units >= count_) {
-      split.source = source_;
+    if (split.by == nullptr) {
+      // Decided once per pipeline: a Repeat above makes this iterator again
+      // while threads of the pipeline may read the split.
+      TW_ASSIGN_OR_RETURN(const int64_t units, source_->SplitUnits());
+      PipelineContext::Split decided{.by = this, .count = count_, .index = index_};
+      if (units >= count_) {
+        decided.source = source_;
+      } else if (reads_records_) {
+        decided.records = true;
+      }
+      split = decided;
+    }
+    if (split.source != nullptr) {
       it->mode_ = Mode::kPass;
-    } else if (reads_records_) {
-      split.records = true;
+    } else if (split.records) {
       it->mode_ = source_->name() == "TFRecord" ? Mode::kPass : Mode::kRecordsOrElements;
     } else {
       it->mode_ = Mode::kElements;

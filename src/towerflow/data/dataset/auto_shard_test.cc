@@ -57,6 +57,8 @@ TEST(AutoShardTest, ASourceWithEnoughElementsIsSplitBeforeAnyShuffle) {
   Tensor t = Tensor::FromVector<int64_t>({5, 6, 7, 8}, TensorShape{4});
   EXPECT_EQ(Ints(Dataset::FromTensorSlices({t}).AutoShard(2, 1)), (std::vector<int64_t>{6, 8}));
   EXPECT_EQ(Ints(Dataset::Range(4).AutoShard(1, 0)), Seq(0, 4));
+  // Made again by a Repeat above it: the same split every epoch.
+  EXPECT_EQ(Ints(Dataset::Range(6).AutoShard(2, 1).Repeat(2)), (std::vector<int64_t>{1, 3, 5, 1, 3, 5}));
 }
 
 TEST(AutoShardTest, FewerElementsThanShardsAndNoRecordsSplitAtTheEnd) {
