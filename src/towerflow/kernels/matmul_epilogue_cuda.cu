@@ -16,14 +16,19 @@
 // epilogue's ReLU may turn a NaN into 0 where BiasAddRelu keeps it (a NaN
 // weight still reaches the loss: the next layer multiplies by it).
 //
-// Per shape the kernel keeps the matrix layouts and the algorithm cuBLASLt's
-// heuristic picks for them (host calls, once); the operation descriptor,
+// Per shape, and per alignment of the three matrices' pointers, the kernel
+// keeps the matrix layouts and the algorithm cuBLASLt's heuristic picks for
+// them (host calls, once): the heuristic assumes 256-byte aligned buffers
+// unless told, and a step arena's tensors are 64-byte aligned, so it is told
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES). The operation descriptor,
 // which carries the bias pointer, is made per call, so that threads running
 // the kernel at once never share it. The workspace (up to kWorkspaceBytes)
 // comes from allocate_temp on the compute stream. Precision as MatMul's:
 // CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 with allow_tf32.
 #include <array>
+#include <cstdint>
 #include <map>
+#include <utility>
 #include <memory>
 #include <mutex>
 
@@ -54,6 +59,14 @@ __global__ void BroadcastBiasKernel(const float* __restrict__ b, float* __restri
     const float s = b[i % n];
     o[i] = kRelu && s < 0.0f ? 0.0f : s;
   }
+}
+
+// The largest power of two up to 256 that divides p's address.
+uint32_t Alignment(const void* p) {
+  const uintptr_t v = reinterpret_cast<uintptr_t>(p);
+  uint32_t a = 256;
+  while (a > 1 && v % a != 0) a /= 2;
+  return a;
 }
 
 template <typename Handle, cublasStatus_t (*Destroy)(Handle)>
@@ -125,8 +138,10 @@ class MatMulBiasGpuOp : public GpuOpKernel {
   // The cached plan of this shape. `op`: this call's descriptor (the
   // heuristic reads its transposes and epilogue, not the bias pointer).
   StatusOr<const LtPlan*> PlanFor(const GpuDevice& gpu, const OperationDesc& op, const Tensor& a, const Tensor& b,
-                                  int64_t m, int64_t n) {
-    const std::array<int64_t, 4> key = {a.dim(0), a.dim(1), b.dim(0), b.dim(1)};
+                                  const float* d, int64_t m, int64_t n) {
+    // cuBLASLt's A is our b, its B our a.
+    const uint32_t align_a = Alignment(b.raw_data()), align_b = Alignment(a.raw_data()), align_d = Alignment(d);
+    const std::array<int64_t, 7> key = {a.dim(0), a.dim(1), b.dim(0), b.dim(1), align_a, align_b, align_d};
     std::lock_guard<std::mutex> lock(mu_);
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second.get();
@@ -143,6 +158,12 @@ class MatMulBiasGpuOp : public GpuOpKernel {
     const uint64_t limit = kWorkspaceBytes;
     TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(
         pref.h, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &limit, sizeof(limit)));
+    for (const auto& [attr, align] : {std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, align_a},
+                                      std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, align_b},
+                                      std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, align_d},
+                                      std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d}}) {
+      TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.h, attr, &align, sizeof(align)));
+    }
     cublasLtMatmulHeuristicResult_t result{};
     int returned = 0;
     TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(gpu.cublas_lt(), op.h, plan->a.h, plan->b.h, plan->d.h,
@@ -163,7 +184,7 @@ class MatMulBiasGpuOp : public GpuOpKernel {
              int64_t m, int64_t n, float* d) {
     OperationDesc op;
     TW_RETURN_IF_ERROR(Operation(gpu, bias.data<float>(), &op));
-    TW_ASSIGN_OR_RETURN(const LtPlan* plan, PlanFor(gpu, op, a, b, m, n));
+    TW_ASSIGN_OR_RETURN(const LtPlan* plan, PlanFor(gpu, op, a, b, d, m, n));
     Tensor workspace;
     if (plan->workspace_bytes > 0) {
       TW_RETURN_IF_ERROR(
@@ -181,7 +202,7 @@ class MatMulBiasGpuOp : public GpuOpKernel {
   bool ta_ = false;
   bool tb_ = false;
   std::mutex mu_;
-  std::map<std::array<int64_t, 4>, std::unique_ptr<LtPlan>> plans_;  // guarded by mu_
+  std::map<std::array<int64_t, 7>, std::unique_ptr<LtPlan>> plans_;  // guarded by mu_
 };
 
 std::unique_ptr<OpKernel> MakeMatMulBias(OpKernelConstruction* c, const Node& consumer) {
