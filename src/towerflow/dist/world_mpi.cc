@@ -18,6 +18,8 @@
 // monitor thread sends rank 0 a heartbeat twice a second, which is how rank 0
 // names a rank that stopped during a transfer (SIGSTOP, a hung machine).
 //
+// The calls and how each runs over MPI: internal/collective_call.h.
+//
 // Exactness: MPI_Allreduce with MPI_SUM on every rank. OpenMPI's algorithms
 // (recursive doubling with commutative pairwise sums, ring and Rabenseifner's
 // reduce-scatter + all-gather, linear reduce + broadcast) give every rank the
@@ -35,8 +37,8 @@
 #include <limits>
 #include <mutex>
 #include <thread>
-#include <type_traits>
 
+#include "towerflow/dist/internal/collective_call.h"
 #include "towerflow/dist/internal/world_registry.h"
 
 namespace tw::dist::internal {
@@ -50,58 +52,6 @@ constexpr int64_t kHeartbeat = -1;  // a report's "channel" when it is a heartbe
 constexpr auto kHeartbeatEvery = std::chrono::milliseconds(500);
 // A rank silent this long (four heartbeats missed) is named as stopped.
 constexpr double kSilentSeconds = 2.0;
-
-Status MpiStatus(const char* call, int rc) {
-  if (rc == MPI_SUCCESS) return Status::OK();
-  char text[MPI_MAX_ERROR_STRING];
-  int len = 0;
-  MPI_Error_string(rc, text, &len);
-  return errors::Internal(call, " failed: ", std::string(text, static_cast<size_t>(len)));
-}
-
-StatusOr<MPI_Datatype> MpiType(DataType t) {
-  switch (t) {
-    case kFloat32:
-      return MPI_FLOAT;
-    case kFloat64:
-      return MPI_DOUBLE;
-    case kInt32:
-      return MPI_INT32_T;
-    case kInt64:
-      return MPI_INT64_T;
-    default:
-      return errors::InvalidArgument("no cross-process reduction of ", DataTypeName(t),
-                                     " (float, double, int32 and int64 reduce)");
-  }
-}
-
-enum class Kind { kAllReduce, kBroadcast, kAllGather, kTask };
-
-// One collective call. Shared by the caller and the channel thread: a caller
-// that times out leaves, and the call lives on until MPI returns, if ever. MPI
-// works on the channel's own buffer, never on the caller's memory: the channel
-// thread copies the caller's data in and the result out under the world's
-// mutex, and not at all once the caller has left.
-struct Call {
-  Kind kind = Kind::kAllReduce;
-  CollectiveTag tag;
-  int64_t step = 0;
-  DataType dtype = kFloat32;
-  ReduceOp op = ReduceOp::kSum;
-  int root = 0;
-  int64_t count = 0;    // kAllReduce: elements; kBroadcast: bytes
-  void* data = nullptr;  // the caller's, in and out; read and written under the world's mutex
-  size_t bytes = 0;
-  std::vector<std::string> gathered;
-  std::function<Status()> work;  // kTask
-  Clock::time_point submitted, started, finished;
-  // Guarded by the world's mutex.
-  int64_t seq = -1;        // its place on the channel, once issued
-  bool abandoned = false;  // the caller timed out and left: `data` is gone
-  bool done = false;
-  Status status;
-};
-using CallPtr = std::shared_ptr<Call>;
 
 // What rank 0 knows of each rank's newest issued call on each channel.
 struct Seen {
@@ -364,7 +314,7 @@ class MpiWorld final : public World {
       }
       Report(c, *call);
       call->started = Clock::now();
-      Status s = Execute(ch.comm, *call, ch.buffer.data());
+      Status s = RunCollective(ch.comm, size(), *call, ch.buffer.data());
       call->finished = Clock::now();
       PollSends(ch);
       std::lock_guard<std::mutex> lock(mu_);
@@ -403,77 +353,6 @@ class MpiWorld final : public World {
   GradientStats gradient_stats() const override {
     std::lock_guard<std::mutex> lock(mu_);
     return stats_;
-  }
-
-  Status Execute(MPI_Comm comm, Call& c, char* buffer) {
-    if (c.kind == Kind::kTask) return c.work();  // ranks of one process too
-    if (size() == 1) return Status::OK();
-    switch (c.kind) {
-      case Kind::kAllReduce: {
-        TW_ASSIGN_OR_RETURN(MPI_Datatype type, MpiType(c.dtype));
-        TW_RETURN_IF_ERROR(MpiStatus("MPI_Allreduce",
-                                     MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(c.count), type,
-                                                   c.op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, comm)));
-        if (c.op == ReduceOp::kMean) Divide(c, buffer);
-        return Status::OK();
-      }
-      case Kind::kBroadcast:
-        return MpiStatus("MPI_Bcast", MPI_Bcast(buffer, static_cast<int>(c.count), MPI_BYTE, c.root, comm));
-      case Kind::kAllGather: {
-        int64_t mine = static_cast<int64_t>(c.bytes);
-        std::vector<int64_t> lengths(static_cast<size_t>(size()));
-        TW_RETURN_IF_ERROR(
-            MpiStatus("MPI_Allgather", MPI_Allgather(&mine, 1, MPI_INT64_T, lengths.data(), 1, MPI_INT64_T, comm)));
-        std::vector<int> counts(static_cast<size_t>(size())), displs(static_cast<size_t>(size()));
-        int64_t total = 0;
-        for (int r = 0; r < size(); ++r) {
-          const int64_t n = lengths[static_cast<size_t>(r)];
-          if (n < 0 || total + n > std::numeric_limits<int>::max()) {
-            return errors::InvalidArgument("all-gather of more than 2 GiB (rank ", r, " sends ", n, " bytes)");
-          }
-          counts[static_cast<size_t>(r)] = static_cast<int>(n);
-          displs[static_cast<size_t>(r)] = static_cast<int>(total);
-          total += n;
-        }
-        std::vector<char> all(static_cast<size_t>(std::max<int64_t>(total, 1)));
-        TW_RETURN_IF_ERROR(MpiStatus("MPI_Allgatherv",
-                                     MPI_Allgatherv(buffer, static_cast<int>(mine), MPI_CHAR, all.data(),
-                                                    counts.data(), displs.data(), MPI_CHAR, comm)));
-        for (int r = 0; r < size(); ++r) {
-          c.gathered.emplace_back(all.data() + displs[static_cast<size_t>(r)],
-                                  static_cast<size_t>(counts[static_cast<size_t>(r)]));
-        }
-        return Status::OK();
-      }
-      case Kind::kTask:
-        break;
-    }
-    return errors::Internal("unknown collective");
-  }
-
-  // The mean from the sum: the same division of the same bits on every rank.
-  void Divide(const Call& c, char* buffer) const {
-    auto divide = [&](auto* p) {
-      using T = std::remove_pointer_t<decltype(p)>;
-      const T n = static_cast<T>(size());
-      for (int64_t i = 0; i < c.count; ++i) p[i] = static_cast<T>(p[i] / n);
-    };
-    switch (c.dtype) {
-      case kFloat32:
-        divide(reinterpret_cast<float*>(buffer));
-        break;
-      case kFloat64:
-        divide(reinterpret_cast<double*>(buffer));
-        break;
-      case kInt32:
-        divide(reinterpret_cast<int32_t*>(buffer));
-        break;
-      case kInt64:
-        divide(reinterpret_cast<int64_t*>(buffer));
-        break;
-      default:
-        break;
-    }
   }
 
   double LimitSeconds() const {

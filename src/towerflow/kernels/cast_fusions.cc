@@ -34,9 +34,7 @@ class CastMulOp : public OpKernel {
     const Tensor& x = ctx->input(0);
     const Tensor& factor = ctx->input(1);
     Tensor* out = nullptr;
-    auto plan = PlanBinaryOutput(ctx, &out);
-    TW_OP_REQUIRES_OK(ctx, plan.status());
-    TW_OP_REQUIRES_OK(ctx, CheckCastMulInputs(x, factor));
+    TW_OP_REQUIRES_OK(ctx, PlanCastMulOutput(ctx, &out));
     const uint8_t* xp = x.data<uint8_t>();
     const float f = factor.data<float>()[0];
     float* o = out->data<float>();
@@ -58,10 +56,14 @@ bool CastMulApplies(const Node& cast, const Node& mul) {
   return t != nullptr && *t == kUInt8 && shape.IsFullyDefined() && shape.num_elements() == 1;
 }
 
-Status CheckCastMulInputs(const Tensor& x, const Tensor& factor) {
-  if (x.dtype() == kUInt8 && factor.dtype() == kFloat32 && factor.NumElements() == 1) return Status::OK();
-  return errors::Internal("Cast fused into Mul with x ", DataTypeName(x.dtype()), " ", x.shape().ToString(),
-                          " and factor ", DataTypeName(factor.dtype()), " ", factor.shape().ToString());
+Status PlanCastMulOutput(OpKernelContext* ctx, Tensor** out) {
+  const Tensor& x = ctx->input(0);
+  const Tensor& factor = ctx->input(1);
+  if (x.dtype() != kUInt8 || factor.dtype() != kFloat32 || factor.NumElements() != 1) {
+    return errors::Internal("Cast fused into Mul with x ", DataTypeName(x.dtype()), " ", x.shape().ToString(),
+                            " and factor ", DataTypeName(factor.dtype()), " ", factor.shape().ToString());
+  }
+  return PlanBinaryOutput(ctx, out).status();
 }
 
 void RegisterCastFusions(KernelRegistry& r) {

@@ -42,6 +42,9 @@
 // as BiasAddRelu's kernel does. Conv2D -> BiasAdd is not fused: cuDNN runs an
 // identity activation with one algorithm only.
 //
+// The descriptors, plans and the heuristic query are cuDNN's side of it:
+// internal/cudnn_conv_plan.h.
+//
 // Precision. float32 uses CUDNN_FMA_MATH unless the device allows TF32 (then
 // the heuristics' math type, which may use TF32 tensor cores). No float64:
 // cuDNN does not promise double-precision engines for NHWC tensors with NHWC
@@ -59,6 +62,7 @@
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/im2col.h"
+#include "towerflow/kernels/internal/cudnn_conv_plan.h"
 #include "towerflow/kernels/nn_args.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
 #include "towerflow/kernels/window_params.h"
@@ -67,12 +71,15 @@ namespace tw {
 namespace {
 
 using conv::ConvGeometry;
+using cudnn_conv::BuildPlan;
+using cudnn_conv::Candidate;
+using cudnn_conv::ConvPlan;
+using cudnn_conv::Direction;
+using cudnn_conv::NotSupported;
 using cuda_util::GridThreadCount;
 using cuda_util::GridThreadIndex;
 using cuda_util::LaunchGridStride;
 
-// Larger workspaces are skipped (another candidate needs less): 1 GiB.
-constexpr size_t kMaxWorkspaceBytes = size_t{1} << 30;
 // More than cuDNN has algorithms in any direction (8 at most in cuDNN 9).
 constexpr int kMaxTimedAlgorithms = 16;
 
@@ -111,157 +118,6 @@ Status LaunchResizeNhwc(const GpuDevice& gpu, const T* in, T* out, int64_t n, in
                         int64_t out_h, int64_t out_w, int64_t c) {
   return LaunchGridStride(gpu, n * out_h * out_w * c, ResizeNhwcKernel<T>, in, out, n, in_h, in_w, out_h,
                           out_w, c);
-}
-
-// ---- cuDNN descriptors and plans --------------------------------------------
-
-struct TensorDesc {
-  cudnnTensorDescriptor_t d = nullptr;
-  ~TensorDesc() {
-    if (d != nullptr) cudnnDestroyTensorDescriptor(d);
-  }
-};
-struct FilterDesc {
-  cudnnFilterDescriptor_t d = nullptr;
-  ~FilterDesc() {
-    if (d != nullptr) cudnnDestroyFilterDescriptor(d);
-  }
-};
-struct ActivationDesc {
-  cudnnActivationDescriptor_t d = nullptr;
-  ~ActivationDesc() {
-    if (d != nullptr) cudnnDestroyActivationDescriptor(d);
-  }
-};
-struct ConvDesc {
-  cudnnConvolutionDescriptor_t d = nullptr;
-  ~ConvDesc() {
-    if (d != nullptr) cudnnDestroyConvolutionDescriptor(d);
-  }
-};
-
-enum class Direction { kForward, kBackwardData, kBackwardFilter };
-
-struct Candidate {
-  int algo;  // cudnnConvolution{Fwd,BwdData,BwdFilter}Algo_t, by direction
-  cudnnMathType_t math;
-  size_t workspace_bytes;
-};
-
-// Descriptors of one convolution shape: x is the (padded) input, y the output
-// (out_backprop), w the KRSC filter.
-struct ConvPlan {
-  TensorDesc x, y;
-  TensorDesc bias;       // fused: 1 x O x 1 x 1
-  ActivationDesc relu;   // fused
-  FilterDesc w;
-  ConvDesc conv;
-  std::vector<Candidate> candidates;
-  size_t next = 0;     // the first candidate cuDNN has not refused
-  bool timed = false;  // candidates ordered by measured time (TimeCandidates)
-};
-
-bool NotSupported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
-
-// Appends the usable candidates of a heuristic query (see the file comment).
-template <typename Perf, typename Query, typename WorkspaceSize>
-Status CollectCandidates(int max_count, bool allow_tf32, bool deterministic_first,
-                         cudnnConvolutionDescriptor_t conv, Query&& query, WorkspaceSize&& workspace_size,
-                         std::vector<Candidate>* out) {
-  std::vector<Perf> perf(static_cast<size_t>(std::max(max_count, 1)));
-  int returned = 0;
-  TW_CUDNN_RETURN_IF_ERROR(query(static_cast<int>(perf.size()), &returned, perf.data()));
-  perf.resize(static_cast<size_t>(std::clamp(returned, 0, static_cast<int>(perf.size()))));
-  if (deterministic_first) {
-    std::stable_partition(perf.begin(), perf.end(),
-                          [](const Perf& p) { return p.determinism == CUDNN_DETERMINISTIC; });
-  }
-  for (const Perf& p : perf) {
-    if (p.status != CUDNN_STATUS_SUCCESS) continue;
-    // ALLOW_CONVERSION may round float32 inputs to half: never. TENSOR_OP:
-    // TF32 for float32, only where the device allows it.
-    if (p.mathType == CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION) continue;
-    if (p.mathType == CUDNN_TENSOR_OP_MATH && !allow_tf32) continue;
-    const cudnnMathType_t math = allow_tf32 ? p.mathType : CUDNN_FMA_MATH;
-    if (cudnnSetConvolutionMathType(conv, math) != CUDNN_STATUS_SUCCESS) continue;
-    size_t bytes = 0;
-    if (workspace_size(p.algo, &bytes) != CUDNN_STATUS_SUCCESS || bytes > kMaxWorkspaceBytes) continue;
-    out->push_back(Candidate{static_cast<int>(p.algo), math, bytes});
-  }
-  return Status::OK();
-}
-
-// Fills `p` for geometry g with the input padded to hp x wp.
-Status BuildPlan(cudnnHandle_t h, const ConvGeometry& g, int64_t hp, int64_t wp, Direction dir,
-                 bool allow_tf32, ConvPlan* p) {
-  auto i32 = [](int64_t v) { return static_cast<int>(v); };
-  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&p->x.d));
-  TW_CUDNN_RETURN_IF_ERROR(cudnnSetTensor4dDescriptor(p->x.d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, i32(g.n),
-                                                      i32(g.c), i32(hp), i32(wp)));
-  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateFilterDescriptor(&p->w.d));
-  TW_CUDNN_RETURN_IF_ERROR(cudnnSetFilter4dDescriptor(p->w.d, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NHWC, i32(g.o),
-                                                      i32(g.c), i32(g.kh), i32(g.kw)));
-  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateConvolutionDescriptor(&p->conv.d));
-  TW_CUDNN_RETURN_IF_ERROR(cudnnSetConvolution2dDescriptor(p->conv.d, i32(g.pad_top), i32(g.pad_left),
-                                                           i32(g.sh), i32(g.sw), 1, 1,
-                                                           CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
-  TW_CUDNN_RETURN_IF_ERROR(
-      cudnnSetConvolutionMathType(p->conv.d, allow_tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
-  int on = 0, oc = 0, oh = 0, ow = 0;
-  TW_CUDNN_RETURN_IF_ERROR(
-      cudnnGetConvolution2dForwardOutputDim(p->conv.d, p->x.d, p->w.d, &on, &oc, &oh, &ow));
-  if (on != g.n || oc != g.o || oh != g.oh || ow != g.ow) {
-    return errors::Internal("cuDNN's output shape [", on, ",", oh, ",", ow, ",", oc, "] differs from TF's ",
-                            g.output_shape().ToString(), " for input ", g.input_shape().ToString(),
-                            " and filter ", g.filter_shape().ToString());
-  }
-  TW_CUDNN_RETURN_IF_ERROR(cudnnCreateTensorDescriptor(&p->y.d));
-  TW_CUDNN_RETURN_IF_ERROR(
-      cudnnSetTensor4dDescriptor(p->y.d, CUDNN_TENSOR_NHWC, CUDNN_DATA_FLOAT, on, oc, oh, ow));
-  int count = 0;
-  switch (dir) {
-    case Direction::kForward:
-      TW_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionForwardAlgorithmMaxCount(h, &count));
-      TW_RETURN_IF_ERROR(CollectCandidates<cudnnConvolutionFwdAlgoPerf_t>(
-          count, allow_tf32, false, p->conv.d,
-          [&](int n, int* r, cudnnConvolutionFwdAlgoPerf_t* out) {
-            return cudnnGetConvolutionForwardAlgorithm_v7(h, p->x.d, p->w.d, p->conv.d, p->y.d, n, r, out);
-          },
-          [&](cudnnConvolutionFwdAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionForwardWorkspaceSize(h, p->x.d, p->w.d, p->conv.d, p->y.d, a, bytes);
-          },
-          &p->candidates));
-      break;
-    case Direction::kBackwardData:
-      TW_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardDataAlgorithmMaxCount(h, &count));
-      TW_RETURN_IF_ERROR(CollectCandidates<cudnnConvolutionBwdDataAlgoPerf_t>(
-          count, allow_tf32, true, p->conv.d,
-          [&](int n, int* r, cudnnConvolutionBwdDataAlgoPerf_t* out) {
-            return cudnnGetConvolutionBackwardDataAlgorithm_v7(h, p->w.d, p->y.d, p->conv.d, p->x.d, n, r,
-                                                               out);
-          },
-          [&](cudnnConvolutionBwdDataAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardDataWorkspaceSize(h, p->w.d, p->y.d, p->conv.d, p->x.d, a,
-                                                                bytes);
-          },
-          &p->candidates));
-      break;
-    case Direction::kBackwardFilter:
-      TW_CUDNN_RETURN_IF_ERROR(cudnnGetConvolutionBackwardFilterAlgorithmMaxCount(h, &count));
-      TW_RETURN_IF_ERROR(CollectCandidates<cudnnConvolutionBwdFilterAlgoPerf_t>(
-          count, allow_tf32, true, p->conv.d,
-          [&](int n, int* r, cudnnConvolutionBwdFilterAlgoPerf_t* out) {
-            return cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, p->x.d, p->y.d, p->conv.d, p->w.d, n, r,
-                                                                 out);
-          },
-          [&](cudnnConvolutionBwdFilterAlgo_t a, size_t* bytes) {
-            return cudnnGetConvolutionBackwardFilterWorkspaceSize(h, p->x.d, p->y.d, p->conv.d, p->w.d, a,
-                                                                  bytes);
-          },
-          &p->candidates));
-      break;
-  }
-  return Status::OK();
 }
 
 // ---- OpKernels ---------------------------------------------------------------

@@ -369,16 +369,12 @@ class GpuCastMulOp : public GpuOpKernel {
  public:
   GpuCastMulOp(OpKernelConstruction* c, const Node&) : GpuOpKernel(c) {}
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
-    const Tensor& x = ctx->input(0);
-    const Tensor& factor = ctx->input(1);
     Tensor* out = nullptr;
-    auto plan = PlanBinaryOutput(ctx, &out);
-    TW_OP_REQUIRES_OK(ctx, plan.status());
-    TW_OP_REQUIRES_OK(ctx, CheckCastMulInputs(x, factor));
+    TW_OP_REQUIRES_OK(ctx, PlanCastMulOutput(ctx, &out));
     const int64_t n = out->NumElements();
     if (n == 0) return;
-    TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ScaleBytesKernel, x.data<uint8_t>(), factor.data<float>(),
-                                            out->data<float>(), n));
+    TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ScaleBytesKernel, ctx->input(0).data<uint8_t>(),
+                                            ctx->input(1).data<float>(), out->data<float>(), n));
   }
 };
 

@@ -80,9 +80,11 @@ StatusOr<BroadcastPlan> PlanBinaryOutput(OpKernelContext* ctx, Tensor** z);
 // float32 Cast into Mul's input 0, and a factor whose shape is known to hold
 // one element.
 bool CastMulApplies(const Node& cast, const Node& mul);
-// The fused kernels' inputs: uint8 x and a one-element float32 factor; Internal
-// naming both otherwise (the plan gave it inputs it cannot have).
-Status CheckCastMulInputs(const Tensor& x, const Tensor& factor);
+// The start of the fused kernels' Compute: Mul's output allocated with its
+// broadcast shape and errors (PlanBinaryOutput), after checking the inputs
+// are uint8 x and a one-element float32 factor (Internal naming both
+// otherwise: the plan gave the kernel inputs it cannot have).
+Status PlanCastMulOutput(OpKernelContext* ctx, Tensor** out);
 
 // AddN's checks on every device (math_kernels.cc and its CUDA twin):
 // InvalidArgument "AddN needs at least one input", or "AddN inputs must have

@@ -1,0 +1,62 @@
+// One collective call of the multi-process world (world_mpi.cc) and how a
+// channel thread runs it over MPI: the call shared by its caller and the
+// channel's thread, MPI's status and datatypes as towerflow's, and
+// RunCollective, the blocking MPI collective of each kind (the mean divided
+// once, alike on every rank). Compiled with MPI only (the *_mpi.cc rule).
+#ifndef TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
+#define TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
+
+#include <mpi.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "towerflow/dist/world.h"
+
+namespace tw::dist::internal {
+
+// Internal naming the call and MPI's error text; OK for MPI_SUCCESS.
+Status MpiStatus(const char* call, int rc);
+// float, double, int32, int64; InvalidArgument otherwise.
+StatusOr<MPI_Datatype> MpiType(DataType t);
+
+enum class Kind { kAllReduce, kBroadcast, kAllGather, kTask };
+
+// One collective call. Shared by the caller and the channel thread: a caller
+// that times out leaves, and the call lives on until MPI returns, if ever. MPI
+// works on the channel's own buffer, never on the caller's memory: the channel
+// thread copies the caller's data in and the result out under the world's
+// mutex, and not at all once the caller has left.
+struct Call {
+  Kind kind = Kind::kAllReduce;
+  CollectiveTag tag;
+  int64_t step = 0;
+  DataType dtype = kFloat32;
+  ReduceOp op = ReduceOp::kSum;
+  int root = 0;
+  int64_t count = 0;    // kAllReduce: elements; kBroadcast: bytes
+  void* data = nullptr;  // the caller's, in and out; read and written under the world's mutex
+  size_t bytes = 0;
+  std::vector<std::string> gathered;
+  std::function<Status()> work;  // kTask
+  std::chrono::steady_clock::time_point submitted, started, finished;
+  // Guarded by the world's mutex.
+  int64_t seq = -1;        // its place on the channel, once issued
+  bool abandoned = false;  // the caller timed out and left: `data` is gone
+  bool done = false;
+  Status status;
+};
+using CallPtr = std::shared_ptr<Call>;
+
+
+// Runs `c` on `buffer` (its input, replaced by its output) over `comm` among
+// `size` ranks: a task runs `c.work` (one rank too); one rank has nothing to
+// exchange; an all-gather fills c.gathered.
+Status RunCollective(MPI_Comm comm, int size, Call& c, char* buffer);
+
+}  // namespace tw::dist::internal
+
+#endif  // TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
