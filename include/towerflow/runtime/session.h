@@ -27,6 +27,7 @@ class SessionImpl;
 #pragma GCC visibility push(default)  // public: exported by libtowerflow.so
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -55,6 +56,27 @@ struct DeviceAttributes {
   int intra_op_threads = 1;  // threads its kernels split work over
 };
 
+// The fetched values of a step run with Session::RunAsync, on their way to
+// the host. Movable; must not outlive its session. Destroying one that was
+// never waited for is safe (the values are dropped when the devices are done).
+class PendingFetches {
+ public:
+  PendingFetches() = default;
+  // Waits until the devices have computed the values and copied them to the
+  // host, then returns them in the order they were fetched. A GPU kernel of
+  // the step that failed after RunAsync returned fails here, as Run would
+  // have. FailedPrecondition when called twice (or on a default-made one).
+  StatusOr<std::vector<Tensor>> Wait();
+  // Whether Wait is still to be called.
+  bool pending() const { return pending_; }
+
+ private:
+  friend class Session;
+  std::vector<Tensor> values_;
+  std::function<Status()> wait_;  // null: the values are ready
+  bool pending_ = false;
+};
+
 class Session {
  public:
   explicit Session(Graph& graph, SessionOptions options = {});
@@ -76,6 +98,17 @@ class Session {
                                     const std::vector<Node*>& targets = {});
   // Runs one target op (an initializer, a train op).
   Status Run(Node* target);
+  // Runs one step as Run does, but returns once every kernel of the step has
+  // run or, on a GPU, been queued on its stream, without waiting for the GPU
+  // to finish: the fetched values in a GPU's memory are copied to the host
+  // behind the step's work, and PendingFetches::Wait returns them. The next
+  // step may run before that Wait: its GPU work queues behind this step's,
+  // which is how a training loop keeps its GPU busy while it reads the
+  // previous step's loss (one step late). Errors of the step's host work are
+  // returned here, a GPU's own by Wait. On devices that share the host's
+  // memory the values are ready when this returns.
+  StatusOr<PendingFetches> RunAsync(const FeedList& feeds, const std::vector<Output>& fetches,
+                                    const std::vector<Node*>& targets = {}, StepStats* stats = nullptr);
 
   // Cancels blocked operations (queues) and refuses further runs with Cancelled.
   void Close();

@@ -96,29 +96,63 @@ class Loop {
                            (world != nullptr ? world->size() : 1)) {}
 
   // Runs steps until the total, a stop request, or an error (returned).
+  //
+  // One process runs each step before it reads the previous step's loss and
+  // accuracy (Session::RunAsync): a GPU then has the next step queued while
+  // the host waits for the metrics, where a step that ended in a wait for
+  // its fetches left the GPU idle during the host's work between steps. No
+  // step runs ahead of one after which something else must happen first (a
+  // checkpoint, the last step, a stop, a traced step), so checkpoints hold
+  // the state of the step they are named after. Several processes read each
+  // step's metrics at once (their reduction is already one step late).
   Status Run(train::Coordinator& coord, train::CheckpointManager& checkpoints, TrainResult* result) {
     const int64_t warmup = std::min<int64_t>(3, std::max<int64_t>(0, c_.total_steps - result->global_step - 1));
     Clock::time_point timed_from = Clock::now(), last_checkpoint = Clock::now();
     const Clock::time_point started = Clock::now();
     int64_t timed_steps = 0;
     Window window;
-    while (result->global_step < c_.total_steps && !coord.ShouldStop()) {
+    auto is_traced = [&](int64_t steps) {
+      return !c_.trace_file.empty() && steps >= warmup && steps < warmup + c_.trace_steps;
+    };
+    std::optional<InFlight> ahead;  // the next step, run before this one's metrics were read
+    while (ahead || (result->global_step < c_.total_steps && !coord.ShouldStop())) {
       // Several processes agree on when to stop (below), after a step.
-      if (world_ == nullptr && g_stop_requested.load()) {
+      if (!ahead && world_ == nullptr && g_stop_requested.load()) {
         result->interrupted = true;
         break;
       }
       if (world_ != nullptr) world_->set_step(result->global_step + 1);
-      const bool traced = !c_.trace_file.empty() && result->steps >= warmup && result->steps < warmup + c_.trace_steps;
-      StepStats stats;
-      const int64_t step_start = NowNs();
+      const bool traced = is_traced(result->steps);
       std::vector<Output> fetches = {g_.step.loss, g_.accuracy};
       // Several processes: the first step also fetches tower 0's input, whose
       // fingerprint every rank compares (two ranks must not get one batch).
       const bool check_batch = world_ != nullptr && result->steps == 0 && !g_.step.tower_batches.empty() &&
                                !g_.step.tower_batches[0].empty() && g_.step.tower_batches[0][0].valid();
       if (check_batch) fetches.push_back(g_.step.tower_batches[0][0]);
-      auto out = session_.Run({}, fetches, {g_.step.train_op}, traced ? &stats : nullptr);
+      InFlight step;
+      if (ahead) {
+        step = std::move(*ahead);
+        ahead.reset();
+      } else {
+        TW_ASSIGN_OR_RETURN(step, Start(fetches, traced));
+      }
+      // Checkpoints every N steps: every rank counts the same steps. Rank 0
+      // decides those by time; with several processes every rank learns it
+      // with the step's metrics, since each gives its input's position.
+      const int64_t this_step = result->global_step + 1;
+      const bool by_steps = c_.checkpoint_every_steps > 0 && this_step % c_.checkpoint_every_steps == 0;
+      const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
+      Status ahead_failed;  // the next step's, reported after this one counts
+      if (world_ == nullptr && this_step < c_.total_steps && !by_steps && !by_time && !traced &&
+          !is_traced(result->steps + 1) && !g_stop_requested.load() && !coord.ShouldStop()) {
+        StatusOr<InFlight> next = Start(fetches, false);
+        if (next.ok()) {
+          ahead = std::move(next).value();
+        } else {
+          ahead_failed = next.status();
+        }
+      }
+      StatusOr<std::vector<Tensor>> out = step.fetches.Wait();
       if (!out.ok()) return out.status();
       if (check_batch) {
         const Tensor& x = (*out)[2];
@@ -128,6 +162,8 @@ class Loop {
         if (!all.ok()) return all.status();
         if (const std::string warning = dist::SameBatchWarning(*all); !warning.empty()) Message(warning);
       }
+      const int64_t step_start = step.start_ns;
+      StepStats& stats = step.stats;
       if (traced) {
         trace_.AddStep(result->global_step + 1, stats, session_);
         trace_.AddSpan("step " + std::to_string(result->global_step + 1), "step", step_start, NowNs(), "steps");
@@ -143,11 +179,6 @@ class Loop {
       result->final_loss = (*out)[0].scalar<float>();
       result->final_accuracy = (*out)[1].scalar<float>();
       bool stop_agreed = false;
-      // Checkpoints every N steps: every rank counts the same steps. Rank 0
-      // decides those by time; with several processes every rank learns it
-      // with the step's metrics, since each gives its input's position.
-      const bool by_steps = c_.checkpoint_every_steps > 0 && result->global_step % c_.checkpoint_every_steps == 0;
-      const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
       bool checkpoint_now = (by_steps || (chief_ && by_time)) && result->global_step < c_.total_steps;
       // Checked on this rank's own loss, before anything is written.
       const bool finite_loss = std::isfinite(result->final_loss);
@@ -214,6 +245,7 @@ class Loop {
         result->interrupted = true;
         break;
       }
+      if (!ahead_failed.ok()) return ahead_failed;
     }
     // Every rank issued the last step's metrics: they are waited for.
     if (metrics_in_flight_ != nullptr) TW_RETURN_IF_ERROR(TakeMetrics().status());
@@ -223,6 +255,20 @@ class Loop {
                                    ? static_cast<double>(timed_steps * examples_per_step_) / timed
                                    : (result->seconds > 0 ? static_cast<double>(result->examples) / result->seconds : 0);
     return Status::OK();
+  }
+
+  // A step that was run, its fetches (the loss, the accuracy, and on the
+  // first step of several processes tower 0's batch) on their way.
+  struct InFlight {
+    PendingFetches fetches;
+    StepStats stats;  // when traced
+    int64_t start_ns = 0;
+  };
+  StatusOr<InFlight> Start(const std::vector<Output>& fetches, bool traced) {
+    InFlight step;
+    step.start_ns = NowNs();
+    TW_ASSIGN_OR_RETURN(step.fetches, session_.RunAsync({}, fetches, {g_.step.train_op}, traced ? &step.stats : nullptr));
+    return step;
   }
 
   // One step's metrics summed over the ranks (Run).

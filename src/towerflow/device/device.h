@@ -34,6 +34,19 @@ class CapturedWork {
   virtual Status Launch() = 0;
 };
 
+// Copies to the host that were queued and not waited for
+// (Device::StartCopyToHostMany).
+class PendingCopy {
+ public:
+  // Destroying a copy that was never waited for is safe: what it copies into
+  // stays its own until the device has finished with it.
+  virtual ~PendingCopy() = default;
+  // Returns once the host tensors the copy was started with hold their
+  // values, or the device's error (an earlier kernel's asynchronous failure
+  // surfaces here). Call at most once.
+  virtual Status Wait() = 0;
+};
+
 class Device {
  public:
   // `intra_op_threads` <= 1 means heavy kernels run on the calling thread only.
@@ -68,6 +81,15 @@ class Device {
   // Copies every tensor of `on_device` to new host tensors, waiting for the
   // device once (a step's fetches). The default copies one by one.
   virtual Status CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host);
+  // Like CopyToHostMany, but returns once the copies are queued behind the
+  // device's work so far, without waiting for it: `host` gets new tensors
+  // that hold the values once the returned copy's Wait() has returned (a
+  // step's fetches, read one step late by a training loop that keeps its GPU
+  // busy meanwhile). `on_device` may be released at once: work queued on the
+  // device later never overwrites it before the copy has read it. The
+  // default copies at once (CopyToHostMany) and returns a finished copy.
+  virtual StatusOr<std::unique_ptr<PendingCopy>> StartCopyToHostMany(const std::vector<Tensor>& on_device,
+                                                                      std::vector<Tensor>* host);
   // For devices without host memory: copies `on_device` into a new tensor in
   // `dst`'s memory without going through the host, when the backend can
   // (between GPUs). The default returns Unimplemented, and the caller copies

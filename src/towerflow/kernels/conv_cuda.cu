@@ -59,6 +59,7 @@
 #include <mutex>
 #include <vector>
 
+#include "towerflow/core/logging.h"
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/im2col.h"
@@ -275,6 +276,15 @@ __global__ void BiasReluKernel(const float* __restrict__ b, float* __restrict__ 
   }
 }
 
+// o[i] = max(o[i] + bias[i % c], 0), NaN kept (BiasAddRelu in place): the
+// fused convolution where cuDNN refuses the fused call.
+__global__ void AddBiasReluKernel(const float* __restrict__ b, float* __restrict__ o, int64_t n, int64_t c) {
+  for (int64_t i = GridThreadIndex(); i < n; i += GridThreadCount()) {
+    const float s = o[i] + b[i % c];
+    o[i] = s < 0.0f ? 0.0f : s;
+  }
+}
+
 // Conv2D, and with `bias_relu` Conv2D -> BiasAddRelu fused (the file
 // comment's Fusion; inputs input, filter, bias).
 class Conv2DGpuOp : public ConvGpuKernelBase {
@@ -325,19 +335,32 @@ class Conv2DGpuOp : public ConvGpuKernelBase {
                                                         plan->conv.d, plan->y.d, y, n, r, perf, ws, bytes);
         }));
     const float one = 1, zero = 0;
-    if (!bias_relu_) {
+    auto plain = [&] {
       return RunPlan(ctx, plan, g, "cudnnConvolutionForward", [&](int algo, void* ws, size_t bytes) {
         return cudnnConvolutionForward(lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(), plan->conv.d,
                                        static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y);
       });
+    };
+    if (!bias_relu_) return plain();
+    if (!plan->fused_refused) {
+      // alpha2 = 0: z (the output itself) is not read.
+      Status fused = RunPlan(ctx, plan, g, "cudnnConvolutionBiasActivationForward", [&](int algo, void* ws, size_t bytes) {
+        return cudnnConvolutionBiasActivationForward(
+            lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(), plan->conv.d,
+            static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y, plan->bias.d, bias,
+            plan->relu.d, plan->y.d, y);
+      });
+      if (plan->next < plan->candidates.size()) return fused;  // ran, or failed otherwise than "not supported"
+      // Every candidate refused the fused call (an engine without it for
+      // this shape): from now on the convolution, then the bias and ReLU.
+      TW_LOG(WARNING) << node().name() << ": cuDNN runs no fused convolution + bias + ReLU for input "
+                      << g.input_shape().ToString() << ", filter " << g.filter_shape().ToString()
+                      << ": convolution and bias run apart";
+      plan->fused_refused = true;
+      plan->next = 0;
     }
-    // alpha2 = 0: z (the output itself) is not read.
-    return RunPlan(ctx, plan, g, "cudnnConvolutionBiasActivationForward", [&](int algo, void* ws, size_t bytes) {
-      return cudnnConvolutionBiasActivationForward(
-          lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(), plan->conv.d,
-          static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y, plan->bias.d, bias,
-          plan->relu.d, plan->y.d, y);
-    });
+    TW_RETURN_IF_ERROR(plain());
+    return LaunchGridStride(gpu, out->NumElements(), AddBiasReluKernel, bias, y, out->NumElements(), g.o);
   }
 
   const bool bias_relu_;

@@ -27,10 +27,9 @@
 // cublasSetWorkspace: a workspace set per call from our stream-ordered pool
 // would be handle state shared by all threads, and one thread's GEMM could run
 // with another's workspace after that one was freed. cuBLAS therefore uses the
-// default workspace pool it allocated when the handle was created (plain
-// device memory outside the GpuAllocator pool, so not counted in the device's
-// memory limit: a few MiB per handle, more on Hopper); every GEMM of the
-// handle runs on one stream, so they use it one after another. alpha and beta
+// workspace the device set on the handle once, at creation (32 MiB of plain
+// device memory outside the GpuAllocator pool, gpu_device.h); every GEMM of
+// the handle runs on one stream, so they use it one after another. alpha and beta
 // are host scalars: the handle must keep CUBLAS_POINTER_MODE_HOST (the default).
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"

@@ -185,16 +185,19 @@ class MatMulBiasGpuOp : public GpuOpKernel {
     OperationDesc op;
     TW_RETURN_IF_ERROR(Operation(gpu, bias.data<float>(), &op));
     TW_ASSIGN_OR_RETURN(const LtPlan* plan, PlanFor(gpu, op, a, b, d, m, n));
+    // cublasLtMatmul wants its workspace 256-byte aligned; a step arena's
+    // buffers are 64-byte aligned: 255 bytes more, and the pointer rounded up.
     Tensor workspace;
+    void* ws = nullptr;
     if (plan->workspace_bytes > 0) {
       TW_RETURN_IF_ERROR(
-          ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(plan->workspace_bytes)}, &workspace));
+          ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(plan->workspace_bytes + 255)}, &workspace));
+      ws = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(workspace.raw_data()) + 255) & ~uintptr_t{255});
     }
     const float one = 1, zero = 0;
     TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(gpu.cublas_lt(), op.h, &one, b.data<float>(), plan->a.h,
                                              a.data<float>(), plan->b.h, &zero, d, plan->d.h, d, plan->d.h,
-                                             &plan->algo, workspace.raw_data(), plan->workspace_bytes,
-                                             gpu.stream()));
+                                             &plan->algo, ws, plan->workspace_bytes, gpu.stream()));
     return Status::OK();
   }
 

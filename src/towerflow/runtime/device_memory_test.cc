@@ -3,8 +3,12 @@
 // gives the values of one on a host-memory fake GPU, bit for bit; its feeds
 // cross to the GPU and its fetches come back in one transfer that waits for
 // the GPU once per step; the step arena serves it by default (kAuto); towers
-// on two such GPUs copy between them directly.
+// on two such GPUs copy between them directly. Steps run with RunAsync, each
+// launched before the previous one's fetches are read, take the same values
+// and wait for the GPU only in PendingFetches::Wait.
 #include <gtest/gtest.h>
+
+#include <optional>
 
 #include "towerflow/device/fake/fake_gpu.h"
 #include "towerflow/graph/ops/array_ops.h"
@@ -62,11 +66,12 @@ struct Result {
   std::vector<std::vector<float>> fetched;  // per step: loss, logit sum, weight sum
   PlanCounts counts;
   int64_t host_waits = 0;
+  int64_t waits_in_runs = 0;  // inside Run or RunAsync (not in Wait)
   ArenaStats arena;
   bool has_arena = false;
 };
 
-Result Train(bool device_memory, bool two_gpus) {
+Result Train(bool device_memory, bool two_gpus, bool pipelined = false) {
   Model m(two_gpus);
   SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 1, .num_fake_gpus = two_gpus ? 2 : 1};
   options.fake_gpu_device_memory = device_memory;
@@ -75,12 +80,27 @@ Result Train(bool device_memory, bool two_gpus) {
   EXPECT_TRUE(session.Run(m.init).ok());
   Result out;
   const int64_t waits_before = FakeGpuHostWaits(0);
-  for (int step = 0; step < 6; ++step) {
-    auto r = session.Run(m.Batch(static_cast<uint64_t>(step)), m.Fetches(), {m.train});
+  auto take = [&](const StatusOr<std::vector<Tensor>>& r) {
     EXPECT_TRUE(r.ok()) << r.status().ToString();
-    if (!r.ok()) return out;
-    out.fetched.push_back({(*r)[0].scalar<float>(), (*r)[1].scalar<float>(), (*r)[2].scalar<float>()});
+    if (r.ok()) out.fetched.push_back({(*r)[0].scalar<float>(), (*r)[1].scalar<float>(), (*r)[2].scalar<float>()});
+  };
+  // Pipelined: step k + 1 is run before step k's fetches are waited for.
+  std::optional<PendingFetches> previous;
+  for (int step = 0; step < 6; ++step) {
+    const int64_t waits = FakeGpuHostWaits(0);
+    if (!pipelined) {
+      take(session.Run(m.Batch(static_cast<uint64_t>(step)), m.Fetches(), {m.train}));
+      out.waits_in_runs += FakeGpuHostWaits(0) - waits;
+      continue;
+    }
+    auto p = session.RunAsync(m.Batch(static_cast<uint64_t>(step)), m.Fetches(), {m.train});
+    out.waits_in_runs += FakeGpuHostWaits(0) - waits;
+    EXPECT_TRUE(p.ok()) << p.status().ToString();
+    if (!p.ok()) return out;
+    if (previous) take(previous->Wait());
+    previous = std::move(p).value();
   }
+  if (previous) take(previous->Wait());
   out.host_waits = FakeGpuHostWaits(0) - waits_before;
   auto plan = session.impl().GetPlan(m.Batch(0), m.Fetches(), {m.train});
   EXPECT_TRUE(plan.ok());
@@ -106,6 +126,69 @@ TEST(DeviceMemoryTest, AStepOnAGpuWithItsOwnMemoryMatchesHostMemory) {
   EXPECT_EQ(device.counts.device_waits, 1) << device.counts.ToString();
   EXPECT_EQ(device.host_waits, 6) << "one wait for the GPU per step";
   EXPECT_EQ(host.host_waits, 0);
+}
+
+TEST(DeviceMemoryTest, PipelinedStepsWaitForTheGpuOnlyWhenTheirFetchesAreRead) {
+  const Result waited = Train(true, false);
+  const Result pipelined = Train(true, false, true);
+  EXPECT_EQ(waited.fetched, pipelined.fetched);
+  EXPECT_EQ(waited.waits_in_runs, 6);
+  EXPECT_EQ(pipelined.waits_in_runs, 0) << "RunAsync never waits for the GPU";
+  EXPECT_EQ(pipelined.host_waits, 6) << "each step's fetches, once, in Wait";
+  EXPECT_EQ(pipelined.counts.device_waits, 1) << pipelined.counts.ToString();
+  // Host memory: nothing is copied, the values are ready at once.
+  const Result host = Train(false, false, true);
+  EXPECT_EQ(host.fetched, waited.fetched);
+  EXPECT_EQ(host.host_waits, 0);
+}
+
+TEST(DeviceMemoryTest, PendingFetchesAreWaitedForOnce) {
+  Graph graph;
+  Scope root(graph);
+  Variable v = GetVariable(root.WithDevice("/device:GPU:0"), "v", {2}, {.initializer = training_test::FixedValues()});
+  Output doubled = Mul(root.WithDevice("/device:GPU:0"), v.value, Const(root, 2.0f));
+  Node* bump = AssignAdd(root.WithDevice("/device:GPU:0"), v, Const(root, std::vector<float>{1, 1}, TensorShape{2})).node;
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  SessionOptions options{.num_fake_gpus = 1};
+  options.fake_gpu_device_memory = true;
+  Session session(graph, options);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+  auto before = session.Run({v.value});
+  ASSERT_TRUE(before.ok()) << before.status().ToString();
+  // A variable's value and a product, fetched; the next step changes the
+  // variable before the first step's fetches are read.
+  auto first = session.RunAsync({}, {v.value, doubled});
+  ASSERT_TRUE(first.ok()) << first.status().ToString();
+  EXPECT_TRUE(first->pending());
+  ASSERT_TRUE(session.Run(bump).ok());
+  auto values = first->Wait();
+  ASSERT_TRUE(values.ok()) << values.status().ToString();
+  EXPECT_FALSE(first->pending());
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ((*values)[0].flat<float>()[i], (*before)[0].flat<float>()[i]);
+    EXPECT_EQ((*values)[1].flat<float>()[i], 2 * (*before)[0].flat<float>()[i]);
+  }
+  EXPECT_EQ(first->Wait().status().code(), Code::kFailedPrecondition);
+  EXPECT_EQ(PendingFetches().Wait().status().code(), Code::kFailedPrecondition);
+  // A CPU session: a fetched variable is the caller's copy, as Run's.
+  Graph cpu_graph;
+  Scope c(cpu_graph);
+  Variable w = GetVariable(c, "w", {2}, {.initializer = training_test::FixedValues()});
+  Node* inc = AssignAdd(c, w, Const(c, std::vector<float>{1, 1}, TensorShape{2})).node;
+  Session cpu(cpu_graph);
+  ASSERT_TRUE(cpu.Run(GlobalVariablesInitializer(cpu_graph)).ok());
+  auto read = cpu.RunAsync({}, {w.value});
+  ASSERT_TRUE(read.ok());
+  auto now = cpu.Run({w.value});
+  ASSERT_TRUE(now.ok());
+  const std::vector<float> was((*now)[0].flat<float>().begin(), (*now)[0].flat<float>().end());
+  ASSERT_TRUE(cpu.Run(inc).ok());
+  auto kept = read->Wait();
+  ASSERT_TRUE(kept.ok());
+  EXPECT_EQ(std::vector<float>((*kept)[0].flat<float>().begin(), (*kept)[0].flat<float>().end()), was);
+  // A step that fails on the host fails in RunAsync.
+  Output fed = Placeholder(c.WithOpName("fed"), kFloat32);
+  EXPECT_FALSE(cpu.RunAsync({}, {Add(c, fed, Const(c, 1.0f))}).ok());
 }
 
 TEST(DeviceMemoryTest, TheArenaServesGpusWithTheirOwnMemoryByDefault) {

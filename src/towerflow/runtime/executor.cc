@@ -31,7 +31,8 @@ class StepState {
  public:
   StepState(const ExecutorPlan& plan, const std::vector<Tensor>& feeds, ThreadPool* pool,
             ElasticThreadPool* blocking_pool, ResourceMgr* resources, int64_t step_id, bool collect_stats,
-            bool check_numerics, bool lend_idle_threads, const std::vector<ThreadPool*>* launchers)
+            bool check_numerics, bool lend_idle_threads, const std::vector<ThreadPool*>* launchers,
+            std::vector<std::unique_ptr<PendingCopy>>* deferred)
       : plan_(plan),
         launchers_(launchers != nullptr ? *launchers : kNoLaunchers),
         feeds_(feeds),
@@ -46,7 +47,9 @@ class StepState {
         pending_(plan.items.size()),
         uses_(plan.entry_uses.size()),
         remaining_(static_cast<int64_t>(plan.items.size()) - plan.num_resolved - plan.num_absorbed),
-        arena_(plan.arena != nullptr ? plan.arena->BeginStep() : nullptr) {
+        arena_(plan.arena != nullptr ? plan.arena->BeginStep() : nullptr),
+        deferred_(deferred) {
+    if (deferred_ != nullptr) deferred_entries_.assign(static_cast<size_t>(plan.num_entries), 0);
     for (size_t i = 0; i < plan.items.size(); ++i) {
       pending_[i].store(plan.items[i].initial_pending, std::memory_order_relaxed);
     }
@@ -140,7 +143,9 @@ class StepState {
     return Status::OK();
   }
 
-  std::vector<Tensor> Fetches(Status* status) const {
+  // The fetched values; `copied[i]`: fetch i is a host tensor of its own,
+  // still to be filled by a deferred copy.
+  std::vector<Tensor> Fetches(Status* status, std::vector<char>* copied) const {
     std::vector<Tensor> out;
     for (const auto& f : plan_.fetches) {
       TensorValue v;
@@ -150,6 +155,7 @@ class StepState {
         return {};
       }
       out.push_back(std::move(v.value));
+      copied->push_back(f.entry >= 0 && !deferred_entries_.empty() && deferred_entries_[static_cast<size_t>(f.entry)]);
     }
     return out;
   }
@@ -462,7 +468,17 @@ class StepState {
       s = Resolve(item.inputs[i], nullptr, &value, item.node);
       values[i] = std::move(value.value);
     }
-    if (s.ok() && values.size() == 1) {
+    const bool deferred = deferred_ != nullptr && item.fetch_copy && item.waits_for_device();
+    if (s.ok() && deferred) {
+      // Queued behind the device's work; the caller waits for it.
+      StatusOr<std::unique_ptr<PendingCopy>> pending = item.transfer_from->StartCopyToHostMany(values, &copies);
+      s = pending.status();
+      if (s.ok()) {
+        std::lock_guard<std::mutex> lock(deferred_mu_);
+        deferred_->push_back(std::move(pending).value());
+        for (size_t i = 0; i < copies.size(); ++i) deferred_entries_[static_cast<size_t>(item.entry_base) + i] = 1;
+      }
+    } else if (s.ok() && values.size() == 1) {
       copies.resize(1);
       s = CopyTensorBetweenDevices(values[0], item.transfer_from, item.device, &copies[0]);
     } else if (s.ok()) {
@@ -564,6 +580,11 @@ class StepState {
   bool done_ = false;  // guarded by done_mu_
   std::atomic<bool> finished_{false};  // done_, readable without done_mu_ (spinning)
   StepArena* arena_;  // null: the devices' allocators; ends in the destructor
+  // Executor::Run's `deferred`: the fetch copies queued and not waited for,
+  // and the entries they fill (each written once, before the step ends).
+  std::vector<std::unique_ptr<PendingCopy>>* deferred_;
+  std::mutex deferred_mu_;
+  std::vector<char> deferred_entries_;
 };
 
 }  // namespace
@@ -571,16 +592,17 @@ class StepState {
 Executor::Executor(std::shared_ptr<const ExecutorPlan> plan, const ExecutorOptions& options)
     : plan_(std::move(plan)), options_(options) {}
 
-StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id,
-                                            StepStats* stats) const {
+StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, int64_t step_id, StepStats* stats,
+                                            std::vector<std::unique_ptr<PendingCopy>>* deferred) const {
   std::vector<Tensor> out;
+  std::vector<char> copied;
   {
     StepState step(*plan_, feeds, options_.inter_op_pool, options_.blocking_pool, options_.resources, step_id,
                    options_.collect_stats || stats != nullptr, options_.check_numerics, options_.lend_idle_threads,
-                   options_.launchers);
+                   options_.launchers, deferred);
     TW_RETURN_IF_ERROR(step.Run());
     Status s;
-    out = step.Fetches(&s);
+    out = step.Fetches(&s, &copied);
     TW_RETURN_IF_ERROR(s);
     if (stats) {
       stats->kernel_ns = step.kernel_ns();
@@ -591,8 +613,10 @@ StatusOr<std::vector<Tensor>> Executor::Run(const std::vector<Tensor>& feeds, in
   // to a variable (updated in place by later steps), a constant or a feed. Copy
   // it so that what the caller holds never changes under it, as TF's fetches
   // (copied out to the client) never do.
-  for (Tensor& t : out) {
-    if (t.buffer() && t.buffer().use_count() > 1) t = t.DeepCopy();
+  // (A deferred copy's tensors are the copy's own, shared with it only.)
+  for (size_t i = 0; i < out.size(); ++i) {
+    Tensor& t = out[i];
+    if (!copied[i] && t.buffer() && t.buffer().use_count() > 1) t = t.DeepCopy();
   }
   return out;
 }

@@ -55,9 +55,14 @@ class Executor {
  public:
   Executor(std::shared_ptr<const ExecutorPlan> plan, const ExecutorOptions& options);
 
-  // Runs one step. `feeds` must match the plan's feed indices.
-  StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, int64_t step_id,
-                                    StepStats* stats = nullptr) const;
+  // Runs one step. `feeds` must match the plan's feed indices. With
+  // `deferred`, the copies of fetched values out of a device's own memory
+  // (ExecutorPlan::Item::fetch_copy) are queued and not waited for: they are
+  // appended to `deferred`, and the returned tensors that they fill hold
+  // their values once every one of them has been waited for (on a failed
+  // step, those queued are still appended: their destructor is safe).
+  StatusOr<std::vector<Tensor>> Run(const std::vector<Tensor>& feeds, int64_t step_id, StepStats* stats = nullptr,
+                                    std::vector<std::unique_ptr<PendingCopy>>* deferred = nullptr) const;
 
  private:
   std::shared_ptr<const ExecutorPlan> plan_;

@@ -144,6 +144,7 @@ std::vector<int> PlanPartitioner::HostEntries(const std::vector<std::pair<int, i
     std::tie(t.node, t.transfer_output) = items[static_cast<size_t>(batch[0].first)].OutputSource(batch[0].second);
     t.device = host_device_;
     t.transfer_from = device;
+    t.fetch_copy = true;
     t.entry_base = plan_->num_entries;
     plan_->num_entries += static_cast<int>(batch.size());
     const int transfer = static_cast<int>(items.size());

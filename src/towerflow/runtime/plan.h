@@ -56,6 +56,9 @@ struct ExecutorPlan {
     Device* transfer_from = nullptr;
     int transfer_output = 0;
     bool is_transfer() const { return transfer_from != nullptr; }
+    // A transfer whose values only the step's fetches read: a step run with
+    // deferred fetches (Executor::Run) queues its copy and does not wait.
+    bool fetch_copy = false;
     // Run when the plan was built (a kernel whose outputs are fixed, read
     // directly by every consumer): its outputs are the plan's `constants`,
     // and steps never run it (no successors, not a root).

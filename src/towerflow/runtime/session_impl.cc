@@ -256,7 +256,8 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::GetPlan(const FeedLis
 }
 
 StatusOr<std::vector<Tensor>> SessionImpl::Run(const FeedList& feeds, const std::vector<Output>& fetches,
-                                           const std::vector<Node*>& targets, StepStats* stats) {
+                                           const std::vector<Node*>& targets, StepStats* stats,
+                                           std::vector<std::unique_ptr<PendingCopy>>* deferred) {
   TW_RETURN_IF_ERROR(init_status_);
   for (const auto& [out, value] : feeds) TW_RETURN_IF_ERROR(CheckFeed(out, value));
   TW_ASSIGN_OR_RETURN(auto plan, GetPlan(feeds, fetches, targets));
@@ -281,7 +282,7 @@ StatusOr<std::vector<Tensor>> SessionImpl::Run(const FeedList& feeds, const std:
   run_options.lend_idle_threads = options_.intra_op_threads == 0;
   run_options.launchers = &launchers_;
   Executor executor(plan, run_options);
-  return executor.Run(feed_values, step_id, stats);
+  return executor.Run(feed_values, step_id, stats, deferred);
 }
 
 }  // namespace tw

@@ -36,8 +36,10 @@ class SessionImpl : private KernelSource {
   SessionImpl& operator=(const SessionImpl&) = delete;
 
   // Session::Run, Close and closed.
+  // With `deferred`: Executor::Run's deferred fetch copies (Session::RunAsync).
   StatusOr<std::vector<Tensor>> Run(const FeedList& feeds, const std::vector<Output>& fetches,
-                                    const std::vector<Node*>& targets, StepStats* stats);
+                                    const std::vector<Node*>& targets, StepStats* stats,
+                                    std::vector<std::unique_ptr<PendingCopy>>* deferred = nullptr);
   void Close();
   bool closed() const;
 

@@ -86,6 +86,10 @@ cublasStatus_t CUBLASWINAPI cublasSetStream_v2(cublasHandle_t handle, cudaStream
   TW_FORWARD(CublasSoname(), cublasSetStream_v2, handle, stream);
 }
 
+cublasStatus_t CUBLASWINAPI cublasSetWorkspace_v2(cublasHandle_t handle, void* workspace, size_t workspace_bytes) {
+  TW_FORWARD(CublasSoname(), cublasSetWorkspace_v2, handle, workspace, workspace_bytes);
+}
+
 cublasStatus_t CUBLASWINAPI cublasSetMathMode(cublasHandle_t handle, cublasMath_t mode) {
   TW_FORWARD(CublasSoname(), cublasSetMathMode, handle, mode);
 }

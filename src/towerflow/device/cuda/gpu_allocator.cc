@@ -97,7 +97,22 @@ void* GpuAllocator::Allocate(size_t bytes) {
   ScopedDevice device(ordinal_);
   cudaError_t err = device.error();
   void* ptr = nullptr;
-  if (err == cudaSuccess) err = cudaMallocAsync(&ptr, size, stream_);
+  {
+    // Not into another thread's capture of the stream (HoldFrees).
+    std::unique_lock<std::mutex> lock(held_mu_);
+    released_.wait(lock, [&] { return !holding_.load(std::memory_order_relaxed) || capturing_ == std::this_thread::get_id(); });
+    if (err == cudaSuccess) err = cudaMallocAsync(&ptr, size, stream_);
+    if (err == cudaSuccess && poison_) {
+      // 0xFF bytes: a NaN in every float and double, -1 in every integer.
+      err = cudaMemsetAsync(ptr, 0xFF, size, stream_);
+      if (err != cudaSuccess) {
+        (void)cudaGetLastError();
+        TW_LOG(ERROR) << "cudaMemsetAsync (TOWERFLOW_GPU_POISON) on " << name_ << ": " << cudaGetErrorName(err);
+        (void)cudaFreeAsync(ptr, stream_);
+        ptr = nullptr;
+      }
+    }
+  }
   if (err != cudaSuccess) {
     // Clear the thread's last error, which a later launch check would report.
     (void)cudaGetLastError();
@@ -108,16 +123,6 @@ void* GpuAllocator::Allocate(size_t bytes) {
     in_use_.fetch_sub(size, std::memory_order_relaxed);
     return nullptr;
   }
-  if (poison_) {
-    // 0xFF bytes: a NaN in every float and double, -1 in every integer.
-    err = cudaMemsetAsync(ptr, 0xFF, size, stream_);
-    if (err != cudaSuccess) {
-      (void)cudaGetLastError();
-      TW_LOG(ERROR) << "cudaMemsetAsync (TOWERFLOW_GPU_POISON) on " << name_ << ": " << cudaGetErrorName(err);
-      Deallocate(ptr, bytes);
-      return nullptr;
-    }
-  }
   // The peak counts blocks handed out, not failed requests.
   size_t peak = peak_.load(std::memory_order_relaxed);
   while (before + size > peak && !peak_.compare_exchange_weak(peak, before + size, std::memory_order_relaxed)) {
@@ -125,32 +130,40 @@ void* GpuAllocator::Allocate(size_t bytes) {
   return ptr;
 }
 
-void GpuAllocator::HoldFrees() { holding_.store(true, std::memory_order_release); }
+void GpuAllocator::HoldFrees() {
+  std::lock_guard<std::mutex> lock(held_mu_);
+  capturing_ = std::this_thread::get_id();
+  holding_.store(true, std::memory_order_release);
+}
 
 void GpuAllocator::ReleaseHeldFrees() {
   std::vector<std::pair<void*, size_t>> held;
   {
     std::lock_guard<std::mutex> lock(held_mu_);
     holding_.store(false, std::memory_order_release);
+    capturing_ = std::thread::id();
     held.swap(held_);
   }
+  released_.notify_all();
   for (const auto& [ptr, bytes] : held) Deallocate(ptr, bytes);
 }
 
 void GpuAllocator::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  if (holding_.load(std::memory_order_acquire)) {
+  // Stream-ordered: work queued on the compute stream before this call (which
+  // may still read the block) finishes before the block is reused.
+  ScopedDevice device(ordinal_);
+  cudaError_t err = device.error();
+  {
+    // The check and the free together, so that HoldFrees cannot begin a
+    // capture between them.
     std::lock_guard<std::mutex> lock(held_mu_);
     if (holding_.load(std::memory_order_relaxed)) {
       held_.emplace_back(ptr, bytes);
       return;
     }
+    if (err == cudaSuccess) err = cudaFreeAsync(ptr, stream_);
   }
-  // Stream-ordered: work queued on the compute stream before this call (which
-  // may still read the block) finishes before the block is reused.
-  ScopedDevice device(ordinal_);
-  cudaError_t err = device.error();
-  if (err == cudaSuccess) err = cudaFreeAsync(ptr, stream_);
   if (err != cudaSuccess) {
     (void)cudaGetLastError();
     TW_LOG(ERROR) << "cudaFreeAsync of " << BlockBytes(bytes) << " bytes on " << name_ << ": "

@@ -20,7 +20,9 @@
 #define TOWERFLOW_DEVICE_CUDA_GPU_ALLOCATOR_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <utility>
 #include <vector>
 #include <string>
@@ -44,8 +46,12 @@ class GpuAllocator final : public Allocator {
   size_t limit() const { return limit_; }
   size_t peak_bytes() const { return peak_.load(std::memory_order_relaxed); }
   // While the device's compute stream is being captured (GpuDevice::
-  // BeginCapture), a stream-ordered free would be recorded into the graph:
-  // frees wait in a list instead, and EndCapture frees them.
+  // BeginCapture, from the calling thread of HoldFrees), a stream-ordered
+  // free or allocation would be recorded into the graph: frees wait in a
+  // list instead, and EndCapture frees them; allocations from other threads
+  // wait for the capture to end (the capturing thread's own are the
+  // capture's). A free or allocation under way when HoldFrees is called has
+  // been queued when it returns.
   void HoldFrees();
   void ReleaseHeldFrees();
   // "GPU:0 (ordinal 0): 1.2 GiB in use of a 70.0 GiB limit, peak 3.4 GiB"
@@ -58,8 +64,10 @@ class GpuAllocator final : public Allocator {
   bool poison_;
   cudaStream_t stream_ = nullptr;
   std::atomic<size_t> in_use_{0};
-  std::atomic<bool> holding_{false};
-  std::mutex held_mu_;
+  std::atomic<bool> holding_{false};  // written under held_mu_
+  std::mutex held_mu_;                // also held over each stream-ordered call
+  std::condition_variable released_;  // holding_ went false
+  std::thread::id capturing_;         // guarded by held_mu_
   std::vector<std::pair<void*, size_t>> held_;  // guarded by held_mu_
   std::atomic<size_t> peak_{0};
 };

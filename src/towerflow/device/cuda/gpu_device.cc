@@ -9,6 +9,7 @@
 // about a microsecond, small against the copy it orders.
 #include "towerflow/device/cuda/gpu_device.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -19,6 +20,9 @@
 
 namespace tw {
 namespace {
+
+// The cuBLAS handle's workspace (NVIDIA's recommendation for Hopper: 32 MiB).
+constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 
 // Idle pinned staging memory a device keeps for its next host-to-device copies.
 constexpr size_t kMaxIdleStagingBytes = size_t{256} << 20;
@@ -88,6 +92,13 @@ Status GpuDevice::Init() {
 
   TW_CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas_));
   TW_CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas_, compute_stream_));
+  // One workspace for the handle's GEMMs, set once (after cublasSetStream,
+  // which resets it): they all run on the compute stream, one after another.
+  // Without it cuBLAS 12.2+ takes its workspace with cudaMallocAsync per call,
+  // which a CUDA graph's capture records as memory nodes outside the
+  // device's pool and limit. cudaMalloc memory is 256-byte aligned.
+  TW_CUDA_RETURN_IF_ERROR(cudaMalloc(&cublas_workspace_, kCublasWorkspaceBytes));
+  TW_CUBLAS_RETURN_IF_ERROR(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
   // CUBLAS_DEFAULT_MATH computes float32 with at least float32's mantissa and
   // exponent (no TF32): results match the CPU twin to float32 rounding.
   // CUBLAS_TF32_TENSOR_OP_MATH lets single-precision routines round inputs to
@@ -117,6 +128,7 @@ GpuDevice::~GpuDevice() {
     log(CublasStatus(cublasLtDestroy(cublas_lt_), "cublasLtDestroy(cublas_lt_)", __FILE__, __LINE__));
   }
   if (cublas_ != nullptr) log(CublasStatus(cublasDestroy(cublas_), "cublasDestroy(cublas_)", __FILE__, __LINE__));
+  if (cublas_workspace_ != nullptr) log(CudaStatus(cudaFree(cublas_workspace_), "cudaFree(cuBLAS workspace)", __FILE__, __LINE__));
   for (cudaStream_t stream : {compute_stream_, h2d_stream_, d2h_stream_}) {
     if (stream != nullptr) log(CudaStatus(cudaStreamDestroy(stream), "cudaStreamDestroy(stream)", __FILE__, __LINE__));
   }
@@ -239,6 +251,113 @@ Status GpuDevice::CopyToHostMany(const std::vector<Tensor>& on_device, std::vect
                                 " to the host (the error may come from an earlier kernel queued on ", short_name(), ")"));
   }
   return Status::OK();
+}
+
+namespace {
+
+// A step's fetches copied out of a GPU into one pinned block
+// (GpuDevice::StartCopyToHostMany): Wait waits for the copies' event, then
+// moves the values from the block into the host tensors.
+class GpuPendingCopy final : public PendingCopy {
+ public:
+  GpuPendingCopy(const GpuDevice* device, PinnedStagingPool* staging, PinnedStagingPool::Block* block,
+                 cudaEvent_t copied, cudaStream_t stream, std::vector<Tensor> host, std::vector<size_t> offsets)
+      : device_(device), staging_(staging), block_(block), copied_(copied), stream_(stream), host_(std::move(host)),
+        offsets_(std::move(offsets)) {}
+  ~GpuPendingCopy() override {
+    if (block_ == nullptr) return;
+    // Never waited for: the block stays busy until the copies into it end.
+    if (Status s = device_->Activate(); !s.ok()) TW_LOG(ERROR) << s.ToString();
+    if (Status s = staging_->Release(block_, stream_); !s.ok()) TW_LOG(ERROR) << "pinned staging: " << s.ToString();
+    (void)cudaEventDestroy(copied_);
+  }
+
+  Status Wait() override {
+    if (block_ == nullptr) return errors::FailedPrecondition("a copy from ", device_->name(), " was waited for twice");
+    TW_RETURN_IF_ERROR(device_->Activate());
+    Status s = CudaStatus(cudaEventSynchronize(copied_), "cudaEventSynchronize(fetches copied)", __FILE__, __LINE__);
+    if (s.ok()) {
+      for (size_t i = 0; i < host_.size(); ++i) {
+        const size_t bytes = host_[i].TotalBytes();
+        if (bytes > 0) std::memcpy(host_[i].raw_data(), static_cast<const char*>(block_->data) + offsets_[i], bytes);
+      }
+    }
+    // Waited for (or failed while waiting, after which nothing is queued on
+    // the stream that could still write the block: the device has failed).
+    Status released = staging_->Release(block_, s.ok() ? nullptr : stream_);
+    block_ = nullptr;
+    (void)cudaEventDestroy(copied_);
+    if (!s.ok()) {
+      (void)cudaGetLastError();
+      return s.WithContext(StrCat("copying ", host_.size(), " tensors from ", device_->name(),
+                                  " to the host (the error may come from an earlier kernel queued on ",
+                                  device_->short_name(), ")"));
+    }
+    return released;
+  }
+
+ private:
+  const GpuDevice* device_;
+  PinnedStagingPool* staging_;
+  PinnedStagingPool::Block* block_;
+  cudaEvent_t copied_;
+  cudaStream_t stream_;
+  std::vector<Tensor> host_;  // share their buffers with the caller's tensors
+  std::vector<size_t> offsets_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<PendingCopy>> GpuDevice::StartCopyToHostMany(const std::vector<Tensor>& on_device,
+                                                                       std::vector<Tensor>* host) {
+  auto exclusion = CaptureExclusion();
+  TW_RETURN_IF_ERROR(Activate());
+  host->clear();
+  // Each value at a 64-byte aligned offset of one pinned block: a copy into
+  // pageable memory would not return before the device reached it.
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  for (const Tensor& t : on_device) {
+    if (t.dtype() == kString) {
+      return errors::InvalidArgument("cannot copy string", t.shape().ToString(), " from ", name(),
+                                     ": no GPU kernel makes string tensors");
+    }
+    StatusOr<Tensor> h = Tensor::Allocate(CpuAllocator(), t.dtype(), t.shape());
+    if (!h.ok()) return h.status().WithContext("copying from " + name() + " to the host");
+    host->push_back(std::move(h).value());
+    offsets.push_back(total);
+    total += (t.TotalBytes() + 63) / 64 * 64;
+  }
+  StatusOr<PinnedStagingPool::Block*> staged = staging_->Acquire(std::max<size_t>(total, 64));
+  if (!staged.ok()) return staged.status().WithContext(StrCat("pinning ", total, " bytes to copy from ", name()));
+  PinnedStagingPool::Block* block = staged.value();
+  cudaEvent_t copied = nullptr;
+  Status s = CudaStatus(cudaEventCreateWithFlags(&copied, cudaEventDisableTiming), "cudaEventCreateWithFlags", __FILE__,
+                        __LINE__);
+  // The copies after the compute stream's work so far, then the event.
+  if (s.ok()) s = WaitForStream(d2h_stream_, compute_stream_);
+  for (size_t i = 0; i < on_device.size() && s.ok(); ++i) {
+    const size_t bytes = on_device[i].TotalBytes();
+    if (bytes == 0) continue;
+    s = CudaStatus(cudaMemcpyAsync(static_cast<char*>(block->data) + offsets[i], on_device[i].raw_data(), bytes,
+                                   cudaMemcpyDeviceToHost, d2h_stream_),
+                   "cudaMemcpyAsync(DeviceToHost)", __FILE__, __LINE__);
+  }
+  if (s.ok()) s = CudaStatus(cudaEventRecord(copied, d2h_stream_), "cudaEventRecord(fetches copied)", __FILE__, __LINE__);
+  // Work queued on the compute stream from now on (the stream-ordered free
+  // of `on_device`, the next step's kernels over the same memory) runs after
+  // the copies have read it.
+  if (s.ok()) s = WaitForStream(compute_stream_, d2h_stream_);
+  if (!s.ok()) {
+    // Nothing may still write into the block once it is lent again.
+    (void)cudaStreamSynchronize(d2h_stream_);
+    (void)cudaGetLastError();
+    if (copied != nullptr) (void)cudaEventDestroy(copied);
+    if (Status r = staging_->Release(block, nullptr); !r.ok()) TW_LOG(ERROR) << "pinned staging: " << r.ToString();
+    return s.WithContext(StrCat("copying ", on_device.size(), " tensors from ", name(), " to the host"));
+  }
+  return std::unique_ptr<PendingCopy>(
+      std::make_unique<GpuPendingCopy>(this, staging_.get(), block, copied, d2h_stream_, *host, std::move(offsets)));
 }
 
 Status GpuDevice::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) {

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <random>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "towerflow/core/tensor.h"
 #include "towerflow/device/cuda/cuda_status.h"
@@ -199,6 +201,45 @@ TEST(GpuDeviceTest, HostRoundTripIsBitExact) {
   on_gpu = Tensor();
   EXPECT_EQ(gpu->gpu_allocator()->BytesInUse(), 0u);
   EXPECT_GE(gpu->gpu_allocator()->peak_bytes(), size_t{8} << 20);  // the int64[1<<20]
+  EXPECT_TRUE(gpu->Synchronize().ok());
+}
+
+// StartCopyToHostMany: the values read when the copy was queued, whatever is
+// queued on the device after it (a write over the source, its release and the
+// reuse of its memory), each tensor at its own offset; waited for once.
+TEST(GpuDeviceTest, StartedCopiesToTheHostReadTheValuesWhenQueued) {
+  TW_SKIP_WITHOUT_GPU();
+  auto gpu = MakeGpu(512 * kMiB);
+  ASSERT_NE(gpu, nullptr);
+  std::mt19937_64 rng(7);
+  std::vector<Tensor> expected, on_gpu;
+  for (auto [dtype, n] : std::vector<std::pair<DataType, int64_t>>{
+           {kFloat32, 1}, {kInt64, 1}, {kFloat32, 0}, {kUInt8, 33}, {kFloat64, 1 << 20}}) {
+    Tensor host = RandomHostTensor(dtype, TensorShape{n}, rng), t;
+    ASSERT_TRUE(gpu->CopyFromHost(host, &t).ok());
+    expected.push_back(host);
+    on_gpu.push_back(t);
+  }
+  std::vector<Tensor> back;
+  auto pending = gpu->StartCopyToHostMany(on_gpu, &back);
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  ASSERT_EQ(back.size(), expected.size());
+  // Queued after the copies: overwrite the last source, then release them all
+  // and fill new blocks (likely the same memory) with other bits.
+  Tensor junk = RandomHostTensor(kFloat64, TensorShape{1 << 20}, rng), junk_on_gpu;
+  ASSERT_TRUE(gpu->CopyFromHost(junk, &junk_on_gpu).ok());
+  ASSERT_TRUE(gpu->CopyOnDevice(junk_on_gpu.raw_data(), on_gpu.back().raw_data(), junk.TotalBytes()).ok());
+  on_gpu.clear();
+  std::vector<Tensor> reuse(4);
+  for (Tensor& r : reuse) ASSERT_TRUE(gpu->CopyFromHost(junk, &r).ok());
+  ASSERT_TRUE((*pending)->Wait().ok());
+  for (size_t i = 0; i < expected.size(); ++i) EXPECT_TRUE(SameBits(back[i], expected[i])) << i;
+  EXPECT_FALSE((*pending)->Wait().ok()) << "waited for twice";
+  // One never waited for is dropped safely.
+  std::vector<Tensor> dropped;
+  auto abandoned = gpu->StartCopyToHostMany(reuse, &dropped);
+  ASSERT_TRUE(abandoned.ok());
+  abandoned->reset();
   EXPECT_TRUE(gpu->Synchronize().ok());
 }
 

@@ -35,6 +35,19 @@ std::atomic<int64_t>* HostWaits(int index) {
   return &(*waits)[static_cast<size_t>(index) % waits->size()];
 }
 
+// A fake GPU's copy to the host, done when started: its wait is counted.
+class CountedWait final : public PendingCopy {
+ public:
+  explicit CountedWait(int index) : index_(index) {}
+  Status Wait() override {
+    HostWaits(index_)->fetch_add(1, std::memory_order_relaxed);
+    return Status::OK();
+  }
+
+ private:
+  int index_;
+};
+
 class FakeGpuDevice final : public Device {
  public:
   FakeGpuDevice(int index, int intra_op_threads, bool device_memory)
@@ -56,6 +69,14 @@ class FakeGpuDevice final : public Device {
     host->resize(on_device.size());
     for (size_t i = 0; i < on_device.size(); ++i) TW_RETURN_IF_ERROR(Copy(on_device[i], CpuAllocator(), &(*host)[i]));
     return Status::OK();
+  }
+  // Copies at once (a fake GPU's kernels have run when they return), and
+  // counts the wait when the copy is waited for, where a GPU waits.
+  StatusOr<std::unique_ptr<PendingCopy>> StartCopyToHostMany(const std::vector<Tensor>& on_device,
+                                                              std::vector<Tensor>* host) override {
+    host->resize(on_device.size());
+    for (size_t i = 0; i < on_device.size(); ++i) TW_RETURN_IF_ERROR(Copy(on_device[i], CpuAllocator(), &(*host)[i]));
+    return std::unique_ptr<PendingCopy>(std::make_unique<CountedWait>(index()));
   }
   // Within its memory (host memory in both modes): a memcpy.
   Status CopyOnDevice(const void* src, void* dst, size_t bytes) const override {

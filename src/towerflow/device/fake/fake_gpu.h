@@ -23,7 +23,8 @@
 namespace tw {
 
 // How many times fake GPU `index` waited for itself in a copy to the host (a
-// CopyToHost, or one CopyToHostMany), over the process's life, in
+// CopyToHost, one CopyToHostMany, or the Wait of one StartCopyToHostMany),
+// over the process's life, in
 // SessionOptions::fake_gpu_device_memory mode.
 int64_t FakeGpuHostWaits(int index);
 

@@ -64,6 +64,9 @@ struct ConvPlan {
   std::vector<Candidate> candidates;
   size_t next = 0;     // the first candidate cuDNN has not refused
   bool timed = false;  // candidates ordered by measured time (TimeCandidates)
+  // Fused Conv2D -> BiasAddRelu: cuDNN refused the fused call with every
+  // candidate, so the convolution runs alone and a kernel adds the bias.
+  bool fused_refused = false;
 };
 
 inline bool NotSupported(cudnnStatus_t s) { return CUDNN_STATUS_CATEGORY(s) == CUDNN_STATUS_NOT_SUPPORTED; }
