@@ -283,6 +283,46 @@ TEST_F(TrainCliTest, CtrlCStopsCleanlyWithAFinalCheckpoint) {
   EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), j["global_step"].get<int64_t>());
 }
 
+// Steps run one ahead of their metrics (each before the previous one's loss
+// is read), except before a checkpoint: every checkpoint holds the state of
+// the step it is named after, and a Ctrl-C between checkpoints ends with a
+// final one at the step the run counted.
+TEST_F(TrainCliTest, CheckpointsHoldTheStepTheyAreNamedAfter) {
+  MakeData(1000);
+  std::vector<std::string> args = TrainArgs("run", 45);
+  args.insert(args.end(), {"--checkpoint-every-steps", "7", "--keep-checkpoints", "100"});
+  Result r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  int checked = 0;
+  for (const fs::path& f : Files("run", "ckpt-")) {
+    if (f.extension() != ".safetensors") continue;
+    const std::string stem = f.stem().string();
+    const int64_t step = std::stoll(stem.substr(stem.find('-') + 1));
+    auto file = train::ReadSafetensors(f.string());
+    ASSERT_TRUE(file.ok()) << file.status().ToString();
+    EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), step) << f;
+    ++checked;
+  }
+  EXPECT_EQ(checked, 7) << "steps 7, 14, .., 42 and the final 45";
+
+  const std::string interrupt =
+      "sh -c 'f=$1; shift; \"$@\" & p=$!; i=0; while [ ! -e \"$f\" ] && [ $i -lt 600 ] && kill -0 $p 2>/dev/null; do sleep 0.1; "
+      "i=$((i+1)); done; sleep 0.3; kill -INT $p; wait $p' sh " +
+      testing::ShellQuote((dir_ / "long" / "checkpoint").string());
+  args = TrainArgs("long", 100000000);
+  args.insert(args.end(), {"--checkpoint-every-steps", "1000"});
+  // The first checkpoint by time, so that the interrupt comes mid-run.
+  *(std::find(args.begin(), args.end(), "--checkpoint-every-secs") + 1) = "1";
+  r = Run(args, interrupt);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  json j = r.last();
+  EXPECT_EQ(j["interrupted"], true);
+  auto file = train::ReadSafetensors(j["checkpoint"].get<std::string>());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  EXPECT_EQ(file->Find("global_step")->scalar<int64_t>(), j["global_step"].get<int64_t>());
+  EXPECT_EQ(j["steps"].get<int64_t>(), j["global_step"].get<int64_t>());
+}
+
 TEST_F(TrainCliTest, CorruptRecordStopsWithDataLossAndKeepsTheCheckpoint) {
   MakeData(1000);
   std::vector<std::string> args = TrainArgs("run", 20);
