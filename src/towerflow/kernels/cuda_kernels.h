@@ -31,7 +31,8 @@ namespace tw {
 void RegisterCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 
 void RegisterCwiseCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
-void RegisterNnCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterNnCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);  // with the cross-entropies
+void RegisterXentCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterTrainingCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterStateCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);

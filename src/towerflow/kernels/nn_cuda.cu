@@ -1,5 +1,5 @@
-// CUDA kernels of the nn ops, float and double. CPU twins: nn_kernels.cc, with
-// the same shape checks (nn_args.h).
+// CUDA kernels of the nn ops, float and double (the cross-entropies are in
+// xent_cuda.cu). CPU twins: nn_kernels.cc, with the same shape checks (nn_args.h).
 //
 // - BiasAddKernel<T, kRelu>: a grid-stride loop over value's elements adding
 //   bias[i % C]; kRelu fuses the Relu (BiasAddRelu).
@@ -15,9 +15,6 @@
 //   this is deterministic without a temp-storage query.
 // - SoftmaxKernel<T>: one block per row (grid-stride over rows), sized to the
 //   row; block reductions of the row's max and of the sum of exp(x - max).
-// - XentKernel<T, I, kSparse>: both cross-entropies, one block per row the
-//   same way; loss[r] = sum_j y_j * (log(sum exp(l - m)) - (l_j - m)) and
-//   backprop = softmax - labels, as the CPU twin's XentRows.
 // - L2LossPartialKernel<T> + L2LossFinishKernel<T>: a two-pass reduction in
 //   double, as the CPU twin accumulates: blocks grid-stride over the elements
 //   and write one partial sum each, then one block adds the partials. No
@@ -28,15 +25,6 @@
 //   (internal/dropout_stream.h), as the CPU twin draws it: same seed, same
 //   masks, bit for bit.
 //
-// Divergence from the CPU twin: SparseSoftmaxCrossEntropyWithLogits. The CPU
-// kernel reads the labels on the host and fails with InvalidArgument naming a
-// label outside [0, classes). Here the labels are in device memory and the
-// kernel is only queued when Compute returns, so it cannot fail the step: as
-// TF's GPU kernel does, a row with such a label gets a NaN loss and a NaN
-// backprop row (other rows are unaffected). No device error flag is kept, since
-// reading one would mean waiting for the GPU inside Compute; the NaNs are the
-// signal, and SessionOptions::check_numerics turns them into an
-// InvalidArgument naming this node.
 #include <algorithm>
 #include <cstdint>
 #include <limits>
@@ -57,6 +45,8 @@ using cuda_util::GridThreadCount;
 using cuda_util::GridThreadIndex;
 using cuda_util::LaunchGridStride;
 using cuda_util::MaxOp;
+using cuda_util::RowBlocks;
+using cuda_util::RowThreads;
 using cuda_util::SumOp;
 
 // ---- BiasAdd, BiasAddRelu, Relu, ReluGrad ------------------------------------
@@ -246,13 +236,8 @@ class GpuBiasAddGradOp : public GpuOpKernel {
   }
 };
 
-// ---- Softmax and the cross-entropies: one block per row -------------------------
+// ---- Softmax: one block per row -----------------------------------------------
 
-// Threads per row: the row rounded up to a warp, at most 256 (longer rows loop).
-int RowThreads(int64_t c) { return static_cast<int>(std::clamp<int64_t>((c + 31) / 32 * 32, 32, 256)); }
-int RowBlocks(const GpuDevice& gpu, int64_t rows) {
-  return static_cast<int>(std::min<int64_t>(rows, int64_t{std::max(1, gpu.sm_count())} * 32));
-}
 
 template <typename T>
 __global__ void SoftmaxKernel(const T* __restrict__ x, T* __restrict__ y, int64_t rows, int64_t c) {
@@ -296,106 +281,6 @@ class GpuSoftmaxOp : public GpuOpKernel {
     const int64_t c = x.dim(x.rank() - 1);
     if (c == 0 || x.NumElements() == 0) return;
     TW_OP_REQUIRES_OK(ctx, LaunchSoftmax<T>(gpu, x.data<T>(), out->data<T>(), x.NumElements() / c, c));
-  }
-};
-
-// Row r of logits [rows, c] gives loss[r] and backprop[r]; the labels are
-// `dense` [rows, c] (kSparse false) or class indices `sparse` [rows] of type I.
-// A sparse label outside [0, c) gives a NaN loss and backprop row (see the top
-// of the file).
-template <typename T, typename I, bool kSparse>
-__global__ void XentKernel(const T* __restrict__ logits, const T* __restrict__ dense,
-                           const I* __restrict__ sparse, T* __restrict__ loss, T* __restrict__ backprop,
-                           int64_t rows, int64_t c) {
-  __shared__ T scratch[32];
-  for (int64_t r = blockIdx.x; r < rows; r += gridDim.x) {  // uniform over the block
-    const T* xr = logits + r * c;
-    T* br = backprop + r * c;
-    int64_t label = -1;
-    if constexpr (kSparse) {
-      label = static_cast<int64_t>(sparse[r]);
-      if (label < 0 || label >= c) {  // the same for every thread of the block
-        for (int64_t j = threadIdx.x; j < c; j += blockDim.x) br[j] = std::numeric_limits<T>::quiet_NaN();
-        if (threadIdx.x == 0) loss[r] = std::numeric_limits<T>::quiet_NaN();
-        continue;
-      }
-    }
-    T m = -std::numeric_limits<T>::infinity();
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) m = MaxOp()(m, xr[j]);
-    m = BlockReduce(m, MaxOp(), -std::numeric_limits<T>::infinity(), scratch);
-    if (c == 0) m = T(0);  // the CPU twin's value for an empty row (unused: no classes)
-    T sum = T(0);
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      const T e = cuda_util::Exp(xr[j] - m);
-      br[j] = e;
-      sum += e;
-    }
-    sum = BlockReduce(sum, SumOp(), T(0), scratch);
-    const T log_sum = cuda_util::Log(sum), inv = T(1) / sum;
-    T l = T(0);
-    for (int64_t j = threadIdx.x; j < c; j += blockDim.x) {
-      T y;
-      if constexpr (kSparse) {
-        y = j == label ? T(1) : T(0);
-      } else {
-        y = dense[r * c + j];
-      }
-      if (y != T(0)) l += y * (log_sum - (xr[j] - m));
-      br[j] = br[j] * inv - y;
-    }
-    l = BlockReduce(l, SumOp(), T(0), scratch);
-    if (threadIdx.x == 0) loss[r] = l;
-  }
-}
-
-template <typename T, typename I, bool kSparse>
-Status LaunchXent(const GpuDevice& gpu, const T* logits, const T* dense, const I* sparse, T* loss,
-                  T* backprop, int64_t rows, int64_t c) {
-  XentKernel<T, I, kSparse><<<RowBlocks(gpu, rows), RowThreads(c), 0, gpu.stream()>>>(
-      logits, dense, sparse, loss, backprop, rows, c);
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
-}
-
-template <typename T>
-class GpuSoftmaxXentOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
-    const Tensor& logits = ctx->input(0);
-    const Tensor& labels = ctx->input(1);
-    TW_OP_REQUIRES_OK(ctx, CheckSoftmaxXent(logits, labels));
-    Tensor *loss = nullptr, *backprop = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{logits.dim(0)}, &loss));
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
-    const int64_t rows = logits.dim(0);
-    if (rows == 0) return;
-    TW_OP_REQUIRES_OK(
-        ctx, (LaunchXent<T, int32_t, false>(gpu, logits.data<T>(), labels.data<T>(), nullptr, loss->data<T>(),
-                                            backprop->data<T>(), rows, logits.dim(1))));
-  }
-};
-
-template <typename T>
-class GpuSparseSoftmaxXentOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
-    const Tensor& logits = ctx->input(0);
-    const Tensor& labels = ctx->input(1);
-    TW_OP_REQUIRES_OK(ctx, CheckSparseSoftmaxXent(logits, labels));
-    const int64_t rows = logits.dim(0), c = logits.dim(1);
-    Tensor *loss = nullptr, *backprop = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
-    if (rows == 0) return;
-    // Tlabels is int32 or int64 (the op schema); the kernel is keyed on T only.
-    auto launch = [&]<typename I>(const I* sparse) {
-      return LaunchXent<T, I, true>(gpu, logits.data<T>(), nullptr, sparse, loss->data<T>(),
-                                    backprop->data<T>(), rows, c);
-    };
-    TW_OP_REQUIRES_OK(
-        ctx, labels.dtype() == kInt32 ? launch(labels.data<int32_t>()) : launch(labels.data<int64_t>()));
   }
 };
 
@@ -547,14 +432,13 @@ class GpuDropoutOp : public GpuOpKernel {
 }  // namespace
 
 void RegisterNnCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
+  RegisterXentCudaKernels(r, cpu);
   r.RegisterTyped<BiasAddOp, float, double>("BiasAdd", kDeviceGpu);
   r.RegisterTyped<BiasAddReluOp, float, double>("BiasAddRelu", kDeviceGpu);
   r.RegisterTyped<GpuBiasAddGradOp, float, double>("BiasAddGrad", kDeviceGpu);
   r.RegisterTyped<GpuReluOp, float, double>("Relu", kDeviceGpu);
   r.RegisterTyped<GpuReluGradOp, float, double>("ReluGrad", kDeviceGpu);
   r.RegisterTyped<GpuSoftmaxOp, float, double>("Softmax", kDeviceGpu);
-  r.RegisterTyped<GpuSoftmaxXentOp, float, double>("SoftmaxCrossEntropyWithLogits", kDeviceGpu);
-  r.RegisterTyped<GpuSparseSoftmaxXentOp, float, double>("SparseSoftmaxCrossEntropyWithLogits", kDeviceGpu);
   r.RegisterTyped<GpuL2LossOp, float, double>("L2Loss", kDeviceGpu);
   r.RegisterTyped<GpuDropoutOp, float, double>("Dropout", kDeviceGpu);
 }

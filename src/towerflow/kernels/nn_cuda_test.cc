@@ -31,6 +31,7 @@ const std::vector<std::string> kNnOps = {"BiasAdd",
                                          "Softmax",
                                          "SoftmaxCrossEntropyWithLogits",
                                          "SparseSoftmaxCrossEntropyWithLogits",
+                                         "SparseSoftmaxCrossEntropyMean",
                                          "L2Loss",
                                          "Dropout"};
 
@@ -190,6 +191,45 @@ TEST(NnCudaTest, SparseSoftmaxCrossEntropyWithLogits) {
         parity::ExpectGpuMatchesCpu(x);
       }
     }
+  }
+}
+
+// The fused mean, gradient and per-row hits against the CPU twin (which the
+// CPU tests hold bit for bit to the separate ops): the backprop and `correct`
+// per row, the mean to the sum's rounding; ties in the logits (the first
+// largest counts) and a batch past one block's share.
+TEST(NnCudaTest, SparseSoftmaxCrossEntropyMean) {
+  TW_SKIP_WITHOUT_GPU();
+  std::mt19937_64 rng(16);
+  for (DataType dtype : kTypes) {
+    for (DataType label_type : {kInt32, kInt64}) {
+      for (auto [rows, c] : XentShapes()) {
+        Case x{"SparseSoftmaxCrossEntropyMean " + Name(dtype) + " " + Name(label_type) + " [" +
+                   std::to_string(rows) + "," + std::to_string(c) + "]",
+               {RandomTensor(dtype, {rows, c}, rng, -3, 3),
+                RandomTensor(label_type, {rows}, rng, 0, static_cast<double>(c - 1))},
+               [](const Scope& s, const std::vector<Output>& in) {
+                 SoftmaxXentMeanResult r = SparseSoftmaxCrossEntropyMean(s, in[0], in[1]);
+                 return std::vector<Output>{r.loss, r.backprop, r.correct};
+               }};
+        SetSumTolerance(&x, dtype);
+        parity::ExpectGpuMatchesCpu(x);
+      }
+    }
+    // Every row tied: the first class is the prediction.
+    Tensor tied(dtype, TensorShape{1000, 3});
+    for (int64_t i = 0; i < 3000; ++i) {
+      if (dtype == kFloat32) tied.data<float>()[i] = 0.5f;
+      if (dtype == kFloat64) tied.data<double>()[i] = 0.5;
+    }
+    Case ties{"SparseSoftmaxCrossEntropyMean ties " + Name(dtype),
+              {tied, RandomTensor(kInt64, {1000}, rng, 0, 2)},
+              [](const Scope& s, const std::vector<Output>& in) {
+                SoftmaxXentMeanResult r = SparseSoftmaxCrossEntropyMean(s, in[0], in[1]);
+                return std::vector<Output>{r.loss, r.backprop, r.correct};
+              }};
+    SetSumTolerance(&ties, dtype);
+    parity::ExpectGpuMatchesCpu(ties);
   }
 }
 

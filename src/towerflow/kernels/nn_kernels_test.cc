@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <limits>
+#include <cstring>
 
 #include "towerflow/graph/gradients.h"
 #include "towerflow/graph/ops/array_ops.h"
@@ -136,6 +139,81 @@ TEST(NnKernelsTest, SparseSoftmaxCrossEntropyHandValuesAndLabelErrors) {
   Output labels32 = Const(s, std::vector<int32_t>{2, 1});
   Tensor loss32 = Eval(g, SparseSoftmaxCrossEntropyWithLogits(s, logits, labels32).loss);
   ExpectNear(loss32, {1.0986123, 1.40760596}, 1e-5);
+}
+
+// The fused op gives the separate ops' bits: the loss as Mean of the rows'
+// cross-entropies, the backprop as their gradient, `correct` as
+// Cast(Equal(ArgMax(logits, 1), labels)); over float and double, both label
+// types, a batch past one reduction chunk (8192 rows), ties, and NaN logits
+// (first in a row, and later). Its gradient is the backprop output itself.
+TEST(NnKernelsTest, SparseSoftmaxCrossEntropyMeanIsTheSeparateOpsBitForBit) {
+  std::mt19937_64 rng(5);
+  for (DataType dtype : {kFloat32, kFloat64}) {
+    for (DataType label_type : {kInt32, kInt64}) {
+      for (auto [rows, c] : std::vector<std::pair<int64_t, int64_t>>{{100, 10}, {9000, 3}, {1, 1}, {0, 4}}) {
+        SCOPED_TRACE(std::string(DataTypeName(dtype)) + " " + std::string(DataTypeName(label_type)) + " [" +
+                     std::to_string(rows) + "," + std::to_string(c) + "]");
+        std::uniform_real_distribution<double> u(-4, 4);
+        std::uniform_int_distribution<int64_t> cls(0, c - 1);
+        Tensor logits(dtype, TensorShape{rows, c}), labels(label_type, TensorShape{rows});
+        for (int64_t i = 0; i < rows * c; ++i) {
+          // Every fifth value repeats the one before: ties.
+          const double v = i % 5 == 4 ? (dtype == kFloat32 ? logits.data<float>()[i - 1] : logits.data<double>()[i - 1]) : u(rng);
+          if (dtype == kFloat32) logits.data<float>()[i] = static_cast<float>(v);
+          if (dtype == kFloat64) logits.data<double>()[i] = v;
+        }
+        if (rows >= 3 && c >= 3) {
+          const double nan = std::numeric_limits<double>::quiet_NaN();
+          for (int64_t at : {int64_t{0}, 2 * c + 1}) {  // row 0 first, row 2 second
+            if (dtype == kFloat32) logits.data<float>()[at] = static_cast<float>(nan);
+            if (dtype == kFloat64) logits.data<double>()[at] = nan;
+          }
+        }
+        for (int64_t r = 0; r < rows; ++r) {
+          if (label_type == kInt32) labels.data<int32_t>()[r] = static_cast<int32_t>(cls(rng));
+          if (label_type == kInt64) labels.data<int64_t>()[r] = cls(rng);
+        }
+        Graph g;
+        Scope s(g);
+        Output x = Placeholder(s, dtype), y = Placeholder(s, label_type);
+        Output mean = Mean(s, SparseSoftmaxCrossEntropyWithLogits(s, x, y).loss, {0});
+        Output hits = Cast(s, Equal(s, ArgMax(s, x, 1), label_type == kInt64 ? y : Cast(s, y, kInt64)), dtype);
+        SoftmaxXentMeanResult fused = SparseSoftmaxCrossEntropyMean(s, x, y);
+        auto separate_grad = Gradients(s, {mean}, {x});
+        auto fused_grad = Gradients(s, {fused.loss}, {x});
+        ASSERT_TRUE(separate_grad.ok() && fused_grad.ok() && s.ok()) << s.status().ToString();
+        EXPECT_EQ((*fused_grad)[0], fused.backprop) << "Minimize's OnesLike needs no multiply";
+        auto out = EvalAll(g, {mean, (*separate_grad)[0], hits, fused.loss, fused.backprop, fused.correct},
+                           {{x, logits}, {y, labels}});
+        ASSERT_EQ(out.size(), 6u);
+        for (int k = 0; k < 3; ++k) {
+          ASSERT_EQ(out[k].shape(), out[k + 3].shape()) << k;
+          EXPECT_EQ(std::memcmp(out[k].raw_data(), out[k + 3].raw_data(), out[k].TotalBytes()), 0) << "output " << k;
+        }
+      }
+    }
+  }
+}
+
+// A loss scaled after the op multiplies the backprop; labels outside the
+// classes fail as the separate cross-entropy's do.
+TEST(NnKernelsTest, SparseSoftmaxCrossEntropyMeanScaledAndBadLabels) {
+  Graph g;
+  Scope s(g);
+  Output logits = ConstF(s, {0, 0, 0, 1001, 1002, 1003}, {2, 3});
+  Output labels = Placeholder(s, kInt64, PartialShape({2}));
+  SoftmaxXentMeanResult r = SparseSoftmaxCrossEntropyMean(s, logits, labels);
+  auto grad = Gradients(s, {Mul(s, r.loss, Const(s, 4.0f))}, {logits});
+  ASSERT_TRUE(grad.ok() && s.ok()) << s.status().ToString();
+  auto out = EvalAll(g, {r.loss, r.backprop, r.correct, (*grad)[0]}, {{labels, Tensor::Vec<int64_t>({0, 2})}});
+  ExpectNear(out[0], {(1.0986123 + 0.40760596) / 2}, 1e-5);
+  ExpectNear(out[1], {(1. / 3 - 1) / 2, 1. / 6, 1. / 6, 0.09003057 / 2, 0.24472847 / 2, -0.33475904 / 2}, 1e-6);
+  ExpectNear(out[2], {1, 1}, 0);  // row 0: all tied, class 0 first
+  ExpectNear(out[3], {2 * (1. / 3 - 1), 2. / 3, 2. / 3, 2 * 0.09003057, 2 * 0.24472847, -2 * 0.33475904}, 1e-5);
+  Session sess(g);
+  Status st = sess.Run({{labels, Tensor::Vec<int64_t>({1, 3})}}, {r.loss}).status();
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("label 3 in row 1"), std::string::npos) << st.ToString();
 }
 
 TEST(NnKernelsTest, L2Loss) {

@@ -6,8 +6,7 @@
 // dimensions that are both reduced or both kept are merged, so any reduction
 // becomes an alternating pattern such as [R] (everything), [K,R] (rows), [R,K]
 // (columns: the bias gradient) or [K,R,K]. A row is folded with eight
-// independent accumulators, which the compiler turns into vector adds (a single
-// float accumulator cannot be vectorised without reassociating); a kept innermost
+// independent accumulators (internal/row_reduce.h); a kept innermost
 // dimension is folded as whole vectors. Work is split over the device's intra-op
 // threads along the outermost kept dimension, whose shards write disjoint
 // outputs; a full reduction is cut into fixed 8192-element chunks whose partial
@@ -17,39 +16,16 @@
 #include <type_traits>
 
 #include "towerflow/kernels/cwise_ops.h"
+#include "towerflow/kernels/internal/row_reduce.h"
 #include "towerflow/kernels/reduction_plan.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw {
 namespace {
 
-template <typename T>
-struct SumReducer {
-  static T Identity() { return T(0); }
-  static T Combine(T a, T b) { return static_cast<T>(a + b); }
-};
-template <typename T>
-struct MaxReducer {
-  static T Identity() {
-    if constexpr (std::numeric_limits<T>::has_infinity) return -std::numeric_limits<T>::infinity();
-    return std::numeric_limits<T>::lowest();
-  }
-  static T Combine(T a, T b) { return a < b ? b : a; }
-};
-
-template <typename T, typename R>
-T ReduceRow(const T* __restrict x, int64_t n) {
-  T acc[8];
-  std::fill_n(acc, 8, R::Identity());
-  int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int j = 0; j < 8; ++j) acc[j] = R::Combine(acc[j], x[i + j]);
-  }
-  T r = R::Identity();
-  for (int j = 0; j < 8; ++j) r = R::Combine(r, acc[j]);
-  for (; i < n; ++i) r = R::Combine(r, x[i]);
-  return r;
-}
+using row_reduce::MaxReducer;
+using row_reduce::ReduceRow;
+using row_reduce::SumReducer;
 
 // The loop nest of a ReducePlan (reduction_plan.h): its collapsed dimensions
 // with the contiguous input strides and the output strides (0 on reduced
@@ -116,7 +92,7 @@ void RunReduce(ThreadPool* pool, const ReduceLoops& p, const T* in, T* out, int6
     return;
   }
   if (nd == 1 && p.reduced[0]) {  // everything: fixed chunks, combined in order
-    constexpr int64_t kChunk = 8192;
+    constexpr int64_t kChunk = row_reduce::kFullReduceChunk;
     const int64_t n = p.dims[0];
     const int64_t chunks = (n + kChunk - 1) / kChunk;
     std::vector<T> partial(static_cast<size_t>(chunks));

@@ -106,7 +106,7 @@ TEST_F(RegisterAllCudaTest, TrainingPathOpsHaveFloatGpuKernels) {
   // clang-format off
   const std::vector<std::string> ops = {
       "MatMul", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "Relu", "ReluGrad",
-      "SparseSoftmaxCrossEntropyWithLogits", "Mean", "Sum", "ApplyMomentum", "ApplyGradientDescent",
+      "SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "Mean", "Sum", "ApplyMomentum", "ApplyGradientDescent",
       "ApplyAdam", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad",
       "VariableV2", "Assign", "Identity", "Reshape", "Shape", "Const", "Fill", "AddN", "Mul", "Add", "Sub",
       "Div"};

@@ -37,6 +37,22 @@ SoftmaxXentResult SparseSoftmaxCrossEntropyWithLogits(const Scope& scope, const 
 // sum(t^2) / 2, a scalar.
 Output L2Loss(const Scope& scope, const Output& t);
 
+// The mean cross-entropy of a batch against class indices, as one op (what
+// Mean(SparseSoftmaxCrossEntropyWithLogits(..).loss) and its gradient, and the
+// accuracy's Cast(Equal(ArgMax(logits, 1), labels)), take about ten kernels
+// for): `loss` the scalar mean over the rows, `backprop` d loss / d logits
+// ((softmax - onehot) / rows, the bits the separate ops give), `correct` per
+// row 1 where the first largest logit is the label's, else 0. Its gradient is
+// `backprop`, times the incoming gradient unless that is the loss's own
+// OnesLike (Minimize's). Labels outside [0, classes): InvalidArgument on the
+// CPU, NaN rows on a GPU (as SparseSoftmaxCrossEntropyWithLogits).
+struct SoftmaxXentMeanResult {
+  Output loss;      // T scalar
+  Output backprop;  // T [rows, classes]
+  Output correct;   // T [rows]
+};
+SoftmaxXentMeanResult SparseSoftmaxCrossEntropyMean(const Scope& scope, const Output& logits, const Output& labels);
+
 struct Conv2DOptions {
   std::vector<int64_t> strides = {1, 1, 1, 1};  // NHWC
   std::string padding = "SAME";                 // or "VALID"

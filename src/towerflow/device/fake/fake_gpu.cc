@@ -143,7 +143,7 @@ const std::vector<std::string>& FakeGpuKernelOps() {
       "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean",
       "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal", "RandomUniform", "Relu", "ReluGrad", "Reshape",
       "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax", "SoftmaxCrossEntropyWithLogits",
-      "SparseSoftmaxCrossEntropyWithLogits", "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum",
+      "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits", "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum",
       "SumToShape", "Tanh", "TruncatedNormal", "VariableV2", "ZerosLike"};
   return *ops;
 }

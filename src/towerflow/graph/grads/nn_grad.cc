@@ -87,6 +87,20 @@ void RegisterNnGradients(GradientRegistry& r) {
   });
   r.Register("SoftmaxCrossEntropyWithLogits", XentGrad);
   r.Register("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
+  // d loss / d logits is the op's backprop; the incoming gradient is a scalar
+  // (the loss's), and Minimize's OnesLike needs no multiply (x * 1 == x). The
+  // per-row `correct` is piecewise constant: no gradient.
+  r.Register("SparseSoftmaxCrossEntropyMean", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    if (dy[1].valid()) {
+      return errors::Unimplemented(op.name(), ": the gradient through SparseSoftmaxCrossEntropyMean's backprop "
+                                              "(a second derivative) is not implemented");
+    }
+    if (!dy[0].valid()) return Status::OK();
+    const bool ones = dy[0].node->op() == "OnesLike" && dy[0].node->num_inputs() == 1 &&
+                      dy[0].node->input(0) == Out(op, 0);
+    (*dx)[0] = ones ? Out(op, 1) : Mul(s, Out(op, 1), dy[0]);
+    return Status::OK();
+  });
   // d (sum x^2 / 2)/dx = x.
   r.Register("L2Loss", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     (*dx)[0] = Mul(s, op.input(0), dy[0]);

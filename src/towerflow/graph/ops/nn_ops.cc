@@ -138,6 +138,15 @@ Status XentShape(InferenceContext* c, bool sparse) {
   return Status::OK();
 }
 
+Status XentMeanShape(InferenceContext* c) {
+  TW_RETURN_IF_ERROR(XentShape(c, true));
+  const PartialShape logits = c->outputs()[1];
+  c->set_output(0, PartialShape({}));
+  c->set_output(1, logits);
+  c->set_output(2, PartialShape({logits.known_rank() ? logits.dim(0) : -1}));
+  return Status::OK();
+}
+
 Status DropoutShape(InferenceContext* c) {
   TW_ASSIGN_OR_RETURN(double rate, c->GetAttr<double>("rate"));
   if (!(rate >= 0 && rate < 1)) {
@@ -211,6 +220,13 @@ void RegisterNnOps(OpRegistry& r) {
                  .TypeAttr("Tlabels", {kInt32, kInt64}, kInt64)
                  .Shape([](InferenceContext* c) { return XentShape(c, true); })
                  .Doc("Per-row cross-entropy of softmax(features) against class indices.").Build()).Check();
+  r.Register(OpDefBuilder("SparseSoftmaxCrossEntropyMean").Input("features", "T").Input("labels", "Tlabels")
+                 .Output("loss", "T").Output("backprop", "T").Output("correct", "T").TypeAttr("T", f)
+                 .TypeAttr("Tlabels", {kInt32, kInt64}, kInt64)
+                 .Shape(XentMeanShape)
+                 .Doc("Mean cross-entropy of softmax(features) against class indices, its gradient (backprop) "
+                      "and per row whether the first largest feature is the label's (correct).")
+                 .Build()).Check();
   r.Register(OpDefBuilder("L2Loss").Input("t", "T").Output("output", "T").TypeAttr("T", f)
                  .Shape(shape_fns::Scalar).Doc("sum(t^2) / 2.").Build()).Check();
 
@@ -275,6 +291,11 @@ SoftmaxXentResult SoftmaxCrossEntropyWithLogits(const Scope& scope, const Output
 SoftmaxXentResult SparseSoftmaxCrossEntropyWithLogits(const Scope& scope, const Output& logits,
                                                       const Output& labels) {
   return Xent(scope, "SparseSoftmaxCrossEntropyWithLogits", logits, labels);
+}
+SoftmaxXentMeanResult SparseSoftmaxCrossEntropyMean(const Scope& scope, const Output& logits, const Output& labels) {
+  Node* n = NodeBuilder(scope, "SparseSoftmaxCrossEntropyMean").Input(logits).Input(labels).Finalize();
+  if (n == nullptr) return {};
+  return {Output(n, 0), Output(n, 1), Output(n, 2)};
 }
 Output L2Loss(const Scope& scope, const Output& t) { return NodeBuilder(scope, "L2Loss").Input(t).Finalize(); }
 

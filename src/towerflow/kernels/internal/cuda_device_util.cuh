@@ -9,6 +9,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "towerflow/device/cuda/gpu_kernel_util.h"
@@ -39,6 +40,14 @@ Status LaunchGridStride(const GpuDevice& gpu, int64_t n, int threads, void (*ker
 template <typename... Params, typename... Args>
 Status LaunchGridStride(const GpuDevice& gpu, int64_t n, void (*kernel)(Params...), Args... args) {
   return LaunchGridStride(gpu, n, LaunchShape{}.threads, kernel, args...);
+}
+
+// Per-row kernels (one block per row, grid-stride over the rows): threads per
+// row, the row rounded up to a warp, at most 256 (longer rows loop); blocks,
+// at most 32 per multiprocessor.
+inline int RowThreads(int64_t c) { return static_cast<int>(std::clamp<int64_t>((c + 31) / 32 * 32, 32, 256)); }
+inline int RowBlocks(const GpuDevice& gpu, int64_t rows) {
+  return static_cast<int>(std::min<int64_t>(rows, int64_t{std::max(1, gpu.sm_count())} * 32));
 }
 
 __device__ __forceinline__ float Exp(float x) { return expf(x); }
