@@ -104,7 +104,9 @@ struct SessionOptions {
   // recorded again; what cannot be recorded runs as before, with one log
   // line saying why. kAuto: on CUDA GPUs; kOn: on every GPU (fake GPUs
   // replay their recorded kernels one by one); kOff: never. check_numerics
-  // turns them off (it reads every kernel's outputs).
+  // turns them off (it reads every kernel's outputs), and so does
+  // gpu_launcher_threads = false on CUDA GPUs (a capture would record what
+  // other threads queue meanwhile).
   enum class StepGraphMode { kAuto, kOn, kOff };
   StepGraphMode cuda_graphs = StepGraphMode::kAuto;
 };

@@ -62,6 +62,20 @@ struct DeviceAttributes {
 class PendingFetches {
  public:
   PendingFetches() = default;
+  // A moved-from one holds nothing (Wait is FailedPrecondition).
+  PendingFetches(PendingFetches&& other) noexcept
+      : values_(std::move(other.values_)), wait_(std::move(other.wait_)), pending_(other.pending_) {
+    other.wait_ = nullptr;
+    other.pending_ = false;
+  }
+  PendingFetches& operator=(PendingFetches&& other) noexcept {
+    values_ = std::move(other.values_);
+    wait_ = std::move(other.wait_);
+    pending_ = other.pending_;
+    other.wait_ = nullptr;
+    other.pending_ = false;
+    return *this;
+  }
   // Waits until the devices have computed the values and copied them to the
   // host, then returns them in the order they were fetched. A GPU kernel of
   // the step that failed after RunAsync returned fails here, as Run would

@@ -143,7 +143,9 @@ class Loop {
       const bool by_steps = c_.checkpoint_every_steps > 0 && this_step % c_.checkpoint_every_steps == 0;
       const bool by_time = c_.checkpoint_every_seconds > 0 && SecondsSince(last_checkpoint) >= c_.checkpoint_every_seconds;
       Status ahead_failed;  // the next step's, reported after this one counts
+      // Nor ahead of the last warm-up step: the rate is timed from its end.
       if (world_ == nullptr && this_step < c_.total_steps && !by_steps && !by_time && !traced &&
+          result->steps + 1 != warmup &&
           !is_traced(result->steps + 1) && !g_stop_requested.load() && !coord.ShouldStop()) {
         StatusOr<InFlight> next = Start(fetches, false);
         if (next.ok()) {

@@ -103,6 +103,7 @@ class GpuProcessAllReduceOp : public GpuOpKernel {
     TW_OP_REQUIRES_OK(ctx, world->RunInOrder(tag, [&]() -> Status {
       TW_ASSIGN_OR_RETURN(ncclComm_t comm, CommFor(*world, gpu));
       TW_RETURN_IF_ERROR(gpu.Activate());  // the channel's thread
+      auto exclusion = gpu.CaptureExclusion();  // off the launcher: not into a capture
       TW_NCCL_RETURN_IF_ERROR(ncclAllReduce(flat.raw_data(), flat.raw_data(), static_cast<size_t>(total), type, op,
                                             comm, gpu.stream()));
       return Status::OK();

@@ -66,7 +66,7 @@ __global__ void XentKernel(const T* __restrict__ logits, const T* __restrict__ d
         for (int64_t j = 1; j < c; ++j) {
           if (xr[j] > xr[best]) best = j;
         }
-        correct[r] = best == label ? T(1) : T(0);
+        correct[r] = best == label && label < c ? T(1) : T(0);
       }
       if (label < 0 || label >= c) {  // the same for every thread of the block
         for (int64_t j = threadIdx.x; j < c; j += blockDim.x) br[j] = std::numeric_limits<T>::quiet_NaN();

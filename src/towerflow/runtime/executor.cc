@@ -134,7 +134,11 @@ class StepState {
       return Status::OK();
     }
     if (!e.ref->IsInitialized()) {
-      const Output src = source ? *source : Output();
+      // A variable the plan resolved is named by its own node (its readers
+      // may read it through a `read` Identity the plan dropped).
+      const Output src = in.constant >= 0 ? Output(const_cast<Node*>(plan_.constant_nodes[static_cast<size_t>(in.constant)]), 0)
+                         : source       ? *source
+                                        : Output();
       return errors::FailedPrecondition(
           "Attempting to use uninitialized value ",
           src.valid() ? src.node->name() : producer ? producer->name() : std::string("<fetch>"));

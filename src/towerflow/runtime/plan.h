@@ -60,8 +60,8 @@ struct ExecutorPlan {
     // deferred fetches (Executor::Run) queues its copy and does not wait.
     bool fetch_copy = false;
     // Run when the plan was built (a kernel whose outputs are fixed, read
-    // directly by every consumer): its outputs are the plan's `constants`,
-    // and steps never run it (no successors, not a root).
+    // directly by every consumer, plan_resolve.h): its outputs are the plan's
+    // `constants`, and steps never run it (no successors, not a root).
     bool resolved = false;
     // A copy out of a device's own memory into host memory: it waits for the
     // device's queued work (a GPU's stream) before the copy returns.
@@ -170,6 +170,7 @@ struct ExecutorPlan {
   // The outputs of resolved items (Const values, variable references), read
   // by Input::constant: never released, never written.
   std::vector<TensorValue> constants;
+  std::vector<const Node*> constant_nodes;  // the node each constant is an output of
   std::vector<int> roots;           // items with no pending inputs
   std::vector<Input> fetches;       // where each fetched value comes from
 };

@@ -7,6 +7,7 @@
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/runtime/partition.h"
+#include "towerflow/runtime/plan_resolve.h"
 #include "towerflow/runtime/step_arena.h"
 
 namespace tw {
@@ -66,72 +67,6 @@ Status CheckCollectiveGroups(const ExecutorPlan& plan) {
                                    "); fetch or target what depends on all of them, or none");
   }
   return Status::OK();
-}
-
-// Pass 5: items whose kernel's outputs are fixed, with no inputs, read only
-// by data edges of items on their memory (every successor edge is a read of
-// one of their entries; not fetched), run now; their readers read the
-// plan's constants. One whose kernel fails here stays an item (its step
-// reports the error as before).
-void ResolveFixedItems(ExecutorPlan* plan, ResourceMgr* resources) {
-  auto& items = plan->items;
-  std::vector<int> reads(static_cast<size_t>(plan->num_entries), 0);
-  for (const ExecutorPlan::Item& item : items) {
-    for (const ExecutorPlan::Input& in : item.inputs) {
-      if (in.entry >= 0) ++reads[static_cast<size_t>(in.entry)];
-    }
-  }
-  std::vector<char> fetched(static_cast<size_t>(plan->num_entries), 0);
-  for (const ExecutorPlan::Input& f : plan->fetches) {
-    if (f.entry >= 0) fetched[static_cast<size_t>(f.entry)] = 1;
-  }
-  std::vector<int> constant_of(static_cast<size_t>(plan->num_entries), -1);
-  for (ExecutorPlan::Item& item : items) {
-    if (item.is_transfer() || item.fused != nullptr || item.kernel == nullptr || !item.kernel->OutputsFixed() ||
-        item.initial_pending != 0 || !item.inputs.empty()) {
-      continue;
-    }
-    const int outputs = item.NumOutputs();
-    int data_reads = 0;
-    bool eligible = true;
-    for (int o = 0; o < outputs; ++o) {
-      data_reads += reads[static_cast<size_t>(item.entry_base + o)];
-      eligible = eligible && !fetched[static_cast<size_t>(item.entry_base + o)];
-    }
-    if (!eligible || data_reads != static_cast<int>(item.successors.size())) continue;
-    std::vector<TensorValue> no_inputs;
-    OpKernelContext::Params params;
-    params.node = item.node;
-    params.device = item.device;
-    params.resources = resources;
-    params.inputs = &no_inputs;
-    params.step_id = -1;
-    if (item.kernel_def != nullptr && !item.kernel_def->host_memory_outputs.empty()) {
-      params.host_memory_outputs = &item.kernel_def->host_memory_outputs;
-    }
-    OpKernelContext ctx(params);
-    item.kernel->Compute(&ctx);
-    if (!ctx.status().ok()) continue;
-    bool complete = true;
-    for (int o = 0; o < outputs; ++o) complete = complete && (ctx.output(o).is_ref() || ctx.output(o).value.IsInitialized());
-    if (!complete) continue;
-    for (int o = 0; o < outputs; ++o) {
-      constant_of[static_cast<size_t>(item.entry_base + o)] = static_cast<int>(plan->constants.size());
-      plan->constants.push_back(std::move(ctx.output(o)));
-    }
-    for (int succ : item.successors) --items[static_cast<size_t>(succ)].initial_pending;
-    item.successors.clear();
-    item.resolved = true;
-    ++plan->num_resolved;
-  }
-  if (plan->num_resolved == 0) return;
-  for (ExecutorPlan::Item& item : items) {
-    for (ExecutorPlan::Input& in : item.inputs) {
-      if (in.entry < 0 || constant_of[static_cast<size_t>(in.entry)] < 0) continue;
-      in.constant = constant_of[static_cast<size_t>(in.entry)];
-      in.entry = -1;
-    }
-  }
 }
 
 }  // namespace

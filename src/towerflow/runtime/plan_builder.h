@@ -9,7 +9,7 @@
 //      or memories (partition.h), control edges, and the fetches, which are
 //      host tensors (a value in device memory gets a transfer to the host);
 //   5. resolving: constants and variable references are made once
-//      (PlanOptions::resources);
+//      (PlanOptions::resources; plan_resolve.h);
 //   6. step graphs: a GPU's kernels that can be recorded become one item
 //      (step_graph_regions.h).
 // A plan whose step would run some members of a CollectiveAllReduce group but

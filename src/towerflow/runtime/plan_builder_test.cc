@@ -105,6 +105,34 @@ TEST(PlanBuilderTest, ErrorsName) {
   EXPECT_THAT(bad_fetch.status().message(), HasSubstr("fetch y:3 does not exist"));
 }
 
+// A Const built under control dependencies (an optimizer's learning rate
+// under tf.control_dependencies) is made once too: its reader waits for the
+// Const's control inputs itself. Here the reader adds the Const to v after
+// the Assign the Const waits for: v = 10 + 5, every run.
+TEST(PlanBuilderTest, AConstantWithControlInputsIsMadeOnceAndItsReaderWaits) {
+  Graph graph;
+  Scope s(graph);
+  Output v = VariableV2(s.WithOpName("v"), TensorShape{}, kFloat32);
+  Node* zero = Assign(s.WithOpName("zero"), v, Const(s, 0.0f)).node;
+  Node* ten = Assign(s.WithOpName("ten"), v, Const(s, 10.0f)).node;
+  Output five = Const(s.WithOpName("five").WithControlDependencies({ten}), 5.0f);
+  Output add = AssignAdd(s.WithOpName("add"), v, five);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session session(graph, {.inter_op_threads = 2});
+  const PlanCounts counts = Counts(session, {}, {}, {add.node});
+  // ten and add run; five and the Consts the Assigns read are made once.
+  EXPECT_EQ(counts.kernels, 2) << counts.ToString();
+  EXPECT_EQ(counts.resolved, 3) << counts.ToString();
+  EXPECT_EQ(counts.roots, 1) << counts.ToString();  // ten: add waits for it
+  for (int run = 0; run < 50; ++run) {
+    ASSERT_TRUE(session.Run(zero).ok());
+    ASSERT_TRUE(session.Run(add.node).ok());
+    auto got = session.Run({v});
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    EXPECT_EQ((*got)[0].scalar<float>(), 15.0f) << "run " << run;
+  }
+}
+
 TEST(PlanBuilderTest, ConstantsAndVariablesAreMadeOnceWhenReadDirectly) {
   Graph graph;
   Scope s(graph);

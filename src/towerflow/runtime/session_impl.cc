@@ -229,6 +229,15 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> SessionImpl::BuildPlan(const FeedL
   }
   // Check-numerics reads every kernel's outputs, which a replay does not make apart.
   if (options_.check_numerics) plan_options.step_graphs.devices = Graphs::kNone;
+  // A CUDA capture records whatever any thread queues on the GPU's stream: a
+  // step's other GPU kernels must wait for it, which only launcher threads
+  // make safe (another thread could hold a cuDNN handle the capture needs
+  // while its allocation waits for the capture to end). Fake GPUs record
+  // nothing from other threads.
+  if (launchers_.empty() && plan_options.step_graphs.devices != Graphs::kNone) {
+    plan_options.step_graphs.devices =
+        plan_options.step_graphs.devices == Graphs::kAllGpus ? Graphs::kFakeGpusOnly : Graphs::kNone;
+  }
   return PlanBuilder(graph_, placement_, device_set_->client_device(), this, plan_options).Build(fed, fetches, targets);
 }
 

@@ -241,6 +241,7 @@ void AddStepGraphs(ExecutorPlan* plan, const StepGraphOptions& options) {
     Device* d = item.device;
     if (!Live(item) || d == nullptr || d->device_type() != kDeviceGpu) continue;
     if (options.devices == StepGraphOptions::Devices::kCapturingDevices && !d->CanCaptureWork()) continue;
+    if (options.devices == StepGraphOptions::Devices::kFakeGpusOnly && d->CanCaptureWork()) continue;
     if (std::find(devices.begin(), devices.end(), d) == devices.end()) devices.push_back(d);
   }
   for (Device* d : devices) {

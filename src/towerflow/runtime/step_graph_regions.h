@@ -26,8 +26,10 @@ namespace tw {
 
 struct StepGraphOptions {
   // kCapturingDevices: GPUs that record their work (Device::CanCaptureWork,
-  // CUDA); kAllGpus: every GPU-type device (fake GPUs replay by re-running).
-  enum class Devices { kNone, kCapturingDevices, kAllGpus };
+  // CUDA); kAllGpus: every GPU-type device (fake GPUs replay by re-running);
+  // kFakeGpusOnly: GPU-type devices that do not record (without launcher
+  // threads, where a CUDA capture could take in another thread's work).
+  enum class Devices { kNone, kCapturingDevices, kAllGpus, kFakeGpusOnly };
   Devices devices = Devices::kCapturingDevices;
   static constexpr int kMinMembers = 2;
 };

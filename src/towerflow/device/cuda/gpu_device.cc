@@ -290,8 +290,8 @@ class GpuPendingCopy final : public PendingCopy {
     if (!s.ok()) {
       (void)cudaGetLastError();
       return s.WithContext(StrCat("copying ", host_.size(), " tensors from ", device_->name(),
-                                  " to the host (the error may come from an earlier kernel queued on ",
-                                  device_->short_name(), ")"));
+                                  " to the host (the error may come from a kernel queued on ", device_->short_name(),
+                                  " before the copy, or after it: a later step's)"));
     }
     return released;
   }
@@ -410,6 +410,7 @@ Status GpuDevice::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) 
 
 Status GpuDevice::CopyOnDevice(const void* src, void* dst, size_t bytes) const {
   if (bytes == 0) return Status::OK();
+  auto exclusion = CaptureExclusion();
   TW_RETURN_IF_ERROR(Activate());
   TW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_stream_));
   return Status::OK();

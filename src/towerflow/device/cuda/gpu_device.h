@@ -130,6 +130,11 @@ class GpuDevice final : public Device {
   bool CanCaptureWork() const override { return true; }
   Status BeginCapture() override;
   StatusOr<std::unique_ptr<CapturedWork>> EndCapture() override;
+  // Held by a thread that queues work on the compute stream itself (a
+  // library call such as ncclAllReduce, a copy) for as long as it queues:
+  // that work never lands in another thread's capture (it waits for the
+  // capture to end). Empty on the capturing thread.
+  std::shared_lock<std::shared_mutex> CaptureExclusion() const;
   // Waits until all work queued so far on this device's streams has finished.
   Status Synchronize() const;
   // "device: 0, name: NVIDIA H200, pci bus id: 0000:19:00.0, compute capability: 9.0"
@@ -157,8 +162,6 @@ class GpuDevice final : public Device {
   mutable std::shared_mutex capture_mu_;
   std::atomic<std::thread::id> capturing_thread_{};
   std::unique_lock<std::shared_mutex> capture_lock_;
-  // A shared hold on capture_mu_, or none on the capturing thread itself.
-  std::shared_lock<std::shared_mutex> CaptureExclusion() const;
   // Pinned blocks CopyFromHost copies through (pinned_staging.h says why).
   std::unique_ptr<PinnedStagingPool> staging_;
 };
