@@ -249,7 +249,29 @@ class SoftmaxXentOp : public OpKernel {
   }
 };
 
-template <typename T>
+// The class index of each row; InvalidArgument naming the first outside
+// [0, c) (the op name, the row and the value).
+Status LabelIndices(const Tensor& labels, int64_t c, const std::string& op, std::vector<int64_t>* idx) {
+  const int64_t rows = labels.NumElements();
+  idx->resize(static_cast<size_t>(rows));
+  for (int64_t r = 0; r < rows; ++r) {
+    const int64_t v = labels.dtype() == kInt32 ? labels.data<int32_t>()[r] : labels.data<int64_t>()[r];
+    if (v < 0 || v >= c) {
+      return errors::InvalidArgument(op, ": label ", v, " in row ", r, " is outside the valid range [0, ", c,
+                                     ") of classes");
+    }
+    (*idx)[static_cast<size_t>(r)] = v;
+  }
+  return Status::OK();
+}
+
+// SparseSoftmaxCrossEntropyWithLogits, and with kMean the mean op
+// (nn_ops.h: SparseSoftmaxCrossEntropyMean): the sparse cross-entropy's mean,
+// its gradient and the rows classified correctly, with the bits of the
+// separate ops: XentRows, the backprop times 1 / rows (the Mean gradient's
+// Div, then Mul), the mean as Mean sums (row_reduce::SumAll, then / rows),
+// and ArgMax's first largest logit compared with the label.
+template <typename T, bool kMean>
 class SparseSoftmaxXentOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -258,69 +280,41 @@ class SparseSoftmaxXentOp : public OpKernel {
     const Tensor& labels = ctx->input(1);
     TW_OP_REQUIRES_OK(ctx, CheckSparseSoftmaxXent(logits, labels));
     const int64_t rows = logits.dim(0), c = logits.dim(1);
-    std::vector<int64_t> idx(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t v = labels.dtype() == kInt32 ? labels.data<int32_t>()[r] : labels.data<int64_t>()[r];
-      TW_OP_REQUIRES(ctx, v >= 0 && v < c,
-                     errors::InvalidArgument("SparseSoftmaxCrossEntropyWithLogits: label ", v, " in row ", r,
-                                             " is outside the valid range [0, ", c, ") of classes"));
-      idx[static_cast<size_t>(r)] = v;
-    }
-    Tensor *loss = nullptr, *backprop = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{rows}, &loss));
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
-    XentRows<T>(ctx, logits, loss, backprop,
-                [&](int64_t r, int64_t j) { return idx[static_cast<size_t>(r)] == j ? T(1) : T(0); });
-  }
-};
-
-// The sparse cross-entropy's mean, its gradient and the rows classified
-// correctly (nn_ops.h: SparseSoftmaxCrossEntropyMean), with the bits of the
-// separate ops: XentRows, the backprop times 1 / rows (the Mean gradient's
-// Div, then Mul), the mean as Mean sums (row_reduce::SumAll, then / rows),
-// and ArgMax's first largest logit compared with the label.
-template <typename T>
-class SparseSoftmaxXentMeanOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    const Tensor& logits = ctx->input(0);
-    const Tensor& labels = ctx->input(1);
-    TW_OP_REQUIRES_OK(ctx, CheckSparseSoftmaxXent(logits, labels));
-    const int64_t rows = logits.dim(0), c = logits.dim(1);
-    std::vector<int64_t> idx(static_cast<size_t>(rows));
-    for (int64_t r = 0; r < rows; ++r) {
-      const int64_t v = labels.dtype() == kInt32 ? labels.data<int32_t>()[r] : labels.data<int64_t>()[r];
-      TW_OP_REQUIRES(ctx, v >= 0 && v < c,
-                     errors::InvalidArgument("SparseSoftmaxCrossEntropyMean: label ", v, " in row ", r,
-                                             " is outside the valid range [0, ", c, ") of classes"));
-      idx[static_cast<size_t>(r)] = v;
-    }
+    std::vector<int64_t> idx;
+    TW_OP_REQUIRES_OK(ctx, LabelIndices(labels, c, node().op(), &idx));
     Tensor *loss = nullptr, *backprop = nullptr, *correct = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &loss));
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape{rows}, &correct));
     Tensor row_loss;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(logits.dtype(), TensorShape{rows}, &row_loss));
-    XentRows<T>(ctx, logits, &row_loss, backprop,
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, kMean ? TensorShape{} : TensorShape{rows}, &loss));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(1, logits.shape(), &backprop));
+    if constexpr (kMean) {
+      TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(2, TensorShape{rows}, &correct));
+      TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(logits.dtype(), TensorShape{rows}, &row_loss));
+    }
+    XentRows<T>(ctx, logits, kMean ? &row_loss : loss, backprop,
                 [&](int64_t r, int64_t j) { return idx[static_cast<size_t>(r)] == j ? T(1) : T(0); });
-    const T inv = T(1) / static_cast<T>(rows);
-    const T* x = logits.data<T>();
-    T* bp = backprop->data<T>();
-    T* ok = correct->data<T>();
-    ForRows(ctx, rows, c, [&](int64_t r0, int64_t r1) {
-      for (int64_t r = r0; r < r1; ++r) {
-        for (int64_t j = 0; j < c; ++j) bp[r * c + j] *= inv;
-        int64_t best = 0;
-        for (int64_t j = 1; j < c; ++j) {
-          if (x[r * c + j] > x[r * c + best]) best = j;
+    if constexpr (kMean) {
+      const T inv = T(1) / static_cast<T>(rows);
+      const T* x = logits.data<T>();
+      T* bp = backprop->data<T>();
+      T* ok = correct->data<T>();
+      ForRows(ctx, rows, c, [&](int64_t r0, int64_t r1) {
+        for (int64_t r = r0; r < r1; ++r) {
+          for (int64_t j = 0; j < c; ++j) bp[r * c + j] *= inv;
+          int64_t best = 0;
+          for (int64_t j = 1; j < c; ++j) {
+            if (x[r * c + j] > x[r * c + best]) best = j;
+          }
+          ok[r] = best == idx[static_cast<size_t>(r)] ? T(1) : T(0);
         }
-        ok[r] = best == idx[static_cast<size_t>(r)] ? T(1) : T(0);
-      }
-    });
-    loss->data<T>()[0] = row_reduce::SumAll(row_loss.data<T>(), rows) / static_cast<T>(rows);
+      });
+      loss->data<T>()[0] = row_reduce::SumAll(row_loss.data<T>(), rows) / static_cast<T>(rows);
+    }
   }
 };
+template <typename T>
+using SparseSoftmaxXentRowsOp = SparseSoftmaxXentOp<T, false>;
+template <typename T>
+using SparseSoftmaxXentMeanOp = SparseSoftmaxXentOp<T, true>;
 
 template <typename T>
 class L2LossOp : public OpKernel {
@@ -392,7 +386,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   r.RegisterTyped<ReluGradOp, float, double>("ReluGrad", kDeviceCpu);
   r.RegisterTyped<SoftmaxOp, float, double>("Softmax", kDeviceCpu);
   r.RegisterTyped<SoftmaxXentOp, float, double>("SoftmaxCrossEntropyWithLogits", kDeviceCpu);
-  r.RegisterTyped<SparseSoftmaxXentOp, float, double>("SparseSoftmaxCrossEntropyWithLogits", kDeviceCpu);
+  r.RegisterTyped<SparseSoftmaxXentRowsOp, float, double>("SparseSoftmaxCrossEntropyWithLogits", kDeviceCpu);
   r.RegisterTyped<SparseSoftmaxXentMeanOp, float, double>("SparseSoftmaxCrossEntropyMean", kDeviceCpu);
   r.RegisterTyped<L2LossOp, float, double>("L2Loss", kDeviceCpu);
   r.RegisterTyped<DropoutOp, float, double>("Dropout", kDeviceCpu);

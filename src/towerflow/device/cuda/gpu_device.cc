@@ -221,9 +221,7 @@ Status GpuDevice::CopyToHost(const Tensor& on_device, Tensor* host) {
   return Status::OK();
 }
 
-Status GpuDevice::CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) {
-  auto exclusion = CaptureExclusion();
-  TW_RETURN_IF_ERROR(Activate());
+Status GpuDevice::AllocateHostCopies(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) const {
   host->clear();
   for (const Tensor& t : on_device) {
     if (t.dtype() == kString) {
@@ -234,6 +232,13 @@ Status GpuDevice::CopyToHostMany(const std::vector<Tensor>& on_device, std::vect
     if (!h.ok()) return h.status().WithContext("copying from " + name() + " to the host");
     host->push_back(std::move(h).value());
   }
+  return Status::OK();
+}
+
+Status GpuDevice::CopyToHostMany(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) {
+  auto exclusion = CaptureExclusion();
+  TW_RETURN_IF_ERROR(Activate());
+  TW_RETURN_IF_ERROR(AllocateHostCopies(on_device, host));
   // Every copy queued after the compute stream's work so far, then one wait.
   Status s = WaitForStream(d2h_stream_, compute_stream_);
   for (size_t i = 0; i < on_device.size() && s.ok(); ++i) {
@@ -312,19 +317,12 @@ StatusOr<std::unique_ptr<PendingCopy>> GpuDevice::StartCopyToHostMany(const std:
                                                                        std::vector<Tensor>* host) {
   auto exclusion = CaptureExclusion();
   TW_RETURN_IF_ERROR(Activate());
-  host->clear();
+  TW_RETURN_IF_ERROR(AllocateHostCopies(on_device, host));
   // Each value at a 64-byte aligned offset of one pinned block: a copy into
   // pageable memory would not return before the device reached it.
   std::vector<size_t> offsets;
   size_t total = 0;
   for (const Tensor& t : on_device) {
-    if (t.dtype() == kString) {
-      return errors::InvalidArgument("cannot copy string", t.shape().ToString(), " from ", name(),
-                                     ": no GPU kernel makes string tensors");
-    }
-    StatusOr<Tensor> h = Tensor::Allocate(CpuAllocator(), t.dtype(), t.shape());
-    if (!h.ok()) return h.status().WithContext("copying from " + name() + " to the host");
-    host->push_back(std::move(h).value());
     offsets.push_back(total);
     total += (t.TotalBytes() + 63) / 64 * 64;
   }

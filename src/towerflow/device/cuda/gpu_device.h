@@ -144,6 +144,9 @@ class GpuDevice final : public Device {
  private:
   GpuDevice(const GpuDeviceConfig& config, std::unique_ptr<GpuAllocator> allocator);
   Status Init();
+  // New host tensors for copies of `on_device` (CopyToHostMany and its
+  // started form); InvalidArgument for string tensors.
+  Status AllocateHostCopies(const std::vector<Tensor>& on_device, std::vector<Tensor>* host) const;
 
   GpuDeviceConfig config_;
   GpuAllocator* gpu_allocator_;  // owned by Device (the base class)
