@@ -19,6 +19,7 @@
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/session_impl.h"
 #include "towerflow/runtime/step_arena.h"
+#include "towerflow/runtime/step_graph.h"
 #include "towerflow/runtime/training_test_util.h"
 
 namespace tw {
@@ -67,14 +68,16 @@ struct Result {
   PlanCounts counts;
   int64_t host_waits = 0;
   int64_t waits_in_runs = 0;  // inside Run or RunAsync (not in Wait)
+  StepGraphStats graph;       // the plan's first step graph, if any
   ArenaStats arena;
   bool has_arena = false;
 };
 
-Result Train(bool device_memory, bool two_gpus, bool pipelined = false) {
+Result Train(bool device_memory, bool two_gpus, bool pipelined = false, bool step_graphs = false) {
   Model m(two_gpus);
   SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 1, .num_fake_gpus = two_gpus ? 2 : 1};
   options.fake_gpu_device_memory = device_memory;
+  if (step_graphs) options.cuda_graphs = SessionOptions::StepGraphMode::kOn;
   options.allow_soft_placement = true;  // Placeholders have no GPU kernel
   Session session(m.graph, options);
   EXPECT_TRUE(session.Run(m.init).ok());
@@ -106,6 +109,7 @@ Result Train(bool device_memory, bool two_gpus, bool pipelined = false) {
   EXPECT_TRUE(plan.ok());
   if (plan.ok()) {
     out.counts = CountItems(**plan);
+    if (!(*plan)->step_graphs.empty()) out.graph = (*plan)->step_graphs[0]->stats();
     if ((*plan)->arena != nullptr) {
       out.has_arena = true;
       out.arena = (*plan)->arena->stats();
@@ -140,6 +144,20 @@ TEST(DeviceMemoryTest, PipelinedStepsWaitForTheGpuOnlyWhenTheirFetchesAreRead) {
   const Result host = Train(false, false, true);
   EXPECT_EQ(host.fetched, waited.fetched);
   EXPECT_EQ(host.host_waits, 0);
+}
+
+// With step graphs (replayed by re-running on fake GPUs), a step run before
+// the previous one's fetches are read still replays: the fetched values are
+// host copies, no graph output is held.
+TEST(DeviceMemoryTest, PipelinedStepsReplayTheirStepGraph) {
+  const Result waited = Train(true, false);
+  const Result graphs = Train(true, false, true, true);
+  EXPECT_EQ(graphs.fetched, waited.fetched);
+  EXPECT_EQ(graphs.waits_in_runs, 0);
+  EXPECT_GT(graphs.graph.members, 0);
+  EXPECT_EQ(graphs.graph.captures, 1);
+  EXPECT_EQ(graphs.graph.replays, 3) << "6 steps: 2 warm-up, the capture, 3 replays";
+  EXPECT_EQ(graphs.graph.held_outputs, 0);
 }
 
 TEST(DeviceMemoryTest, PendingFetchesAreWaitedForOnce) {
