@@ -82,7 +82,9 @@ std::string GpuAllocator::Describe() const {
                 " limit, peak ", HumanBytes(peak_bytes()));
 }
 
-void* GpuAllocator::Allocate(size_t bytes) {
+void* GpuAllocator::Allocate(size_t bytes) { return AllocateOn(bytes, stream_); }
+
+void* GpuAllocator::AllocateOn(size_t bytes, cudaStream_t stream) {
   const size_t size = BlockBytes(bytes);
   if (size > limit_) return nullptr;
   // Reserve before allocating, so that two threads cannot both pass the limit;
@@ -101,14 +103,14 @@ void* GpuAllocator::Allocate(size_t bytes) {
     // Not into another thread's capture of the stream (HoldFrees).
     std::unique_lock<std::mutex> lock(held_mu_);
     released_.wait(lock, [&] { return !holding_.load(std::memory_order_relaxed) || capturing_ == std::this_thread::get_id(); });
-    if (err == cudaSuccess) err = cudaMallocAsync(&ptr, size, stream_);
+    if (err == cudaSuccess) err = cudaMallocAsync(&ptr, size, stream);
     if (err == cudaSuccess && poison_) {
       // 0xFF bytes: a NaN in every float and double, -1 in every integer.
-      err = cudaMemsetAsync(ptr, 0xFF, size, stream_);
+      err = cudaMemsetAsync(ptr, 0xFF, size, stream);
       if (err != cudaSuccess) {
         (void)cudaGetLastError();
         TW_LOG(ERROR) << "cudaMemsetAsync (TOWERFLOW_GPU_POISON) on " << name_ << ": " << cudaGetErrorName(err);
-        (void)cudaFreeAsync(ptr, stream_);
+        (void)cudaFreeAsync(ptr, stream);
         ptr = nullptr;
       }
     }

@@ -41,6 +41,13 @@ class GpuAllocator final : public Allocator {
 
   std::string Name() const override { return name_; }
   void* Allocate(size_t bytes) override;
+  // As Allocate, ordered on `stream` instead of the compute stream (the block
+  // still goes back with Deallocate, on the compute stream). A copy into the
+  // GPU allocates its destination on its own stream, so that it need not wait
+  // for the work queued on the compute stream: the pool reuses a block freed
+  // on another stream only once that free is known complete, or after it
+  // makes `stream` wait for it (cudaMemPool's default reuse policies).
+  void* AllocateOn(size_t bytes, cudaStream_t stream);
   void Deallocate(void* ptr, size_t bytes) override;
   size_t BytesInUse() const override { return in_use_.load(std::memory_order_relaxed); }
   size_t limit() const { return limit_; }

@@ -27,6 +27,21 @@ constexpr size_t kCublasWorkspaceBytes = size_t{32} << 20;
 // Idle pinned staging memory a device keeps for its next host-to-device copies.
 constexpr size_t kMaxIdleStagingBytes = size_t{256} << 20;
 
+// The GpuAllocator's blocks, allocated in another stream's order (a copy's
+// destination, GpuAllocator::AllocateOn) and freed as the GpuAllocator frees.
+class StreamOrderedAllocator final : public Allocator {
+ public:
+  StreamOrderedAllocator(GpuAllocator* gpu, cudaStream_t stream) : gpu_(gpu), stream_(stream) {}
+  std::string Name() const override { return gpu_->Name(); }
+  void* Allocate(size_t bytes) override { return gpu_->AllocateOn(bytes, stream_); }
+  void Deallocate(void* ptr, size_t bytes) override { gpu_->Deallocate(ptr, bytes); }
+  size_t BytesInUse() const override { return gpu_->BytesInUse(); }
+
+ private:
+  GpuAllocator* gpu_;
+  cudaStream_t stream_;
+};
+
 // Makes `waiter` run what is queued on it later only after the work queued on
 // `producer` so far.
 Status WaitForStream(cudaStream_t waiter, cudaStream_t producer) {
@@ -89,6 +104,7 @@ Status GpuDevice::Init() {
   TW_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&h2d_stream_, cudaStreamNonBlocking));
   TW_CUDA_RETURN_IF_ERROR(cudaStreamCreateWithFlags(&d2h_stream_, cudaStreamNonBlocking));
   gpu_allocator_->set_stream(compute_stream_);
+  copy_in_allocator_ = std::make_unique<StreamOrderedAllocator>(gpu_allocator_, h2d_stream_);
 
   TW_CUBLAS_RETURN_IF_ERROR(cublasCreate(&cublas_));
   TW_CUBLAS_RETURN_IF_ERROR(cublasSetStream(cublas_, compute_stream_));
@@ -155,7 +171,10 @@ Status GpuDevice::CopyFromHost(const Tensor& host, Tensor* on_device) {
   }
   auto exclusion = CaptureExclusion();
   TW_RETURN_IF_ERROR(Activate());
-  StatusOr<Tensor> t = Tensor::Allocate(allocator(), host.dtype(), host.shape());
+  // The destination is allocated in the host-to-device stream's order, so
+  // the copy waits for no work of the compute stream: the next batch goes in
+  // while the GPU still runs the step before it.
+  StatusOr<Tensor> t = Tensor::Allocate(copy_in_allocator_.get(), host.dtype(), host.shape());
   if (!t.ok()) return t.status().WithContext("copying to " + name());
   const size_t bytes = host.TotalBytes();
   if (bytes > 0) {
@@ -165,15 +184,9 @@ Status GpuDevice::CopyFromHost(const Tensor& host, Tensor* on_device) {
     if (!staged.ok()) return staged.status().WithContext(StrCat("pinning ", bytes, " bytes to copy to ", name()));
     PinnedStagingPool::Block* block = staged.value();
     std::memcpy(block->data, host.raw_data(), bytes);
-    // The destination was allocated (stream-ordered) on the compute stream,
-    // whose earlier work may still use its memory: the copy waits for it.
-    Status s = WaitForStream(h2d_stream_, compute_stream_);
-    bool queued = false;
-    if (s.ok()) {
-      s = CudaStatus(cudaMemcpyAsync(t->raw_data(), block->data, bytes, cudaMemcpyHostToDevice, h2d_stream_),
-                     "cudaMemcpyAsync(HostToDevice)", __FILE__, __LINE__);
-      queued = s.ok();
-    }
+    Status s = CudaStatus(cudaMemcpyAsync(t->raw_data(), block->data, bytes, cudaMemcpyHostToDevice, h2d_stream_),
+                          "cudaMemcpyAsync(HostToDevice)", __FILE__, __LINE__);
+    const bool queued = s.ok();
     Status released = staging_->Release(block, queued ? h2d_stream_ : nullptr);
     if (s.ok()) s = released;
     // Work queued on the compute stream from now on (consumers, and the
@@ -186,6 +199,10 @@ Status GpuDevice::CopyFromHost(const Tensor& host, Tensor* on_device) {
       (void)cudaGetLastError();
       return s.WithContext(StrCat("copying ", DataTypeName(host.dtype()), host.shape().ToString(), " to ", name()));
     }
+  } else if (t->buffer()) {
+    // Nothing to copy, but the block's free (on the compute stream) must
+    // still follow its allocation (on the host-to-device stream).
+    TW_RETURN_IF_ERROR(WaitForStream(compute_stream_, h2d_stream_));
   }
   *on_device = std::move(t).value();
   return Status::OK();

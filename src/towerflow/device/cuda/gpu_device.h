@@ -7,7 +7,7 @@
 // the same stream, the consumer's work runs after the producer's. Two more
 // streams carry copies: host-to-device and device-to-host, each ordered against
 // the compute stream with events, so a batch's copy to the GPU overlaps the
-// previous kernels. Only CopyToHost (fetches, CPU consumers) and Synchronize
+// previous kernels (its destination is allocated in its own stream's order). Only CopyToHost (fetches, CPU consumers) and Synchronize
 // wait for the device.
 //
 // Memory comes from a GpuAllocator (gpu_allocator.h): stream-ordered blocks of
@@ -95,8 +95,9 @@ class GpuDevice final : public Device {
   CudnnLease cudnn() const { return CudnnLease(cudnn_, &cudnn_mu_); }
 
   bool host_memory() const override { return false; }
-  // Allocates `on_device` here and queues the copy on the host-to-device
-  // stream after the compute stream's work so far; the compute stream waits
+  // Allocates `on_device` here, in the host-to-device stream's order, and
+  // queues the copy on that stream, where it waits for no compute work (a
+  // batch goes in while the step before it runs); the compute stream waits
   // for the copy before anything queued later. `host` may be freed on return.
   // InvalidArgument for string tensors (no GPU kernel takes them).
   Status CopyFromHost(const Tensor& host, Tensor* on_device) override;
@@ -167,6 +168,10 @@ class GpuDevice final : public Device {
   std::unique_lock<std::shared_mutex> capture_lock_;
   // Pinned blocks CopyFromHost copies through (pinned_staging.h says why).
   std::unique_ptr<PinnedStagingPool> staging_;
+  // CopyFromHost's destinations: the GpuAllocator's blocks in the
+  // host-to-device stream's order. Lives as long as the device (its tensors
+  // name it).
+  std::unique_ptr<Allocator> copy_in_allocator_;
 };
 
 }  // namespace tw
