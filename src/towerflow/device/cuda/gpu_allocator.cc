@@ -95,7 +95,7 @@ void* GpuAllocator::AllocateOn(size_t bytes, cudaStream_t stream) {
     return nullptr;
   }
   // The calling thread may serve another device (or none): the block must come
-  // from this GPU's pool, ordered on this device's compute stream.
+  // from this GPU's pool, ordered on `stream` (the compute stream, or a copy's).
   ScopedDevice device(ordinal_);
   cudaError_t err = device.error();
   void* ptr = nullptr;

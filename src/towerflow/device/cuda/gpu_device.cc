@@ -177,32 +177,34 @@ Status GpuDevice::CopyFromHost(const Tensor& host, Tensor* on_device) {
   StatusOr<Tensor> t = Tensor::Allocate(copy_in_allocator_.get(), host.dtype(), host.shape());
   if (!t.ok()) return t.status().WithContext("copying to " + name());
   const size_t bytes = host.TotalBytes();
+  Status s;
+  bool queued = false;
   if (bytes > 0) {
     // Through a pinned block (pinned_staging.h): `host` has been read when
     // this returns, so the caller may free or overwrite it.
     StatusOr<PinnedStagingPool::Block*> staged = staging_->Acquire(bytes);
-    if (!staged.ok()) return staged.status().WithContext(StrCat("pinning ", bytes, " bytes to copy to ", name()));
-    PinnedStagingPool::Block* block = staged.value();
-    std::memcpy(block->data, host.raw_data(), bytes);
-    Status s = CudaStatus(cudaMemcpyAsync(t->raw_data(), block->data, bytes, cudaMemcpyHostToDevice, h2d_stream_),
-                          "cudaMemcpyAsync(HostToDevice)", __FILE__, __LINE__);
-    const bool queued = s.ok();
-    Status released = staging_->Release(block, queued ? h2d_stream_ : nullptr);
-    if (s.ok()) s = released;
-    // Work queued on the compute stream from now on (consumers, and the
-    // stream-ordered free of the tensor) runs after the copy.
-    if (s.ok()) s = WaitForStream(compute_stream_, h2d_stream_);
-    if (!s.ok()) {
-      // The tensor's memory is freed on the compute stream when `t` goes: let
-      // a copy already queued finish writing it first.
-      if (queued) (void)cudaStreamSynchronize(h2d_stream_);
-      (void)cudaGetLastError();
-      return s.WithContext(StrCat("copying ", DataTypeName(host.dtype()), host.shape().ToString(), " to ", name()));
+    s = staged.status().WithContext(StrCat("pinning ", bytes, " bytes to copy to ", name()));
+    if (s.ok()) {
+      PinnedStagingPool::Block* block = staged.value();
+      std::memcpy(block->data, host.raw_data(), bytes);
+      s = CudaStatus(cudaMemcpyAsync(t->raw_data(), block->data, bytes, cudaMemcpyHostToDevice, h2d_stream_),
+                     "cudaMemcpyAsync(HostToDevice)", __FILE__, __LINE__);
+      queued = s.ok();
+      Status released = staging_->Release(block, queued ? h2d_stream_ : nullptr);
+      if (s.ok()) s = released;
     }
-  } else if (t->buffer()) {
-    // Nothing to copy, but the block's free (on the compute stream) must
-    // still follow its allocation (on the host-to-device stream).
-    TW_RETURN_IF_ERROR(WaitForStream(compute_stream_, h2d_stream_));
+  }
+  // Work queued on the compute stream from now on (consumers, and the
+  // stream-ordered free of the tensor) runs after the copy, and after the
+  // block's allocation on the host-to-device stream (with nothing to copy too).
+  if (s.ok()) s = WaitForStream(compute_stream_, h2d_stream_);
+  if (!s.ok()) {
+    // The tensor's memory is freed on the compute stream when `t` goes,
+    // unordered with the host-to-device stream: let what is queued there
+    // (its allocation, a poison fill, a copy) finish first.
+    (void)cudaStreamSynchronize(h2d_stream_);
+    (void)cudaGetLastError();
+    return s.WithContext(StrCat("copying ", DataTypeName(host.dtype()), host.shape().ToString(), " to ", name()));
   }
   *on_device = std::move(t).value();
   return Status::OK();
