@@ -96,6 +96,7 @@ void* CaptureMemory::Allocate(size_t bytes) {
       return buffers_[next_++];
     }
     mismatch_ = true;
+    if (strict_) return nullptr;
   }
   void* p = base_->Allocate(bytes);
   if (p != nullptr) {
@@ -103,6 +104,11 @@ void* CaptureMemory::Allocate(size_t bytes) {
     ++live_;
   }
   return p;
+}
+
+void CaptureMemory::set_strict(bool strict) {
+  std::lock_guard<std::mutex> lock(mu_);
+  strict_ = strict;
 }
 
 void CaptureMemory::Deallocate(void* ptr, size_t bytes) {

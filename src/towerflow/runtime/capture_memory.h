@@ -10,8 +10,9 @@
 // hands them out in the same order each time its kernels run (the capture,
 // and each replay that re-runs them on a device that cannot capture);
 // Rewind starts the sequence again. A request that does not match the next
-// size goes to the base allocator and sets mismatch(): the kernels do not
-// allocate the same way run after run, and their graph is not valid.
+// size goes to the base allocator (or fails, while strict) and sets
+// mismatch(): the kernels do not allocate the same way run after run, and
+// their graph is not valid.
 // Freeing a handed-out buffer only counts it: the buffers stay until the
 // memory is released and no tensor holds one. Thread-safe.
 #ifndef TOWERFLOW_RUNTIME_CAPTURE_MEMORY_H_
@@ -67,6 +68,11 @@ class CaptureMemory final : public Allocator {
   size_t BytesInUse() const override { return base_->BytesInUse(); }
 
   void Rewind();
+  // While strict (a CUDA capture in progress), a request that does not match
+  // the next size returns nullptr and sets mismatch() instead of going to the
+  // base allocator: an allocation inside a capture would belong to the graph,
+  // and be freed though the graph never ran.
+  void set_strict(bool strict);
   // Every request since the last Rewind matched the sequence, and all of it
   // was asked for.
   bool exact() const;
@@ -88,6 +94,7 @@ class CaptureMemory final : public Allocator {
   mutable std::mutex mu_;
   size_t next_ = 0;          // guarded by mu_
   bool mismatch_ = false;    // guarded by mu_
+  bool strict_ = false;      // guarded by mu_
   int64_t live_ = 0;         // handed out, not freed; guarded by mu_
   bool released_ = false;    // guarded by mu_
 };

@@ -168,12 +168,16 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
     // Recorded, not run: the graph's launch below runs this step.
     Status s = device->BeginCapture();
     if (s.ok()) {
+      memory_->set_strict(true);  // nothing allocated into the graph
       Status ran = RunMembers(ctx, graph_inputs_, memory_, &slots_);
+      memory_->set_strict(false);
       StatusOr<std::unique_ptr<CapturedWork>> work = device->EndCapture();
       s = !ran.ok() ? ran : work.status();
       if (s.ok()) work_ = std::move(work).value();
     }
-    if (s.ok() && !memory_->exact()) s = errors::FailedPrecondition("its kernels allocate differently from run to run");
+    if ((s.ok() && !memory_->exact()) || (!s.ok() && !recapture && memory_->mismatch())) {
+      s = errors::FailedPrecondition("its kernels allocate differently from run to run");
+    }
     if (!s.ok()) {
       if (recapture && memory_->mismatch()) {
         // A variable came back with another shape: warm up again.

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/runtime/capture_memory.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/random_ops.h"
 #include "towerflow/runtime/fusion_test_util.h"
@@ -76,6 +77,29 @@ Trained TrainMlp(Mode graphs, bool device_memory, int steps) {
     out.stats = GraphStats(**plan);
   }
   return out;
+}
+
+// The graph's buffers hand out the recorded sequence; a request off it goes
+// to the base allocator, except while strict (a CUDA capture), where it fails.
+TEST(CaptureMemoryTest, OffTheSequenceGoesToTheBaseUnlessStrict) {
+  CaptureMemory* memory = CaptureMemory::Create(CpuAllocator(), {64, 128});
+  ASSERT_NE(memory, nullptr);
+  void* a = memory->Allocate(64);
+  EXPECT_TRUE(memory->Owns(a));
+  memory->set_strict(true);
+  EXPECT_EQ(memory->Allocate(100), nullptr);
+  EXPECT_TRUE(memory->mismatch());
+  memory->set_strict(false);
+  memory->Rewind();
+  EXPECT_EQ(memory->Allocate(64), a);
+  void* off = memory->Allocate(100);
+  ASSERT_NE(off, nullptr);
+  EXPECT_FALSE(memory->Owns(off));
+  EXPECT_TRUE(memory->mismatch());
+  memory->Deallocate(off, 100);
+  memory->Deallocate(a, 64);
+  memory->Deallocate(a, 64);
+  memory->Release();
 }
 
 TEST(StepGraphTest, TrainingWithAStepGraphMatchesTrainingWithout) {
