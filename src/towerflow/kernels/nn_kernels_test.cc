@@ -216,6 +216,32 @@ TEST(NnKernelsTest, SparseSoftmaxCrossEntropyMeanScaledAndBadLabels) {
   EXPECT_NE(st.message().find("label 3 in row 1"), std::string::npos) << st.ToString();
 }
 
+// The gradient through the backprop output divides by the rows, known when
+// the graph is built or only when it runs: both give the same values.
+TEST(NnKernelsTest, SparseSoftmaxCrossEntropyMeanGradientThroughBackpropCountsTheRows) {
+  Graph g;
+  Scope s(g);
+  Output known = Placeholder(s, kFloat32, PartialShape({2, 3}));
+  Output unknown = Placeholder(s, kFloat32);
+  Output labels = Const(s, std::vector<int32_t>{2, 0});
+  Output weights = ConstF(s, {1, -2, 3, 0.5f, 4, -1}, {2, 3});
+  std::vector<Output> grads;
+  for (const Output& x : {known, unknown}) {
+    Output y = Sum(s, Mul(s, SparseSoftmaxCrossEntropyMean(s, x, labels).backprop, weights), {0, 1});
+    auto d = Gradients(s, {y}, {x});
+    ASSERT_TRUE(d.ok()) << d.status().ToString();
+    grads.push_back((*d)[0]);
+  }
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Tensor logits = Tensor::FromVector<float>({0.1f, 0.7f, -0.3f, 1.2f, 0.0f, 0.4f}, TensorShape{2, 3});
+  auto out = EvalAll(g, grads, {{known, logits}, {unknown, logits}});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].ToVector<float>(), out[1].ToVector<float>());
+  float norm = 0;
+  for (float v : out[0].ToVector<float>()) norm += std::fabs(v);
+  EXPECT_GT(norm, 0.01f);
+}
+
 TEST(NnKernelsTest, L2Loss) {
   Graph g;
   Scope s(g);

@@ -11,18 +11,11 @@
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/runtime/check_numerics.h"
 #include "towerflow/runtime/step_arena.h"
+#include "towerflow/runtime/step_timings.h"
 #include "towerflow/runtime/transfers.h"
 
 namespace tw {
 namespace {
-
-// StepStats::NodeTiming::thread: numbered on a thread's first timing, so only
-// steps that collect stats pay for it (one thread_local read after that).
-int TimingThreadId() {
-  static std::atomic<int> next{0};
-  thread_local const int id = next.fetch_add(1, std::memory_order_relaxed);
-  return id;
-}
 
 const std::vector<ThreadPool*> kNoLaunchers;
 
@@ -164,8 +157,8 @@ class StepState {
     return out;
   }
 
-  int64_t kernel_ns() const { return kernel_ns_.load(); }
-  std::vector<StepStats::NodeTiming> TakeTimings() { return std::move(timings_); }
+  int64_t kernel_ns() const { return timings_.kernel_ns(); }
+  std::vector<StepStats::NodeTiming> TakeTimings() { return timings_.Take(); }
 
  private:
   // Expensive: worth a hand-off to another thread. Declared by the kernel,
@@ -424,19 +417,7 @@ class StepState {
     if (!may_wait && ctx.would_wait()) return false;  // (a kernel allowed to wait has no say)
     const auto end = timed ? std::chrono::steady_clock::now() : start;
     if (sample) plan_.costs->Record(static_cast<size_t>(id), std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count());
-    if (collect_stats_) {
-      kernel_ns_.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(end - start).count(),
-                           std::memory_order_relaxed);
-      StepStats::NodeTiming timing{node, start.time_since_epoch().count(), end.time_since_epoch().count()};
-      timing.thread = TimingThreadId();
-      timing.device = item.device;
-      if (item.fused != nullptr) {
-        timing.fused_producer = item.fused->nodes.back();
-        timing.fused = item.fused->nodes;
-      }
-      std::lock_guard<std::mutex> lock(timings_mu_);
-      timings_.push_back(timing);
-    }
+    if (collect_stats_) timings_.AddKernel(item, start, end);
     if (!ctx.status().ok()) {
       Fail(item, ctx.status());
       return true;
@@ -472,33 +453,17 @@ class StepState {
       s = Resolve(item.inputs[i], nullptr, &value, item.node);
       values[i] = std::move(value.value);
     }
+    // A copy that only fetches read, out of a device's own memory, is queued
+    // and not waited for when the caller defers its fetches.
     const bool deferred = deferred_ != nullptr && item.fetch_copy && item.waits_for_device();
-    if (s.ok() && deferred) {
-      // Queued behind the device's work; the caller waits for it.
-      StatusOr<std::unique_ptr<PendingCopy>> pending = item.transfer_from->StartCopyToHostMany(values, &copies);
-      s = pending.status();
-      if (s.ok()) {
-        std::lock_guard<std::mutex> lock(deferred_mu_);
-        deferred_->push_back(std::move(pending).value());
-        for (size_t i = 0; i < copies.size(); ++i) deferred_entries_[static_cast<size_t>(item.entry_base) + i] = 1;
-      }
-    } else if (s.ok() && values.size() == 1) {
-      copies.resize(1);
-      s = CopyTensorBetweenDevices(values[0], item.transfer_from, item.device, &copies[0]);
-    } else if (s.ok()) {
-      s = item.transfer_from->CopyToHostMany(values, &copies);
+    std::unique_ptr<PendingCopy> pending;
+    if (s.ok()) s = CopyValues(values, item.transfer_from, item.device, &copies, deferred ? &pending : nullptr);
+    if (pending != nullptr) {
+      std::lock_guard<std::mutex> lock(deferred_mu_);
+      deferred_->push_back(std::move(pending));
+      for (size_t i = 0; i < copies.size(); ++i) deferred_entries_[static_cast<size_t>(item.entry_base) + i] = 1;
     }
-    if (collect_stats_) {
-      StepStats::NodeTiming timing{item.node, start.time_since_epoch().count(),
-                                   std::chrono::steady_clock::now().time_since_epoch().count()};
-      timing.thread = TimingThreadId();
-      timing.transfer = true;
-      timing.output = item.transfer_output;
-      timing.device = item.device;
-      timing.transfer_from = item.transfer_from;
-      std::lock_guard<std::mutex> lock(timings_mu_);
-      timings_.push_back(timing);
-    }
+    if (collect_stats_) timings_.AddTransfer(item, start, std::chrono::steady_clock::now());
     if (!s.ok()) {
       return Fail(item.node, s.WithContext("transferring output " + std::to_string(item.transfer_output) +
                                            " from " + item.transfer_from->name() + " to " + item.device->name()));
@@ -574,9 +539,7 @@ class StepState {
   std::atomic<int64_t> remaining_;
   std::atomic<bool> aborted_{false};
   CancellationManager cancellation_;
-  std::atomic<int64_t> kernel_ns_{0};
-  std::mutex timings_mu_;
-  std::vector<StepStats::NodeTiming> timings_;  // guarded by timings_mu_
+  StepTimings timings_;  // when collect_stats_
   std::mutex status_mu_;
   Status status_;  // guarded by status_mu_
   std::mutex done_mu_;

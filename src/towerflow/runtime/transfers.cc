@@ -20,6 +20,17 @@ Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* d
   return dst_device->CopyFromHost(host, dst);
 }
 
+Status CopyValues(const std::vector<Tensor>& values, Device* src_device, Device* dst_device,
+                  std::vector<Tensor>* copies, std::unique_ptr<PendingCopy>* pending) {
+  if (pending != nullptr) {
+    TW_ASSIGN_OR_RETURN(*pending, src_device->StartCopyToHostMany(values, copies));
+    return Status::OK();
+  }
+  if (values.size() != 1) return src_device->CopyToHostMany(values, copies);
+  copies->resize(1);
+  return CopyTensorBetweenDevices(values[0], src_device, dst_device, &(*copies)[0]);
+}
+
 Status CopyHostTensorToDevice(const Tensor& src, Device* dst_device, Tensor* dst) {
   if (!dst_device->host_memory()) return dst_device->CopyFromHost(src, dst);
   StatusOr<Tensor> t = Tensor::Allocate(dst_device->allocator(), src.dtype(), src.shape());

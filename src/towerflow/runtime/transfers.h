@@ -10,6 +10,9 @@
 #ifndef TOWERFLOW_RUNTIME_TRANSFERS_H_
 #define TOWERFLOW_RUNTIME_TRANSFERS_H_
 
+#include <memory>
+#include <vector>
+
 #include "towerflow/core/status.h"
 #include "towerflow/core/tensor.h"
 #include "towerflow/device/device.h"
@@ -26,6 +29,14 @@ namespace tw {
 // ResourceExhausted when the destination is out of memory; Unimplemented when a
 // device without host memory has no copy.
 Status CopyTensorBetweenDevices(const Tensor& src, Device* src_device, Device* dst_device, Tensor* dst);
+// A transfer's values (partition.h) from `src_device` into `dst_device`: one
+// value as CopyTensorBetweenDevices moves it, several (a step's fetches from
+// one device) into host memory with one wait for the device
+// (Device::CopyToHostMany). With `pending` (a copy into host memory), the
+// copies are queued and not waited for (Device::StartCopyToHostMany): `copies`
+// hold the values once *pending's Wait() has returned.
+Status CopyValues(const std::vector<Tensor>& values, Device* src_device, Device* dst_device,
+                  std::vector<Tensor>* copies, std::unique_ptr<PendingCopy>* pending = nullptr);
 // A host tensor into a new tensor of `dst_device` (its allocator and a copy
 // for host memory, Device::CopyFromHost otherwise): the host-to-device half of
 // CopyTensorBetweenDevices, for callers without a source Device (a dataset's

@@ -88,17 +88,29 @@ void RegisterNnGradients(GradientRegistry& r) {
   r.Register("SoftmaxCrossEntropyWithLogits", XentGrad);
   r.Register("SparseSoftmaxCrossEntropyWithLogits", XentGrad);
   // d loss / d logits is the op's backprop; the incoming gradient is a scalar
-  // (the loss's), and Minimize's OnesLike needs no multiply (x * 1 == x). The
-  // per-row `correct` is piecewise constant: no gradient.
+  // (the loss's), and Minimize's OnesLike needs no multiply (x * 1 == x).
+  // Through the backprop (softmax - onehot) / rows, as the cross-entropy's:
+  // the softmax's backward pass over the rows. The per-row `correct` is
+  // piecewise constant: no gradient.
   r.Register("SparseSoftmaxCrossEntropyMean", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
-    if (dy[1].valid()) {
-      return errors::Unimplemented(op.name(), ": the gradient through SparseSoftmaxCrossEntropyMean's backprop "
-                                              "(a second derivative) is not implemented");
+    Output dlogits;
+    if (dy[0].valid()) {
+      const bool ones = dy[0].node->op() == "OnesLike" && dy[0].node->num_inputs() == 1 &&
+                        dy[0].node->input(0) == Out(op, 0);
+      dlogits = ones ? Out(op, 1) : Mul(s, Out(op, 1), dy[0]);
     }
-    if (!dy[0].valid()) return Status::OK();
-    const bool ones = dy[0].node->op() == "OnesLike" && dy[0].node->num_inputs() == 1 &&
-                      dy[0].node->input(0) == Out(op, 0);
-    (*dx)[0] = ones ? Out(op, 1) : Mul(s, Out(op, 1), dy[0]);
+    if (dy[1].valid()) {
+      const Output logits = op.input(0);
+      const int64_t known = logits.shape().known_rank() ? logits.shape().dim(0) : -1;
+      const Output rows =
+          known >= 0 ? ScalarLike(s, static_cast<double>(known), logits.dtype())
+                     : Cast(s, Reshape(s, Slice(s, Shape(s, logits), std::vector<int32_t>{0}, std::vector<int32_t>{1}),
+                                       std::vector<int32_t>{}),
+                            logits.dtype());
+      Output term = Div(s, SoftmaxBackward(s, dy[1], Softmax(s, logits)), rows);
+      dlogits = dlogits.valid() ? Add(s, dlogits, term) : term;
+    }
+    (*dx)[0] = dlogits;
     return Status::OK();
   });
   // d (sum x^2 / 2)/dx = x.

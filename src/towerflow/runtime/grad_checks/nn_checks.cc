@@ -164,6 +164,9 @@ void AddNnGradChecks(std::vector<GradCheckCase>& cases) {
                        classes));
   cases.push_back(Case("SparseSoftmaxCrossEntropyMean", "loss [3,5]", sparse_in,
                        [](const Scope& s, V x) { return SparseSoftmaxCrossEntropyMean(s, x[0], x[1]).loss; }, classes));
+  cases.push_back(Case("SparseSoftmaxCrossEntropyMean", "backprop [3,5]", sparse_in,
+                       [](const Scope& s, V x) { return SparseSoftmaxCrossEntropyMean(s, x[0], x[1]).backprop; },
+                       classes));
   cases.push_back(Case("L2Loss", "[3,4]", {{kFloat64, {3, 4}}}, [](const Scope& s, V x) { return L2Loss(s, x[0]); }));
   // The mask is redrawn every run, which finite differences cannot follow: rate 0
   // checks the wiring (d x = dy * mask); nn_kernels_test checks masks at rate > 0.
