@@ -3,6 +3,8 @@
 // in one process, distinct data on every rank, a rank started with other
 // flags, a rank killed or stopped mid-training, Ctrl-C, and --resume.
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <set>
@@ -186,6 +188,42 @@ TEST_F(TrainMpiTest, EveryRankReadsItsOwnShard) {
     EXPECT_NE(records.output.find("split by record"), std::string::npos) << records.output;
     EXPECT_EQ(records.output.find("same first batch"), std::string::npos) << records.output;
   }
+}
+
+// Ranks sharing a host that their launcher left unbound each take their share
+// of its cores (rank 0 the first half of 2 ranks'); --bind-cores none leaves
+// them on every core; a launcher's binding is kept.
+TEST_F(TrainMpiTest, RanksSharingAHostRunOnTheirShareOfItsCores) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cores.push_back(c);
+  }
+  if (cores.size() < 2 || static_cast<long>(cores.size()) < sysconf(_SC_NPROCESSORS_ONLN)) {
+    GTEST_SKIP() << "needs 2 cores or more, this test unbound";
+  }
+  MakeData(2);
+  const size_t half = cores.size() / 2;
+  const std::string mine = half == 1 ? std::to_string(cores[0])
+                                     : std::to_string(cores[0]) + "-" + std::to_string(cores[half - 1]);
+  ShellResult bound = Mpirun(2, TrainArgs("bound", 5, "cpu:0"));
+  ASSERT_EQ(bound.exit_code, 0) << bound.output;
+  EXPECT_NE(bound.output.find("rank 0 runs on cores " + mine + " (towerflow's share"), std::string::npos)
+      << bound.output;
+
+  std::vector<std::string> args = TrainArgs("free", 5, "cpu:0");
+  args.insert(args.end(), {"--bind-cores", "none"});
+  ShellResult free = Mpirun(2, args);
+  ASSERT_EQ(free.exit_code, 0) << free.output;
+  EXPECT_NE(free.output.find("rank 0 runs on every core"), std::string::npos) << free.output;
+
+  std::string launcher = MpirunCommand(2, Command(TrainArgs("launcher", 5, "cpu:0")));
+  launcher.replace(launcher.find("--bind-to none"), std::string("--bind-to none").size(), "--bind-to core");
+  ShellResult by_launcher = RunShell(launcher, 180);
+  ASSERT_EQ(by_launcher.exit_code, 0) << by_launcher.output;
+  EXPECT_NE(by_launcher.output.find(" (the launcher's binding)"), std::string::npos) << by_launcher.output;
 }
 
 // A rank built with another --hidden is refused, naming the difference, by

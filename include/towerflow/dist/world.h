@@ -19,9 +19,9 @@
 // independent of each other: a rank may be inside a gradient reduction while
 // another makes a control call, and both complete.
 //
-// Exactness: an all-reduce is a reduce-scatter (each element summed once, on
-// the rank that owns its block) then an all-gather, so every rank gets the
-// same bits; the mean divides once, on the owning rank.
+// Exactness: every rank gets the same bits of a sum (MPI's algorithms combine
+// the same values in the same order everywhere: world_mpi.cc), and the mean
+// divides those identical sums alike on every rank.
 //
 // Faults: a call that has not completed after the collective timeout fails
 // with DeadlineExceeded naming this rank, the channel, the bucket and the
@@ -97,9 +97,26 @@ class World {
   void set_step(int64_t step) { step_.store(step, std::memory_order_relaxed); }
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
 
-  // `count` elements of `dtype` (float, double, int32, int64) at `data`,
-  // replaced by the reduction over every rank.
-  virtual Status AllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) = 0;
+  // A part of an all-reduce: `count` elements read at `in`, their reduction
+  // written to `out` (which may be `in`).
+  struct Piece {
+    const void* in = nullptr;
+    void* out = nullptr;
+    int64_t count = 0;
+  };
+  // One all-reduce of the elements of `pieces` (float, double, int32, int64)
+  // laid end to end: the tensor fusion of a gradient bucket, one collective
+  // for many tensors. Each piece is read once, on the calling thread, before
+  // the call is issued, and written once, on the calling thread, after the
+  // call completed (for kMean, divided as it is written); a call that fails
+  // writes nothing, and nothing of the caller's is touched once it returned.
+  virtual Status AllReduce(const CollectiveTag& tag, DataType dtype, const std::vector<Piece>& pieces,
+                           ReduceOp op) = 0;
+  // `count` elements of `dtype` at `data`, replaced by the reduction over
+  // every rank.
+  Status AllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) {
+    return AllReduce(tag, dtype, {Piece{data, data, count}}, op);
+  }
   // An all-reduce issued without waiting for it (StartAllReduce).
   class PendingAllReduce {
    public:

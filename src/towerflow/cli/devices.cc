@@ -1,8 +1,10 @@
 #include "towerflow/cli/devices.h"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
-#include <thread>
 
 #include "towerflow/device/device_set.h"
 #include "towerflow/train/replicate.h"
@@ -26,8 +28,61 @@ HostShare ThisHostShare(const dist::Launch& launch) {
   return {launch.local_rank, launch.local_size};
 }
 
+namespace {
+
+// The cores this process may run on, in order; empty when unknown.
+std::vector<int> AllowedCores() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  std::vector<int> cores;
+  for (int c = 0; c < CPU_SETSIZE; ++c) {
+    if (CPU_ISSET(c, &set)) cores.push_back(c);
+  }
+  return cores;
+}
+
+int OnlineCores() { return std::max(1, static_cast<int>(sysconf(_SC_NPROCESSORS_ONLN))); }
+
+// "0-3", "2", "0,2".
+std::string CoreList(const std::vector<int>& cores) {
+  std::string out;
+  for (size_t i = 0; i < cores.size();) {
+    size_t j = i;
+    while (j + 1 < cores.size() && cores[j + 1] == cores[j] + 1) ++j;
+    out += (i > 0 ? "," : "") + std::to_string(cores[i]) + (j > i ? "-" + std::to_string(cores[j]) : "");
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
 int CoresOfThisProcess(const HostShare& share) {
-  return std::max(1, static_cast<int>(std::max(1u, std::thread::hardware_concurrency())) / share.local_size);
+  const int online = OnlineCores();
+  const int allowed = static_cast<int>(AllowedCores().size());
+  if (allowed > 0 && allowed < online) return allowed;
+  return std::max(1, online / share.local_size);
+}
+
+std::string BindToHostShare(const HostShare& share, bool bind) {
+  const std::vector<int> cores = AllowedCores();
+  if (cores.empty()) return "every core";
+  const int n = static_cast<int>(cores.size());
+  if (n < OnlineCores()) return "cores " + CoreList(cores) + " (the launcher's binding)";
+  if (!bind || share.local_size <= 1 || share.local_size > n || share.local_rank >= share.local_size) {
+    return "every core";
+  }
+  const int first = share.local_rank * n / share.local_size, last = (share.local_rank + 1) * n / share.local_size;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  std::vector<int> mine;
+  for (int i = first; i < std::max(last, first + 1); ++i) {
+    CPU_SET(cores[static_cast<size_t>(i)], &set);
+    mine.push_back(cores[static_cast<size_t>(i)]);
+  }
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) return "every core";
+  return "cores " + CoreList(mine) + " (towerflow's share; --bind-cores none leaves every core)";
 }
 
 StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,
@@ -75,7 +130,7 @@ StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int l
   return devices;
 }
 
-std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
+std::string DescribeWorld(const dist::World& world, const TrainConfig& c, const std::string& binding) {
   std::vector<std::pair<std::string, std::vector<int>>> hosts;  // in order of first rank
   for (int r = 0; r < world.size(); ++r) {
     const std::string& h = world.hosts()[static_cast<size_t>(r)];
@@ -88,14 +143,7 @@ std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
   }
   std::string where;
   for (const auto& [host, rs] : hosts) {
-    where += (where.empty() ? "" : ", ") + host + ": rank" + (rs.size() > 1 ? "s " : " ");
-    // Runs of consecutive ranks as "a-b".
-    for (size_t i = 0; i < rs.size();) {
-      size_t j = i;
-      while (j + 1 < rs.size() && rs[j + 1] == rs[j] + 1) ++j;
-      where += (i > 0 ? "," : "") + std::to_string(rs[i]) + (j > i ? "-" + std::to_string(rs[j]) : "");
-      i = j + 1;
-    }
+    where += (where.empty() ? "" : ", ") + host + ": rank" + (rs.size() > 1 ? "s " : " ") + CoreList(rs);
   }
   const size_t towers = c.devices.size();
   const size_t files = c.files.size(), ranks = static_cast<size_t>(world.size());
@@ -104,11 +152,12 @@ std::string DescribeWorld(const dist::World& world, const TrainConfig& c) {
                            (files % ranks != 0 ? "-" + std::to_string(files / ranks + 1) : "") + " each)"
                      : "input: " + std::to_string(files) + " file(s) for " + std::to_string(ranks) +
                            " ranks, split by record (rank r reads records r, r+" + std::to_string(ranks) + ", ...)";
+  const std::string cores = world.rank() == 0 && world.local_size() > 1 ? "; rank 0 runs on " + binding : "";
   return "world: " + std::to_string(world.size()) + " ranks on " + std::to_string(hosts.size()) + " host" +
          (hosts.size() > 1 ? "s" : "") + " (" + where + "), " + std::to_string(towers) + " tower(s) per rank, " +
          "global batch " + std::to_string(c.batch_size * static_cast<int64_t>(towers) * world.size()) + " = " +
          std::to_string(c.batch_size) + " x " + std::to_string(towers) + " tower(s) x " + std::to_string(world.size()) +
-         " ranks; " + input;
+         " ranks; " + input + cores;
 }
 
 }  // namespace tw::cli

@@ -56,7 +56,7 @@ struct Flags {
   double l2 = 0;
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
   bool check_numerics = false, allow_tf32 = false, deterministic = false;
-  std::string on_nan_loss = "stop";
+  std::string on_nan_loss = "stop", bind_cores = "auto";
   int input_threads = 0, intra_op_threads = 0, inter_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
   int64_t gpu_memory_mb = 0;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
@@ -396,6 +396,10 @@ int RunTrain(int argc, char** argv) {
                  "several processes (mpirun): seconds a rank waits for the others in a collective before the "
                  "job ends with an error naming the missing rank and the step (0: forever)")
       ->check(NonNegativeFiniteNumber());
+  app.add_option("--bind-cores", f.bind_cores,
+                 "several processes on one host: auto: each rank runs on its share of the host's cores unless "
+                 "its launcher bound it (default) | none: every rank may run on every core")
+      ->check(CLI::IsMember({"auto", "none"}));
   app.add_flag("--deterministic", f.deterministic,
                "two runs with the same --seed, data and --devices are bit-identical (one input thread, "
                "towers take their batches in order; slower)");
@@ -411,6 +415,8 @@ int RunTrain(int argc, char** argv) {
   // joined once the flags and data are checked (every rank checks alike).
   const dist::Launch launch = dist::DetectLaunch();
   const int ranks = launch.multi_process ? launch.size : 1;
+  // Before any thread starts: every thread inherits the binding.
+  const std::string binding = BindToHostShare(ThisHostShare(launch), f.bind_cores == "auto");
   TrainConfig config;
   DataFiles data;
   if (Status s = Configure(f, ThisHostShare(launch), &config, &data); !s.ok()) return UsageError(s);
@@ -473,7 +479,7 @@ int RunTrain(int argc, char** argv) {
                 config.epochs > 0 ? (" (" + std::to_string(config.epochs) + " epochs of " +
                                      std::to_string(config.records) + " records)").c_str()
                                   : "");
-    if (world != nullptr) std::printf("%s\n", DescribeWorld(*world, config).c_str());
+    if (world != nullptr) std::printf("%s\n", DescribeWorld(*world, config, binding).c_str());
     std::fflush(stdout);
   }
   auto result = Train(config);

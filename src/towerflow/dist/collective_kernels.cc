@@ -42,22 +42,33 @@ class ProcessCollectiveOp : public OpKernel {
       for (int k = 0; k < n; ++k) ctx->set_output(k, ctx->input(k));
       return;
     }
-    const size_t elem = DataTypeSize(dtype_);
+    CollectiveTag tag = tag_;
+    if (reduce_) {
+      // Each output over its input's buffer where this op holds the only
+      // reference: the world reads every input before it writes any output.
+      std::vector<World::Piece> pieces(static_cast<size_t>(n));
+      int64_t bytes = 0;
+      for (int k = 0; k < n; ++k) {
+        Tensor* out = nullptr;
+        TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({k}, k, ctx->input(k).shape(), &out));
+        pieces[static_cast<size_t>(k)] = {ctx->input(k).raw_data(), out->raw_data(), out->NumElements()};
+        bytes += static_cast<int64_t>(out->TotalBytes());
+      }
+      tag.what = StrCat(node().name(), " (", n, " tensors, ", bytes, " bytes)");
+      TW_OP_REQUIRES_OK(ctx, world->AllReduce(tag, dtype_, pieces, mean_ ? ReduceOp::kMean : ReduceOp::kSum));
+      return;
+    }
     int64_t total = 0;
-    for (int k = 0; k < n; ++k) total += ctx->input(k).NumElements();
-    std::vector<char> buffer(static_cast<size_t>(total) * elem);
+    for (int k = 0; k < n; ++k) total += static_cast<int64_t>(ctx->input(k).TotalBytes());
+    std::vector<char> buffer(static_cast<size_t>(total));
     size_t offset = 0;
     for (int k = 0; k < n; ++k) {
       const Tensor& in = ctx->input(k);
       std::memcpy(buffer.data() + offset, in.raw_data(), in.TotalBytes());
       offset += in.TotalBytes();
     }
-    CollectiveTag tag = tag_;
     tag.what = StrCat(node().name(), " (", n, " tensors, ", buffer.size(), " bytes)");
-    Status s = reduce_ ? world->AllReduce(tag, dtype_, buffer.data(), total, mean_ ? ReduceOp::kMean : ReduceOp::kSum)
-                       : world->Broadcast(tag, buffer.data(), static_cast<int64_t>(buffer.size()),
-                                          static_cast<int>(root_));
-    TW_OP_REQUIRES_OK(ctx, s);
+    TW_OP_REQUIRES_OK(ctx, world->Broadcast(tag, buffer.data(), total, static_cast<int>(root_)));
     offset = 0;
     for (int k = 0; k < n; ++k) {
       Tensor* out = nullptr;

@@ -11,7 +11,7 @@
 //
 // Timeouts are kept by the callers: a caller that has waited the collective
 // timeout gives up with DeadlineExceeded (its call stays inside MPI, which may
-// never return, on the channel's own buffer), the world is then broken (every later call fails at once), and the
+// never return, on the call's own buffer), the world is then broken (every later call fails at once), and the
 // process is expected to Abort. Every issued call is reported to rank 0 (a
 // three-number MPI_Isend on a communicator of its own), which is how rank 0
 // names the ranks that never issued a call that timed out; and every rank's
@@ -47,6 +47,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 constexpr int kNumChannels = 2;
+constexpr size_t kSpareBuffers = 8;
 constexpr int kReportTag = 7;
 constexpr int64_t kHeartbeat = -1;  // a report's "channel" when it is a heartbeat
 constexpr auto kHeartbeatEvery = std::chrono::milliseconds(500);
@@ -74,17 +75,21 @@ class MpiWorld final : public World {
 
   ~MpiWorld() override { StopThreads(); }
 
-  Status AllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) override {
-    TW_ASSIGN_OR_RETURN(CallPtr call, NewAllReduce(tag, dtype, data, count, op));
-    return Run(call);
+  using World::AllReduce;
+  Status AllReduce(const CollectiveTag& tag, DataType dtype, const std::vector<Piece>& pieces,
+                   ReduceOp op) override {
+    TW_ASSIGN_OR_RETURN(CallPtr call, NewAllReduce(tag, dtype, pieces, op));
+    Status s = Run(call);
+    if (s.ok()) CopyResult(*call, size(), pieces);
+    Release(*call);
+    return s;
   }
 
   StatusOr<std::unique_ptr<PendingAllReduce>> StartAllReduce(const CollectiveTag& tag, DataType dtype,
                                                              const void* data, int64_t count, ReduceOp op) override {
     auto pending = std::make_unique<Pending>(this);
-    const size_t bytes = count > 0 ? static_cast<size_t>(count) * DataTypeSize(dtype) : 0;
-    pending->data.assign(static_cast<const char*>(data), static_cast<const char*>(data) + bytes);
-    TW_ASSIGN_OR_RETURN(pending->call, NewAllReduce(tag, dtype, pending->data.data(), count, op));
+    pending->count = count;
+    TW_ASSIGN_OR_RETURN(pending->call, NewAllReduce(tag, dtype, {Piece{data, nullptr, count}}, op));
     TW_RETURN_IF_ERROR(Submit(pending->call));
     return std::unique_ptr<PendingAllReduce>(std::move(pending));
   }
@@ -97,12 +102,17 @@ class MpiWorld final : public World {
     CallPtr call = NewCall(Kind::kBroadcast, tag, data, static_cast<size_t>(bytes));
     call->root = root;
     call->count = bytes;
-    return Run(call);
+    Status s = Run(call);
+    if (s.ok() && bytes > 0) std::memcpy(data, call->buffer.get(), static_cast<size_t>(bytes));
+    Release(*call);
+    return s;
   }
 
   StatusOr<std::vector<std::string>> AllGather(const CollectiveTag& tag, const std::string& mine) override {
-    CallPtr call = NewCall(Kind::kAllGather, tag, const_cast<char*>(mine.data()), mine.size());  // read only
-    TW_RETURN_IF_ERROR(Run(call));
+    CallPtr call = NewCall(Kind::kAllGather, tag, mine.data(), mine.size());
+    Status s = Run(call);
+    Release(*call);
+    TW_RETURN_IF_ERROR(s);
     return std::move(call->gathered);
   }
 
@@ -148,47 +158,92 @@ class MpiWorld final : public World {
     int next_bucket = 0;           // guarded by mu_
     int64_t next_seq = 0;          // guarded by mu_
     std::deque<Send> sends;        // the channel thread's
-    std::vector<char> buffer;      // the channel thread's: what MPI reads and writes
   };
 
-  // An issued all-reduce over a copy of the caller's data (StartAllReduce).
+  // An issued all-reduce of a copy of the caller's data (StartAllReduce). One
+  // never waited for finishes on its own, its buffer owned by its call.
   struct Pending final : PendingAllReduce {
     explicit Pending(MpiWorld* w) : world(w) {}
-    ~Pending() override {
-      if (call != nullptr && !waited) world->Abandon(call);
-    }
     Status Wait(void* out) override {
       if (waited) return errors::FailedPrecondition("a pending all-reduce is waited for once");
       waited = true;
       Status s = world->Await(call);
-      if (s.ok() && !data.empty()) std::memcpy(out, data.data(), data.size());
+      if (s.ok()) CopyResult(*call, world->size(), {Piece{nullptr, out, count}});
+      world->Release(*call);
       return s;
     }
     MpiWorld* world;
     CallPtr call;
-    std::vector<char> data;  // what the channel thread reads, and writes the result into
+    int64_t count = 0;
     bool waited = false;
   };
 
-  StatusOr<CallPtr> NewAllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) {
+  // An all-reduce of `pieces`, their elements copied into the call's buffer.
+  StatusOr<CallPtr> NewAllReduce(const CollectiveTag& tag, DataType dtype, const std::vector<Piece>& pieces,
+                                 ReduceOp op) {
     TW_RETURN_IF_ERROR(MpiType(dtype).status());
-    if (count < 0 || count > std::numeric_limits<int>::max()) {
-      return errors::InvalidArgument("all-reduce of ", count, " elements (at most 2^31 - 1)");
+    int64_t count = 0;
+    for (const Piece& p : pieces) {
+      if (p.count < 0 || count + p.count > std::numeric_limits<int>::max()) {
+        return errors::InvalidArgument("all-reduce of ", count + p.count, " elements (at most 2^31 - 1)");
+      }
+      count += p.count;
     }
-    CallPtr call = NewCall(Kind::kAllReduce, tag, data, static_cast<size_t>(count) * DataTypeSize(dtype));
+    auto call = std::make_shared<Call>();
+    call->kind = Kind::kAllReduce;
+    call->tag = tag;
     call->dtype = dtype;
     call->op = op;
     call->count = count;
+    Acquire(*call, static_cast<size_t>(count) * DataTypeSize(dtype));
+    CopyPieces(*call, pieces);
     return call;
   }
 
-  static CallPtr NewCall(Kind kind, const CollectiveTag& tag, void* data, size_t bytes) {
+  // A call of `bytes` copied from `data` into its buffer.
+  CallPtr NewCall(Kind kind, const CollectiveTag& tag, const void* data, size_t bytes) {
     auto call = std::make_shared<Call>();
     call->kind = kind;
     call->tag = tag;
-    call->data = data;
-    call->bytes = bytes;
+    Acquire(*call, bytes);
+    if (bytes > 0) std::memcpy(call->buffer.get(), data, bytes);
     return call;
+  }
+
+  // Gives `c` a buffer of `bytes`: the smallest large enough of those that
+  // finished calls gave back, or a new one. Most steps allocate none: a
+  // step's gradient buckets reuse the buffers of the step before.
+  void Acquire(Call& c, size_t bytes) {
+    c.bytes = bytes;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto best = spare_.end();
+      for (auto it = spare_.begin(); it != spare_.end(); ++it) {
+        if (it->second >= bytes && (best == spare_.end() || it->second < best->second)) best = it;
+      }
+      if (best != spare_.end()) {
+        c.buffer = std::move(best->first);
+        c.capacity = best->second;
+        spare_.erase(best);
+        return;
+      }
+    }
+    c.capacity = std::max<size_t>(bytes, 1);
+    c.buffer.reset(new char[c.capacity]);  // uninitialized: the caller fills what MPI reads
+  }
+
+  // Takes back the buffer of `c` once its caller is done with it, unless the
+  // call is still inside MPI (the caller timed out): that one stays the
+  // call's. The largest kSpareBuffers are kept.
+  void Release(Call& c) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (!c.done || c.buffer == nullptr) return;
+    spare_.emplace_back(std::move(c.buffer), c.capacity);
+    c.capacity = 0;
+    if (spare_.size() > kSpareBuffers) {
+      spare_.erase(std::min_element(spare_.begin(), spare_.end(),
+                                    [](const auto& a, const auto& b) { return a.second < b.second; }));
+    }
   }
 
   // Submits `call` and waits for it, or for the collective timeout.
@@ -210,12 +265,6 @@ class MpiWorld final : public World {
     channels_[static_cast<int>(call->tag.channel)].pending.push_back(call);
     work_.notify_all();
     return Status::OK();
-  }
-
-  // The caller leaves `call`: the channel thread no longer touches its data.
-  void Abandon(const CallPtr& call) {
-    std::lock_guard<std::mutex> lock(mu_);
-    call->abandoned = true;
   }
 
   // Waits for a submitted `call`, or for the collective timeout from its submission.
@@ -243,7 +292,6 @@ class MpiWorld final : public World {
     lock.unlock();
     Status timeout = TimeoutError(*call, seq, std::chrono::duration<double>(Clock::now() - submitted).count());
     lock.lock();
-    call->abandoned = true;
     if (call->done) return call->status;  // it completed meanwhile
     if (broken_.ok()) broken_ = timeout;
     done_.notify_all();
@@ -308,28 +356,20 @@ class MpiWorld final : public World {
         ch.pending.erase(it);
         ch.next_bucket = (call->tag.bucket + 1) % call->tag.num_buckets;
         call->seq = ch.next_seq++;
-        // The caller waits under the same mutex: its data is alive.
-        if (ch.buffer.size() < call->bytes) ch.buffer.resize(call->bytes);
-        if (call->bytes > 0) std::memcpy(ch.buffer.data(), call->data, call->bytes);
       }
       Report(c, *call);
       call->started = Clock::now();
-      Status s = RunCollective(ch.comm, size(), *call, ch.buffer.data());
+      Status s = RunCollective(ch.comm, size(), *call);
       call->finished = Clock::now();
       PollSends(ch);
       std::lock_guard<std::mutex> lock(mu_);
       if (c == static_cast<int>(dist::Channel::kGradients)) Account(call);
-      if (s.ok() && !call->abandoned && (call->kind == Kind::kAllReduce || call->kind == Kind::kBroadcast) &&
-          call->bytes > 0) {
-        std::memcpy(call->data, ch.buffer.data(), call->bytes);
-      }
       call->status = s;
       call->done = true;
       done_.notify_all();
     }
   }
 
-  // Runs `c` on `buffer` (its input, replaced by its output).
   // Gradient statistics: a round's overlap is known once its last bucket
   // is done. REQUIRES: mu_ held.
   void Account(const CallPtr& call) {
@@ -451,6 +491,7 @@ class MpiWorld final : public World {
   mutable std::mutex mu_;
   std::condition_variable work_, done_;
   std::vector<CallPtr> round_;  // guarded by mu_: the gradient buckets of the current round
+  std::vector<std::pair<std::unique_ptr<char[]>, size_t>> spare_;  // guarded by mu_: buffers and their sizes
   GradientStats stats_;         // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
   Status broken_;          // guarded by mu_: a call timed out

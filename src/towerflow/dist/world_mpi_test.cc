@@ -70,6 +70,28 @@ TEST(WorldRanks, DISABLED_Collectives) {
     }
   }
 
+  // Pieces: one all-reduce of several tensors end to end, each read from
+  // its input and written to its output (the same memory or another), the
+  // mean divided as it is written; an empty piece takes no room.
+  {
+    std::vector<float> a(300), b_in(70001), b_out(70001, -1.0f);
+    for (size_t i = 0; i < a.size(); ++i) a[i] = static_cast<float>(r * 3 + static_cast<int>(i % 5));
+    for (size_t i = 0; i < b_in.size(); ++i) b_in[i] = static_cast<float>((r + 1) * static_cast<int>(i % 11));
+    const std::vector<float> b_before = b_in;
+    const std::vector<World::Piece> pieces = {{a.data(), a.data(), 300}, {nullptr, nullptr, 0},
+                                              {b_in.data(), b_out.data(), 70001}};
+    ASSERT_TRUE(w.AllReduce({.what = "pieces"}, kFloat32, pieces, ReduceOp::kMean).ok());
+    // Small integers: the sums are exact, and so is their division.
+    for (size_t i = 0; i < a.size(); ++i) {
+      ASSERT_EQ(a[i], static_cast<float>(9 + 3 * static_cast<int>(i % 5)) / 3.0f) << i;
+    }
+    for (size_t i = 0; i < b_out.size(); ++i) ASSERT_EQ(b_out[i], static_cast<float>(6 * (i % 11)) / 3.0f) << i;
+    EXPECT_EQ(b_in, b_before) << "a separate input is only read";
+    std::vector<int32_t> counts = {r, 2 * r};
+    ASSERT_TRUE(w.AllReduce({}, kInt32, {{counts.data(), counts.data(), 2}}, ReduceOp::kSum).ok());
+    EXPECT_EQ(counts, (std::vector<int32_t>{3, 6}));
+  }
+
   int64_t sum = r + 1, max = 10 * r;
   ASSERT_TRUE(w.AllReduce({}, kInt64, &sum, 1, ReduceOp::kSum).ok());
   ASSERT_TRUE(w.AllReduce({}, kInt64, &max, 1, ReduceOp::kMax).ok());

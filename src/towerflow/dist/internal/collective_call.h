@@ -1,8 +1,9 @@
 // One collective call of the multi-process world (world_mpi.cc) and how a
 // channel thread runs it over MPI: the call shared by its caller and the
 // channel's thread, MPI's status and datatypes as towerflow's, and
-// RunCollective, the blocking MPI collective of each kind (the mean divided
-// once, alike on every rank). Compiled with MPI only (the *_mpi.cc rule).
+// RunCollective, the blocking MPI collective of each kind, and the copies of
+// an all-reduce's pieces in and out (the mean divided as it is copied out,
+// alike on every rank). Compiled with MPI only (the *_mpi.cc rule).
 #ifndef TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
 #define TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
 
@@ -27,9 +28,9 @@ enum class Kind { kAllReduce, kBroadcast, kAllGather, kTask };
 
 // One collective call. Shared by the caller and the channel thread: a caller
 // that times out leaves, and the call lives on until MPI returns, if ever. MPI
-// works on the channel's own buffer, never on the caller's memory: the channel
-// thread copies the caller's data in and the result out under the world's
-// mutex, and not at all once the caller has left.
+// works on the call's own buffer, never on the caller's memory: the caller
+// fills it before submitting the call and reads the result once the call is
+// done; the channel thread uses it in between.
 struct Call {
   Kind kind = Kind::kAllReduce;
   CollectiveTag tag;
@@ -37,25 +38,34 @@ struct Call {
   DataType dtype = kFloat32;
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
-  int64_t count = 0;    // kAllReduce: elements; kBroadcast: bytes
-  void* data = nullptr;  // the caller's, in and out; read and written under the world's mutex
+  int64_t count = 0;  // kAllReduce: elements; kBroadcast: bytes
+  std::unique_ptr<char[]> buffer;  // `capacity` bytes, the first `bytes` in use
+  size_t capacity = 0;
   size_t bytes = 0;
   std::vector<std::string> gathered;
   std::function<Status()> work;  // kTask
   std::chrono::steady_clock::time_point submitted, started, finished;
   // Guarded by the world's mutex.
-  int64_t seq = -1;        // its place on the channel, once issued
-  bool abandoned = false;  // the caller timed out and left: `data` is gone
+  int64_t seq = -1;  // its place on the channel, once issued
   bool done = false;
   Status status;
 };
 using CallPtr = std::shared_ptr<Call>;
 
 
-// Runs `c` on `buffer` (its input, replaced by its output) over `comm` among
-// `size` ranks: a task runs `c.work` (one rank too); one rank has nothing to
-// exchange; an all-gather fills c.gathered.
-Status RunCollective(MPI_Comm comm, int size, Call& c, char* buffer);
+// Runs `c` on its buffer (its input, replaced by its output) over `comm`
+// among `size` ranks: a task runs `c.work` (one rank too); one rank has
+// nothing to exchange; an all-reduce leaves the sum for kMean (CopyResult
+// divides it); an all-gather fills c.gathered.
+Status RunCollective(MPI_Comm comm, int size, Call& c);
+
+// The all-reduce's input: the pieces, end to end, into c.buffer (which holds
+// c.bytes).
+void CopyPieces(Call& c, const std::vector<World::Piece>& pieces);
+// The all-reduce's result from c.buffer to the pieces' outputs, for kMean each
+// element divided by `size` as it is written: the same division of the same
+// bits on every rank.
+void CopyResult(const Call& c, int size, const std::vector<World::Piece>& pieces);
 
 }  // namespace tw::dist::internal
 

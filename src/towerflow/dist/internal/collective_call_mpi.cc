@@ -1,35 +1,22 @@
 #include "towerflow/dist/internal/collective_call.h"
 
 #include <algorithm>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 
 namespace tw::dist::internal {
 namespace {
 
-// The mean from the sum: the same division of the same bits on every rank.
-void Divide(const Call& c, int size, char* buffer) {
-  auto divide = [&](auto* p) {
-    using T = std::remove_pointer_t<decltype(p)>;
-    const T n = static_cast<T>(size);
-    for (int64_t i = 0; i < c.count; ++i) p[i] = static_cast<T>(p[i] / n);
-  };
-  switch (c.dtype) {
-    case kFloat32:
-      divide(reinterpret_cast<float*>(buffer));
-      break;
-    case kFloat64:
-      divide(reinterpret_cast<double*>(buffer));
-      break;
-    case kInt32:
-      divide(reinterpret_cast<int32_t*>(buffer));
-      break;
-    case kInt64:
-      divide(reinterpret_cast<int64_t*>(buffer));
-      break;
-    default:
-      break;
+// out[i] = sum[i] / n, or a copy when n is 1 (x / 1 == x).
+template <typename T>
+void Divided(const T* sum, T* out, int64_t count, int n) {
+  if (n == 1) {
+    if (out != sum) std::memcpy(out, sum, static_cast<size_t>(count) * sizeof(T));
+    return;
   }
+  const T divisor = static_cast<T>(n);
+  for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(sum[i] / divisor);
 }
 
 }  // namespace
@@ -58,17 +45,15 @@ StatusOr<MPI_Datatype> MpiType(DataType t) {
   }
 }
 
-Status RunCollective(MPI_Comm comm, int size, Call& c, char* buffer) {
+Status RunCollective(MPI_Comm comm, int size, Call& c) {
+  char* buffer = c.buffer.get();
   if (c.kind == Kind::kTask) return c.work();  // ranks of one process too
   if (size == 1) return Status::OK();
   switch (c.kind) {
     case Kind::kAllReduce: {
       TW_ASSIGN_OR_RETURN(MPI_Datatype type, MpiType(c.dtype));
-      TW_RETURN_IF_ERROR(MpiStatus("MPI_Allreduce",
-                                   MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(c.count), type,
-                                                 c.op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, comm)));
-      if (c.op == ReduceOp::kMean) Divide(c, size, buffer);
-      return Status::OK();
+      return MpiStatus("MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(c.count), type,
+                                                      c.op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, comm));
     }
     case Kind::kBroadcast:
       return MpiStatus("MPI_Bcast", MPI_Bcast(buffer, static_cast<int>(c.count), MPI_BYTE, c.root, comm));
@@ -102,6 +87,42 @@ Status RunCollective(MPI_Comm comm, int size, Call& c, char* buffer) {
       break;
   }
   return errors::Internal("unknown collective");
+}
+
+void CopyPieces(Call& c, const std::vector<World::Piece>& pieces) {
+  const size_t elem = DataTypeSize(c.dtype);
+  char* to = c.buffer.get();
+  for (const World::Piece& p : pieces) {
+    const size_t n = static_cast<size_t>(p.count) * elem;
+    if (n > 0) std::memcpy(to, p.in, n);
+    to += n;
+  }
+}
+
+void CopyResult(const Call& c, int size, const std::vector<World::Piece>& pieces) {
+  const size_t elem = DataTypeSize(c.dtype);
+  const int n = c.op == ReduceOp::kMean ? size : 1;
+  const char* from = c.buffer.get();
+  for (const World::Piece& p : pieces) {
+    if (p.count <= 0) continue;
+    switch (c.dtype) {
+      case kFloat32:
+        Divided(reinterpret_cast<const float*>(from), static_cast<float*>(p.out), p.count, n);
+        break;
+      case kFloat64:
+        Divided(reinterpret_cast<const double*>(from), static_cast<double*>(p.out), p.count, n);
+        break;
+      case kInt32:
+        Divided(reinterpret_cast<const int32_t*>(from), static_cast<int32_t*>(p.out), p.count, n);
+        break;
+      case kInt64:
+        Divided(reinterpret_cast<const int64_t*>(from), static_cast<int64_t*>(p.out), p.count, n);
+        break;
+      default:  // MpiType refused it before the call was made
+        break;
+    }
+    from += static_cast<size_t>(p.count) * elem;
+  }
 }
 
 }  // namespace tw::dist::internal
