@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <type_traits>
 
 namespace tw::dist::internal {
@@ -52,8 +53,23 @@ Status RunCollective(MPI_Comm comm, int size, Call& c) {
   switch (c.kind) {
     case Kind::kAllReduce: {
       TW_ASSIGN_OR_RETURN(MPI_Datatype type, MpiType(c.dtype));
-      return MpiStatus("MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(c.count), type,
-                                                      c.op == ReduceOp::kMax ? MPI_MAX : MPI_SUM, comm));
+      const MPI_Op op = c.op == ReduceOp::kMax ? MPI_MAX : MPI_SUM;
+      if (c.tag.channel == Channel::kControl) {
+        // Polled with sleeps: a control call is small and not in a hurry,
+        // and its thread leaves the cores to the training's meanwhile.
+        MPI_Request request;
+        TW_RETURN_IF_ERROR(MpiStatus(
+            "MPI_Iallreduce", MPI_Iallreduce(MPI_IN_PLACE, buffer, static_cast<int>(c.count), type, op, comm, &request)));
+        auto pause = std::chrono::microseconds(20);
+        for (;;) {
+          int finished = 0;
+          TW_RETURN_IF_ERROR(MpiStatus("MPI_Test", MPI_Test(&request, &finished, MPI_STATUS_IGNORE)));
+          if (finished) return Status::OK();
+          std::this_thread::sleep_for(pause);
+          pause = std::min(pause * 2, std::chrono::microseconds(1000));
+        }
+      }
+      return MpiStatus("MPI_Allreduce", MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(c.count), type, op, comm));
     }
     case Kind::kBroadcast:
       return MpiStatus("MPI_Bcast", MPI_Bcast(buffer, static_cast<int>(c.count), MPI_BYTE, c.root, comm));
