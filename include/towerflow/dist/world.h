@@ -8,10 +8,11 @@
 // a graph built for N processes still runs in one.
 //
 // Collectives. Every call blocks its caller until every rank has made the same
-// call, and runs on the world's one communication thread, which owns every MPI
-// call after Start (MPI's progress engine is driven by polling with short
-// sleeps, which leaves the cores to the training's own threads). Calls travel
-// on one of a few channels, each its own MPI communicator: on a channel every
+// call (StartAllReduce: until Wait). Calls travel on one of a few channels,
+// each its own MPI communicator and its own thread, which makes the channel's
+// MPI calls: the gradients' as MPI's blocking collectives (a waiting rank
+// yields its core), the control channel's all-reduces polled with short
+// sleeps (they are small and leave the cores to training). On a channel every
 // rank must make the same calls in the same order, and a call tagged with
 // `bucket` b of `num_buckets` B waits until buckets 0..b-1 of the same round
 // were issued on this rank, so that the graph executor may run the buckets of
