@@ -10,11 +10,13 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <thread>
 
 #include "towerflow/data/iterator_ops.h"
 #include "towerflow/dist/collective_ops.h"
+#include "towerflow/dist/internal/collective_call.h"
 #include "towerflow/dist/launch.h"
 #include "towerflow/dist/mpirun_test_util.h"
 #include "towerflow/dist/sharding.h"
@@ -309,6 +311,50 @@ TEST(WorldMpiTest, AHungRankIsNamedAndTheJobEndsWithinTheTimeout) {
   EXPECT_NE(r.output.find("never joined it"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("at step 17"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("DeadlineExceeded"), std::string::npos) << r.output;
+}
+
+// The mean's division as the result is copied out: for a power of two ranks a
+// multiplication by the exact inverse, bit for bit the division, across the
+// whole range (subnormal results included); for any other count the division.
+template <typename T, typename Bits>
+void ExpectTheDivisionsBits(uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::vector<T> sums;
+  for (int i = 0; i < 20000; ++i) {
+    Bits bits = static_cast<Bits>(rng());
+    T x;
+    std::memcpy(&x, &bits, sizeof(x));
+    sums.push_back(x);
+  }
+  for (T x : {T(0), -T(0), std::numeric_limits<T>::denorm_min(), std::numeric_limits<T>::min(),
+              std::numeric_limits<T>::max(), -std::numeric_limits<T>::infinity(), std::numeric_limits<T>::quiet_NaN(),
+              T(3) * std::numeric_limits<T>::denorm_min(), T(1) / T(3)}) {
+    sums.push_back(x);
+  }
+  for (const int ranks : {1, 2, 3, 4, 6, 8, 1024}) {
+    internal::Call c;
+    c.dtype = std::is_same_v<T, float> ? kFloat32 : kFloat64;
+    c.op = ReduceOp::kMean;
+    c.bytes = sums.size() * sizeof(T);
+    c.buffer.reset(new char[c.bytes]);
+    std::memcpy(c.buffer.get(), sums.data(), c.bytes);
+    std::vector<T> out(sums.size());
+    internal::CopyResult(c, ranks, {World::Piece{nullptr, out.data(), static_cast<int64_t>(out.size())}});
+    for (size_t i = 0; i < sums.size(); ++i) {
+      const T expected = sums[i] / static_cast<T>(ranks);
+      if (std::isnan(expected)) {
+        ASSERT_TRUE(std::isnan(out[i])) << i;
+        continue;
+      }
+      ASSERT_EQ(std::memcmp(&out[i], &expected, sizeof(T)), 0)
+          << sums[i] << " / " << ranks << ": " << out[i] << " != " << expected;
+    }
+  }
+}
+
+TEST(WorldMpiTest, TheMeanIsTheDivisionsBits) {
+  ExpectTheDivisionsBits<float, uint32_t>(1);
+  ExpectTheDivisionsBits<double, uint64_t>(2);
 }
 
 // Without a launcher there is no world, and the ops pass their inputs through.

@@ -9,14 +9,24 @@
 namespace tw::dist::internal {
 namespace {
 
-// out[i] = sum[i] / n, or a copy when n is 1 (x / 1 == x).
+// out[i] = sum[i] / n (restrict: `out` is the caller's, `sum` the call's
+// buffer), or a copy when n is 1 (x / 1 == x).
 template <typename T>
-void Divided(const T* sum, T* out, int64_t count, int n) {
+void Divided(const T* __restrict sum, T* __restrict out, int64_t count, int n) {
   if (n == 1) {
     if (out != sum) std::memcpy(out, sum, static_cast<size_t>(count) * sizeof(T));
     return;
   }
   const T divisor = static_cast<T>(n);
+  if constexpr (std::is_floating_point_v<T>) {
+    if ((n & (n - 1)) == 0) {
+      // 1 / n is exact for a power of two, and so x * (1 / n) is x / n
+      // rounded once, the same bits as the division at twice its speed.
+      const T inverse = T(1) / divisor;
+      for (int64_t i = 0; i < count; ++i) out[i] = sum[i] * inverse;
+      return;
+    }
+  }
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(sum[i] / divisor);
 }
 
