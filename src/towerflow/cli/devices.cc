@@ -25,16 +25,16 @@ std::string NoGpuReason() {
 
 HostShare ThisHostShare(const dist::Launch& launch) {
   if (!launch.multi_process || launch.local_size < 1 || launch.local_rank < 0) return {};
-  return {launch.local_rank, launch.local_size};
+  return {.local_rank = launch.local_rank, .local_size = launch.local_size, .cores = 0};
 }
 
 namespace {
 
-// The cores this process may run on, in order; empty when unknown.
-std::vector<int> AllowedCores() {
+// The cores process `pid` (0: this one) may run on, in order; empty when unknown.
+std::vector<int> AllowedCores(pid_t pid) {
   cpu_set_t set;
   CPU_ZERO(&set);
-  if (sched_getaffinity(0, sizeof(set), &set) != 0) return {};
+  if (sched_getaffinity(pid, sizeof(set), &set) != 0) return {};
   std::vector<int> cores;
   for (int c = 0; c < CPU_SETSIZE; ++c) {
     if (CPU_ISSET(c, &set)) cores.push_back(c);
@@ -56,24 +56,40 @@ std::string CoreList(const std::vector<int>& cores) {
   return out;
 }
 
+// "core 2", "cores 0-3".
+std::string Cores(const std::vector<int>& cores) {
+  return (cores.size() == 1 ? "core " : "cores ") + CoreList(cores);
+}
+
+// Whether the launcher bound this process to `mine` (BindToHostShare).
+bool LauncherBound(const std::vector<int>& mine) {
+  if (const char* bound = std::getenv("OMPI_MCA_orte_bound_at_launch")) return std::string(bound) == "1";
+  const std::vector<int> parent = AllowedCores(getppid());
+  if (!parent.empty()) return mine.size() < parent.size();
+  return static_cast<int>(mine.size()) < OnlineCores();
+}
+
 }  // namespace
 
 int CoresOfThisProcess(const HostShare& share) {
-  const int online = OnlineCores();
-  const int allowed = static_cast<int>(AllowedCores().size());
-  if (allowed > 0 && allowed < online) return allowed;
-  return std::max(1, online / share.local_size);
+  if (share.cores > 0) return share.cores;
+  return std::max(1, OnlineCores() / std::max(1, share.local_size));
 }
 
-std::string BindToHostShare(const HostShare& share, bool bind) {
-  const std::vector<int> cores = AllowedCores();
-  if (cores.empty()) return "every core";
+std::string BindToHostShare(HostShare* share, bool bind) {
+  const std::vector<int> cores = AllowedCores(0);
   const int n = static_cast<int>(cores.size());
-  if (n < OnlineCores()) return "cores " + CoreList(cores) + " (the launcher's binding)";
-  if (!bind || share.local_size <= 1 || share.local_size > n || share.local_rank >= share.local_size) {
-    return "every core";
+  const int ranks = std::max(1, share->local_size);
+  if (n == 0) return "every core";  // share->cores stays unknown
+  if (LauncherBound(cores)) {
+    share->cores = n;
+    return Cores(cores) + " (the launcher's binding)";
   }
-  const int first = share.local_rank * n / share.local_size, last = (share.local_rank + 1) * n / share.local_size;
+  if (!bind || ranks == 1 || ranks > n || share->local_rank < 0 || share->local_rank >= ranks) {
+    share->cores = std::max(1, n / ranks);
+    return "every core (" + CoreList(cores) + ")";
+  }
+  const int first = share->local_rank * n / ranks, last = (share->local_rank + 1) * n / ranks;
   cpu_set_t set;
   CPU_ZERO(&set);
   std::vector<int> mine;
@@ -81,8 +97,12 @@ std::string BindToHostShare(const HostShare& share, bool bind) {
     CPU_SET(cores[static_cast<size_t>(i)], &set);
     mine.push_back(cores[static_cast<size_t>(i)]);
   }
-  if (sched_setaffinity(0, sizeof(set), &set) != 0) return "every core";
-  return "cores " + CoreList(mine) + " (towerflow's share; --bind-cores none leaves every core)";
+  if (sched_setaffinity(0, sizeof(set), &set) != 0) {
+    share->cores = std::max(1, n / ranks);
+    return "every core (" + CoreList(cores) + ")";
+  }
+  share->cores = static_cast<int>(mine.size());
+  return Cores(mine) + " (towerflow's share; --bind-cores none leaves every core)";
 }
 
 StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,

@@ -19,25 +19,30 @@ namespace tw::cli {
 struct HostShare {
   int local_rank = 0;
   int local_size = 1;
+  int cores = 0;  // the cores this process's threads may use (BindToHostShare; 0: not known yet)
 };
 HostShare ThisHostShare(const dist::Launch& launch);
 
-// The cores this process may use (>= 1): those it is bound to when bound to
-// fewer than the host's, else the host's split between its ranks.
+// The cores this process may use (>= 1): `share.cores` once BindToHostShare
+// set it, else the host's split between its ranks.
 int CoresOfThisProcess(const HostShare& share);
 
-// Binds this process to its share of the host's cores when it is one of
-// several ranks on the host, its launcher left it free to run on every core
-// (mpirun --bind-to none, or a launcher that does not bind), there are at
-// least as many cores as ranks, and `bind` is true: local rank r of n takes
-// the r-th n-th of the cores (mpirun's --bind-to core for two ranks or fewer,
-// done here for any number). Two ranks on two cores, the MLP: 80-84k ->
-// 88-108k examples/s, the ranks no longer wait for each other in the
-// gradient all-reduce while the scheduler moves their threads. Call before
-// any thread starts: threads inherit it. Returns how this process's cores
-// were chosen, for the world line: "cores 0-3 (towerflow's share)", "cores
-// 2 (the launcher's binding)", or "every core" (one process, or not bound).
-std::string BindToHostShare(const HostShare& share, bool bind);
+// Binds this process to its share of the cores it may run on when it is one
+// of several ranks on the host, its launcher did not bind it (mpirun
+// --bind-to none, or a launcher that does not bind), there are at least as
+// many cores as ranks, and `bind` is true: local rank r of n takes the r-th
+// n-th of them (what mpirun's --bind-to core does for two ranks or fewer, here
+// for any number). Two ranks on two cores, the MLP: 81-84k -> 88-108k
+// examples/s: the ranks no longer wait for each other in the gradient
+// all-reduce while the scheduler moves their threads. A launcher's binding is
+// kept: OpenMPI says so in its environment (OMPI_MCA_orte_bound_at_launch);
+// another launcher's is a set of cores smaller than its parent's (a cpuset
+// that the parent shares, a container's, is this host's to split). Call
+// before any thread starts: threads inherit it. Sets share->cores; returns
+// how this process's cores were chosen, for the world line: "cores 0-3
+// (towerflow's share; ...)", "core 2 (the launcher's binding)", or "every
+// core (0-7)" (shared with the host's other ranks).
+std::string BindToHostShare(HostShare* share, bool bind);
 
 // "auto": every GPU when there is one, else one virtual CPU device per core;
 // "gpu": every GPU; else a list (cpu:0,cpu:1 or /gpu:0,/gpu:1). A GPU is one

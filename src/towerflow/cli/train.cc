@@ -416,10 +416,11 @@ int RunTrain(int argc, char** argv) {
   const dist::Launch launch = dist::DetectLaunch();
   const int ranks = launch.multi_process ? launch.size : 1;
   // Before any thread starts: every thread inherits the binding.
-  const std::string binding = BindToHostShare(ThisHostShare(launch), f.bind_cores == "auto");
+  HostShare share = ThisHostShare(launch);
+  const std::string binding = BindToHostShare(&share, f.bind_cores == "auto");
   TrainConfig config;
   DataFiles data;
-  if (Status s = Configure(f, ThisHostShare(launch), &config, &data); !s.ok()) return UsageError(s);
+  if (Status s = Configure(f, share, &config, &data); !s.ok()) return UsageError(s);
   std::vector<std::string> eval_files;
   if (!f.eval_data.empty()) {
     auto eval = OpenData("--eval-data", f.eval_data);
