@@ -27,8 +27,9 @@
 // Faults: a call that has not completed after the collective timeout fails
 // with DeadlineExceeded naming this rank, the channel, the bucket and the
 // training step (set_step); rank 0 also names the ranks that never issued it
-// (it hears from every rank as each call is issued), and the other ranks wait
-// a little longer, so that rank 0's diagnosis comes first. A rank that fails
+// (every rank's heartbeats tell it, within 100 ms, each call it issued), and
+// the other ranks wait a little longer, so that rank 0's diagnosis comes
+// first. A rank that fails
 // must then Abort (MPI_Abort): the launcher ends every rank. A rank killed by a
 // signal makes the launcher end the others.
 //

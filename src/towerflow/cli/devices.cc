@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <fstream>
 
 #include "towerflow/device/device_set.h"
 #include "towerflow/train/replicate.h"
@@ -61,10 +62,50 @@ std::string Cores(const std::vector<int>& cores) {
   return (cores.size() == 1 ? "core " : "cores ") + CoreList(cores);
 }
 
+// A number from a sysfs file; -1 when it cannot be read.
+int ReadSysfsInt(const std::string& path) {
+  std::ifstream in(path);
+  int value = -1;
+  if (!(in >> value)) return -1;
+  return value;
+}
+
+// `cpus` grouped by physical core (the hardware threads of one core
+// together), in the order of each core's first CPU; one group per CPU when
+// the topology cannot be read.
+std::vector<std::vector<int>> PhysicalCores(const std::vector<int>& cpus) {
+  std::vector<std::pair<int, int>> keys;  // (package, core) of each group
+  std::vector<std::vector<int>> groups;
+  for (int cpu : cpus) {
+    const std::string dir = "/sys/devices/system/cpu/cpu" + std::to_string(cpu) + "/topology/";
+    const std::pair<int, int> key = {ReadSysfsInt(dir + "physical_package_id"), ReadSysfsInt(dir + "core_id")};
+    if (key.first < 0 || key.second < 0) {
+      groups.clear();
+      for (int c : cpus) groups.push_back({c});
+      return groups;
+    }
+    auto it = std::find(keys.begin(), keys.end(), key);
+    if (it == keys.end()) {
+      keys.push_back(key);
+      groups.push_back({cpu});
+    } else {
+      groups[static_cast<size_t>(it - keys.begin())].push_back(cpu);
+    }
+  }
+  return groups;
+}
+
 // Whether the launcher bound this process to `mine` (BindToHostShare).
 bool LauncherBound(const std::vector<int>& mine) {
-  if (const char* bound = std::getenv("OMPI_MCA_orte_bound_at_launch")) return std::string(bound) == "1";
-  const std::vector<int> parent = AllowedCores(getppid());
+  // OpenMPI sets it when it binds a rank (its own code tests that it is set).
+  if (const char* bound = std::getenv("OMPI_MCA_orte_bound_at_launch")) {
+    const std::string v = bound;
+    if (v != "0" && v != "false") return true;
+  }
+  // Another launcher's binding: fewer cores than its parent's (a parent
+  // outside this PID namespace is 0, which would read this process's own).
+  const pid_t parent_pid = getppid();
+  const std::vector<int> parent = parent_pid > 0 ? AllowedCores(parent_pid) : std::vector<int>{};
   if (!parent.empty()) return mine.size() < parent.size();
   return static_cast<int>(mine.size()) < OnlineCores();
 }
@@ -89,14 +130,23 @@ std::string BindToHostShare(HostShare* share, bool bind) {
     share->cores = std::max(1, n / ranks);
     return "every core (" + CoreList(cores) + ")";
   }
-  const int first = share->local_rank * n / ranks, last = (share->local_rank + 1) * n / ranks;
-  cpu_set_t set;
-  CPU_ZERO(&set);
+  // Whole physical cores when there are enough of them: two ranks on the two
+  // hardware threads of one core would share it.
+  std::vector<std::vector<int>> units = PhysicalCores(cores);
+  if (static_cast<int>(units.size()) < ranks) {
+    units.clear();
+    for (int c : cores) units.push_back({c});
+  }
+  const int count = static_cast<int>(units.size());
+  const int first = share->local_rank * count / ranks, last = (share->local_rank + 1) * count / ranks;
   std::vector<int> mine;
   for (int i = first; i < std::max(last, first + 1); ++i) {
-    CPU_SET(cores[static_cast<size_t>(i)], &set);
-    mine.push_back(cores[static_cast<size_t>(i)]);
+    for (int c : units[static_cast<size_t>(i)]) mine.push_back(c);
   }
+  std::sort(mine.begin(), mine.end());
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  for (int c : mine) CPU_SET(c, &set);
   if (sched_setaffinity(0, sizeof(set), &set) != 0) {
     share->cores = std::max(1, n / ranks);
     return "every core (" + CoreList(cores) + ")";

@@ -31,20 +31,24 @@ int CoresOfThisProcess(const HostShare& share);
 // of several ranks on the host, its launcher did not bind it (mpirun
 // --bind-to none, or a launcher that does not bind), there are at least as
 // many cores as ranks, and `bind` is true: local rank r of n takes the r-th
-// n-th of them (what mpirun's --bind-to core does for two ranks or fewer, here
-// for any number). Two ranks on two cores, the MLP: 81-84k -> 88-108k
-// examples/s: the ranks no longer wait for each other in the gradient
-// all-reduce while the scheduler moves their threads. A launcher's binding is
-// kept: OpenMPI says so in its environment (OMPI_MCA_orte_bound_at_launch);
-// another launcher's is a set of cores smaller than its parent's (a cpuset
-// that the parent shares, a container's, is this host's to split). Call
-// before any thread starts: threads inherit it. Sets share->cores; returns
+// n-th of them, whole physical cores (both hardware threads of a core go to
+// one rank) when there are at least n. Two ranks on two cores, the MLP:
+// 81-84k -> 88-108k examples/s: the ranks no longer wait for each other in
+// the gradient all-reduce while the scheduler moves their threads. A
+// launcher's binding is kept: OpenMPI says so in its environment
+// (OMPI_MCA_orte_bound_at_launch); another launcher's is a set of cores
+// smaller than its parent's (a cpuset that the parent shares, a container's,
+// is this host's to split). Call before any thread starts: threads inherit
+// it. Sets share->cores, which one process sets too (a process under taskset
+// or in a cpuset makes as many CPU towers for --devices auto as it may use
+// cores, not the host's); returns
 // how this process's cores were chosen, for the world line: "cores 0-3
 // (towerflow's share; ...)", "core 2 (the launcher's binding)", or "every
 // core (0-7)" (shared with the host's other ranks).
 std::string BindToHostShare(HostShare* share, bool bind);
 
-// "auto": every GPU when there is one, else one virtual CPU device per core;
+// "auto": every GPU when there is one, else one virtual CPU device per core
+// this process may use (CoresOfThisProcess);
 // "gpu": every GPU; else a list (cpu:0,cpu:1 or /gpu:0,/gpu:1). A GPU is one
 // of `logical_gpus` logical GPUs of each visible physical GPU. Ranks of a job
 // on one host split "auto" and "gpu" between them: its cores, or its GPUs

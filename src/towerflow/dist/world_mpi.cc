@@ -3,31 +3,37 @@
 // After MPI_Init_thread (MPI_THREAD_MULTIPLE), each channel has a thread of its
 // own and a communicator of its own (a dup of MPI_COMM_WORLD made at start, in
 // the same order on every rank). Callers hand a channel's thread a Call and
-// wait; the thread takes calls in bucket order and runs each as a blocking MPI
-// collective (OpenMPI's blocking collectives progress far faster than its
-// non-blocking ones driven by MPI_Test: a 1 MB all-reduce between two local
-// ranks took 180 us blocking and 870 us non-blocking, measured here). Two
+// wait; the thread takes calls in bucket order and runs each over MPI: the
+// gradients channel's as blocking collectives (OpenMPI's blocking collectives
+// progress far faster than its non-blocking ones driven by MPI_Test: a 1 MB
+// all-reduce between two local ranks took 180 us blocking and 870 us
+// non-blocking, measured here), the control channel's small all-reduces as
+// MPI_Iallreduce polled with sleeps, which leaves the cores to training. Two
 // channels never wait for each other: their threads block independently.
 //
 // Timeouts are kept by the callers: a caller that has waited the collective
 // timeout gives up with DeadlineExceeded (its call stays inside MPI, which may
-// never return, on the call's own buffer), the world is then broken (every later call fails at once), and the
-// process is expected to Abort. Every rank's monitor thread sends rank 0 a
-// heartbeat twice a second (an MPI_Isend on a communicator of its own), and
-// sooner, at most ten times a second, once a channel has issued a new call;
-// each heartbeat carries the rank's newest issued call on every channel. That
-// is how rank 0 names the ranks that never issued a call that timed out, and
-// a rank that stopped during a transfer (SIGSTOP, a hung machine). The
-// channel threads send nothing themselves: a report per call, sent beside a
-// gradient bucket's all-reduce, cost 35 us of its 230 us (1 MB, 2 ranks).
+// never return, on the call's own buffer), the world is then broken (every
+// later call fails at once), and the process is expected to Abort. Every
+// rank's monitor thread sends rank 0 a heartbeat twice a second (an MPI_Isend
+// on a communicator of its own), and sooner, at most ten times a second, once
+// a channel has issued a new call; each heartbeat carries the rank's newest
+// issued call on every channel. That is how rank 0 names the ranks that never
+// issued a call that timed out (a rank that issued it within the last 100 ms
+// before rank 0's deadline may still be named so), and a rank that stopped
+// during a transfer (SIGSTOP, a hung machine). The channel threads send
+// nothing themselves: a report per call, sent beside a gradient bucket's
+// all-reduce, cost 35 us of its 230 us (1 MB, 2 ranks).
 //
 // The calls and how each runs over MPI: internal/collective_call.h.
 //
-// Exactness: MPI_Allreduce with MPI_SUM on every rank. OpenMPI's algorithms
-// (recursive doubling with commutative pairwise sums, ring and Rabenseifner's
-// reduce-scatter + all-gather, linear reduce + broadcast) give every rank the
-// same bits, which the tests check for 2 and 3 ranks and small and large
-// buffers; the mean then divides those identical sums alike everywhere.
+// Exactness: MPI_SUM on every rank, blocking (MPI_Allreduce) or not
+// (MPI_Iallreduce). OpenMPI's algorithms (recursive doubling with commutative
+// pairwise sums, ring and Rabenseifner's reduce-scatter + all-gather, linear
+// reduce + broadcast, libnbc's schedules) give every rank the same bits, which
+// the tests check for 2 and 3 ranks and small and large buffers; the mean then
+// divides those identical sums alike everywhere as they are copied out (for a
+// power of two ranks a multiplication by the exact inverse: the same bits).
 #include <mpi.h>
 
 #include <algorithm>
@@ -217,6 +223,7 @@ class MpiWorld final : public World {
   // step's gradient buckets reuse the buffers of the step before.
   void Acquire(Call& c, size_t bytes) {
     c.bytes = bytes;
+    if (bytes == 0) return;  // nothing to exchange: no buffer (tasks, empty calls)
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto best = spare_.end();
@@ -230,7 +237,7 @@ class MpiWorld final : public World {
         return;
       }
     }
-    c.capacity = std::max<size_t>(bytes, 1);
+    c.capacity = bytes;
     c.buffer.reset(new char[c.capacity]);  // uninitialized: the caller fills what MPI reads
   }
 

@@ -1,9 +1,9 @@
 // One collective call of the multi-process world (world_mpi.cc) and how a
 // channel thread runs it over MPI: the call shared by its caller and the
 // channel's thread, MPI's status and datatypes as towerflow's, and
-// RunCollective, the blocking MPI collective of each kind, and the copies of
-// an all-reduce's pieces in and out (the mean divided as it is copied out,
-// alike on every rank). Compiled with MPI only (the *_mpi.cc rule).
+// RunCollective, the MPI collective of each kind (blocking, or polled on the
+// control channel), and the copies of an all-reduce's pieces in and out (the
+// mean divided as it is copied out, alike on every rank). Compiled with MPI only (the *_mpi.cc rule).
 #ifndef TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
 #define TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
 
@@ -39,7 +39,7 @@ struct Call {
   ReduceOp op = ReduceOp::kSum;
   int root = 0;
   int64_t count = 0;  // kAllReduce: elements; kBroadcast: bytes
-  std::unique_ptr<char[]> buffer;  // `capacity` bytes, the first `bytes` in use
+  std::unique_ptr<char[]> buffer;  // `capacity` bytes, the first `bytes` in use; none for 0 bytes
   size_t capacity = 0;
   size_t bytes = 0;
   std::vector<std::string> gathered;

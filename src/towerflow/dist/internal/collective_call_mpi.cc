@@ -73,7 +73,12 @@ Status RunCollective(MPI_Comm comm, int size, Call& c) {
         auto pause = std::chrono::microseconds(20);
         for (;;) {
           int finished = 0;
-          TW_RETURN_IF_ERROR(MpiStatus("MPI_Test", MPI_Test(&request, &finished, MPI_STATUS_IGNORE)));
+          if (Status s = MpiStatus("MPI_Test", MPI_Test(&request, &finished, MPI_STATUS_IGNORE)); !s.ok()) {
+            // The request may still write into the buffer: it is left to
+            // MPI, never reused nor freed.
+            (void)c.buffer.release();
+            return s;
+          }
           if (finished) return Status::OK();
           std::this_thread::sleep_for(pause);
           pause = std::min(pause * 2, std::chrono::microseconds(1000));
