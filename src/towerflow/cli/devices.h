@@ -39,12 +39,11 @@ int CoresOfThisProcess(const HostShare& share);
 // (OMPI_MCA_orte_bound_at_launch); another launcher's is a set of cores
 // smaller than its parent's (a cpuset that the parent shares, a container's,
 // is this host's to split). Call before any thread starts: threads inherit
-// it. Sets share->cores, which one process sets too (a process under taskset
-// or in a cpuset makes as many CPU towers for --devices auto as it may use
-// cores, not the host's); returns
-// how this process's cores were chosen, for the world line: "cores 0-3
-// (towerflow's share; ...)", "core 2 (the launcher's binding)", or "every
-// core (0-7)" (shared with the host's other ranks).
+// it. Sets share->cores, one process too (under taskset or in a cpuset,
+// --devices auto makes as many CPU towers as it may use cores, not the
+// host's). Returns how this process's cores were chosen, for the world line:
+// "cores 0-3 (towerflow's share; ...)", "core 2 (the launcher's binding)", or
+// "every core (0-7)" (shared with the host's other ranks).
 std::string BindToHostShare(HostShare* share, bool bind);
 
 // "auto": every GPU when there is one, else one virtual CPU device per core

@@ -3,7 +3,8 @@
 // channel's thread, MPI's status and datatypes as towerflow's, and
 // RunCollective, the MPI collective of each kind (blocking, or polled on the
 // control channel), and the copies of an all-reduce's pieces in and out (the
-// mean divided as it is copied out, alike on every rank). Compiled with MPI only (the *_mpi.cc rule).
+// mean divided as it is copied out, alike on every rank). Compiled with MPI
+// only (the *_mpi.cc rule).
 #ifndef TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
 #define TOWERFLOW_DIST_INTERNAL_COLLECTIVE_CALL_H_
 

@@ -14,7 +14,7 @@ namespace {
 template <typename T>
 void Divided(const T* __restrict sum, T* __restrict out, int64_t count, int n) {
   if (n == 1) {
-    if (out != sum) std::memcpy(out, sum, static_cast<size_t>(count) * sizeof(T));
+    std::memcpy(out, sum, static_cast<size_t>(count) * sizeof(T));
     return;
   }
   const T divisor = static_cast<T>(n);
@@ -28,6 +28,17 @@ void Divided(const T* __restrict sum, T* __restrict out, int64_t count, int n) {
     }
   }
   for (int64_t i = 0; i < count; ++i) out[i] = static_cast<T>(sum[i] / divisor);
+}
+
+// CopyResult for elements of type T.
+template <typename T>
+void CopyResultAs(const Call& c, int n, const std::vector<World::Piece>& pieces) {
+  const T* from = reinterpret_cast<const T*>(c.buffer.get());
+  for (const World::Piece& p : pieces) {
+    if (p.count <= 0) continue;
+    Divided(from, static_cast<T*>(p.out), p.count, n);
+    from += p.count;
+  }
 }
 
 }  // namespace
@@ -131,28 +142,18 @@ void CopyPieces(Call& c, const std::vector<World::Piece>& pieces) {
 }
 
 void CopyResult(const Call& c, int size, const std::vector<World::Piece>& pieces) {
-  const size_t elem = DataTypeSize(c.dtype);
   const int n = c.op == ReduceOp::kMean ? size : 1;
-  const char* from = c.buffer.get();
-  for (const World::Piece& p : pieces) {
-    if (p.count <= 0) continue;
-    switch (c.dtype) {
-      case kFloat32:
-        Divided(reinterpret_cast<const float*>(from), static_cast<float*>(p.out), p.count, n);
-        break;
-      case kFloat64:
-        Divided(reinterpret_cast<const double*>(from), static_cast<double*>(p.out), p.count, n);
-        break;
-      case kInt32:
-        Divided(reinterpret_cast<const int32_t*>(from), static_cast<int32_t*>(p.out), p.count, n);
-        break;
-      case kInt64:
-        Divided(reinterpret_cast<const int64_t*>(from), static_cast<int64_t*>(p.out), p.count, n);
-        break;
-      default:  // MpiType refused it before the call was made
-        break;
-    }
-    from += static_cast<size_t>(p.count) * elem;
+  switch (c.dtype) {
+    case kFloat32:
+      return CopyResultAs<float>(c, n, pieces);
+    case kFloat64:
+      return CopyResultAs<double>(c, n, pieces);
+    case kInt32:
+      return CopyResultAs<int32_t>(c, n, pieces);
+    case kInt64:
+      return CopyResultAs<int64_t>(c, n, pieces);
+    default:  // MpiType refused it before the call was made
+      return;
   }
 }
 
