@@ -14,13 +14,17 @@
 //     device, a division for the mean, and one Identity per input device (the
 //     "broadcast": the partitioner's transfers carry the result there; between
 //     virtual CPU devices they share the buffer). Works on any devices.
-//   * collective (virtual CPU devices): one CollectiveAllReduce node per
-//     device (graph/ops/collective_ops.h); the devices meet, each reduces a
-//     slice, all share the result; AllReduceMany fuses a whole list (all of a
-//     tower's gradients) into one meeting per device. Each waiting participant
-//     holds a thread: on the 2-core CI VM with 2 towers it measured 7 to 21%
-//     slower per step than reduce-broadcast (docs/benchmarks.md), hence
-//     opt-in; machines with more cores than towers are not measured yet.
+//   * collective: one CollectiveAllReduce node per device
+//     (graph/ops/collective_ops.h); AllReduceMany fuses a whole list (all of
+//     a tower's gradients) into one meeting per device. On CPU devices the
+//     participants meet, each reduces a slice, all share the result; each
+//     waiting participant holds a thread: on the 2-core CI VM with 2 towers
+//     it measured 7 to 21% slower per step than reduce-broadcast
+//     (docs/benchmarks.md), hence opt-in there. On CUDA GPUs the last to
+//     arrive hands every participant's list to NCCL (NcclAllReducer, small
+//     tensors in buckets), reduced in place on each GPU: the default there
+//     (kAuto), where reduce-broadcast copies every gradient to one GPU and
+//     back.
 //   Graph builders record errors in the scope (scope.h) and are not
 //   thread-safe.
 #ifndef TOWERFLOW_TRAIN_ALL_REDUCE_H_
@@ -92,13 +96,18 @@ class CpuAllReducer : public AllReducer {
 };
 
 enum class AllReduceAlgorithm {
-  kAuto,             // the measured best: kReduceBroadcast today
-  kCollective,       // CollectiveAllReduce on each device (CPU kernels only)
+  kAuto,             // kCollective on CUDA GPUs (NCCL), kReduceBroadcast elsewhere
+  kCollective,       // CollectiveAllReduce on each device (CPU threads, or NCCL on CUDA GPUs)
   kReduceBroadcast,  // AddN (+ Div) on one device, an Identity per device
 };
 
-// kAuto resolved; the others as given.
-AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm);
+// kAuto resolved for tensors on `devices` (device names, one per input): the
+// collective, over NCCL, where every device is a GPU and this process has
+// CUDA GPUs and NCCL (a build with the CUDA backend); reduce-broadcast
+// otherwise (measured faster on CPU devices, docs/benchmarks.md; fake GPUs
+// included). The others as given. An empty list resolves as CPU devices.
+AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm,
+                                             const std::vector<std::string>& devices = {});
 
 struct GraphAllReduceOptions {
   // kSum or kMean (InvalidArgument for the others: the graph has no Minimum op).

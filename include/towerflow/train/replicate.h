@@ -75,9 +75,10 @@ struct ReplicateOptions {
   // Create (or reuse) "global_step" and increment it with every update.
   bool global_step = false;
   // kMirrored: how the gradients are averaged (all_reduce.h): a
-  // reduce-broadcast per variable (kAuto, kReduceBroadcast), or on CPU towers
-  // one fused collective per tower (kCollective: every tower reduces a slice
-  // of all the gradients at once).
+  // reduce-broadcast per variable (kReduceBroadcast; kAuto on CPU towers), or
+  // one fused collective per tower (kCollective; kAuto on CUDA GPU towers: NCCL
+  // reduces every tower's gradients in place, small ones in buckets; on CPU
+  // towers every tower reduces a slice of all the gradients at once).
   AllReduceAlgorithm all_reduce = AllReduceAlgorithm::kAuto;
   // Each tower dequeues its batch after the previous tower's (tower order)
   // instead of all at once: tower i always gets the i-th batch of the step, so

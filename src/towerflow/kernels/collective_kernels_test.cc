@@ -136,6 +136,40 @@ TEST_F(CollectiveTest, MismatchedShapesFailEveryParticipantNamingBoth) {
   EXPECT_EQ((*ok)[1].ToVector<float>(), (std::vector<float>{4, 6}));
 }
 
+TEST_F(CollectiveTest, FakeGpusReduceWithTheCpuKernelAndAMixedGroupIsRefused) {
+  // Fake GPUs borrow the CPU kernel: a group of them reduces as CPUs do.
+  std::vector<Output> g;
+  for (int i = 0; i < 2; ++i) {
+    Scope s = root_.WithDevice("/device:GPU:" + std::to_string(i)).WithOpName("g" + std::to_string(i));
+    g.push_back(CollectiveAllReduce(s, {Const(s.WithOpName("v" + std::to_string(i)), std::vector<float>{1.0f + i, 4},
+                                              TensorShape{2})},
+                                    {.reduction = "mean", .num_devices = 2, .shared_name = "gpus"})[0]);
+  }
+  // A group with one participant on a CPU and one on a GPU.
+  Output c = Const(root_.WithDevice(Cpu(0)).WithOpName("c"), std::vector<float>{1}, TensorShape{1});
+  Output d = Const(root_.WithDevice("/device:GPU:0").WithOpName("d"), std::vector<float>{2}, TensorShape{1});
+  Output mixed_cpu = Participant(0, {c}, 2, "sum", "mixed")[0];
+  Output mixed_gpu = CollectiveAllReduce(root_.WithDevice("/device:GPU:0").WithOpName("q"), {d},
+                                         {.reduction = "sum", .num_devices = 2, .shared_name = "mixed"})[0];
+  ASSERT_TRUE(root_.ok()) << root_.status().ToString();
+  SessionOptions o = Cpus(1);
+  o.num_fake_gpus = 2;
+  o.allow_soft_placement = false;
+  Session session(graph_, o);
+  auto r = session.Run(g);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{1.5f, 4}));
+  EXPECT_EQ((*r)[1].ToVector<float>(), (std::vector<float>{1.5f, 4}));
+  auto bad = session.Run({mixed_cpu, mixed_gpu});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument) << bad.status().ToString();
+  const std::string& m = bad.status().message();
+  EXPECT_NE(m.find("'mixed'"), std::string::npos) << m;
+  EXPECT_NE(m.find("must all be on GPUs or all on CPUs"), std::string::npos) << m;
+  EXPECT_NE(m.find("GPU:0"), std::string::npos) << m;
+  EXPECT_NE(m.find("CPU:0"), std::string::npos) << m;
+}
+
 TEST_F(CollectiveTest, AStepWithoutEveryParticipantIsRejectedBeforeItRuns) {
   Output a = Const(root_.WithDevice(Cpu(0)), std::vector<float>{1}, TensorShape{1});
   Output p0 = Participant(0, {a}, 2, "sum")[0];

@@ -6,8 +6,10 @@
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/collective_ops.h"
+#include "towerflow/core/device_spec.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/train/internal/all_reduce_checks.h"
+#include "towerflow/train/nccl_all_reduce.h"
 
 namespace tw::train {
 
@@ -132,11 +134,40 @@ Status CpuAllReducer::AllReduce(const std::vector<Tensor*>& tensors, Reduction o
   return Status::OK();
 }
 
-AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm) {
-  return algorithm == AllReduceAlgorithm::kAuto ? AllReduceAlgorithm::kReduceBroadcast : algorithm;
+namespace {
+
+// Whether CollectiveAllReduce runs over NCCL on this process's GPUs: a build
+// with the CUDA backend and CUDA GPUs visible. The first call registers the
+// op's GPU kernel.
+bool NcclCollectiveAvailable() {
+#if TOWERFLOW_HAVE_CUDA
+  return EnsureCollectiveAllReduceCudaKernel();
+#else
+  return false;
+#endif
+}
+
+}  // namespace
+
+AllReduceAlgorithm ResolveAllReduceAlgorithm(AllReduceAlgorithm algorithm, const std::vector<std::string>& devices) {
+  if (algorithm != AllReduceAlgorithm::kAuto) return algorithm;
+  bool all_gpus = !devices.empty();
+  for (const std::string& d : devices) {
+    StatusOr<DeviceSpec> spec = DeviceSpec::Parse(d);
+    all_gpus = all_gpus && spec.ok() && spec->has_type() && spec->type() == "GPU";
+  }
+  return all_gpus && NcclCollectiveAvailable() ? AllReduceAlgorithm::kCollective
+                                               : AllReduceAlgorithm::kReduceBroadcast;
 }
 
 namespace {
+
+// The requested device of each list's first tensor.
+std::vector<std::string> DevicesOf(const std::vector<std::vector<Output>>& inputs) {
+  std::vector<std::string> devices;
+  for (const auto& list : inputs) devices.push_back(list.empty() ? "" : list[0].node->requested_device());
+  return devices;
+}
 
 // The checks every graph all-reduce makes on one column (one tensor per
 // device): column[0]'s dtype and a compatible static shape everywhere, and a
@@ -168,6 +199,7 @@ std::vector<std::vector<Output>> CollectiveMany(const Scope& scope, const std::v
                                                 Reduction reduction) {
   const size_t n = inputs.size(), count = inputs[0].size();
   std::vector<std::vector<Output>> out(n, std::vector<Output>(count));
+  NcclCollectiveAvailable();  // GPU participants get NCCL's kernel where there is one
   std::vector<DataType> dtypes;
   for (const Output& t : inputs[0]) {
     if (std::find(dtypes.begin(), dtypes.end(), t.dtype()) == dtypes.end()) dtypes.push_back(t.dtype());
@@ -222,13 +254,14 @@ std::vector<std::vector<Output>> AllReduceMany(const Scope& scope, const std::ve
       }
     }
   }
-  if (ResolveAllReduceAlgorithm(options.algorithm) == AllReduceAlgorithm::kReduceBroadcast) {
+  if (ResolveAllReduceAlgorithm(options.algorithm, DevicesOf(inputs)) == AllReduceAlgorithm::kReduceBroadcast) {
     // AllReduce checks each column.
     Scope s = options.name.empty() ? scope : scope.NewSubScope(options.name);
     for (size_t k = 0; k < count; ++k) {
       std::vector<Output> column;
       for (const auto& list : inputs) column.push_back(list[k]);
       GraphAllReduceOptions one = options;
+      one.algorithm = AllReduceAlgorithm::kReduceBroadcast;
       one.name = "tensor_" + std::to_string(k);
       one.reduce_on = static_cast<int>((static_cast<size_t>(std::max(0, options.reduce_on)) + k) % inputs.size());
       std::vector<Output> reduced = AllReduce(s, column, one);
@@ -271,7 +304,9 @@ std::vector<Output> AllReduce(const Scope& scope, const std::vector<Output>& inp
     return fail(errors::InvalidArgument("AllReduce: reduce_on ", options.reduce_on, " is not one of the ",
                                         inputs.size(), " inputs"));
   }
-  if (ResolveAllReduceAlgorithm(options.algorithm) == AllReduceAlgorithm::kCollective) {
+  std::vector<std::string> devices;
+  for (const Output& in : inputs) devices.push_back(in.node->requested_device());
+  if (ResolveAllReduceAlgorithm(options.algorithm, devices) == AllReduceAlgorithm::kCollective) {
     std::vector<std::vector<Output>> many;
     for (const Output& in : inputs) many.push_back({in});
     Scope s = scope.NewSubScope(options.name.empty() ? "collective" : options.name);

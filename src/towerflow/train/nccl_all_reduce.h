@@ -99,6 +99,13 @@ class NcclAllReducer : public AllReducer {
   std::unique_ptr<State> state_;  // guarded by mu_; made by the first call
 };
 
+// Registers CollectiveAllReduce's GPU kernel (collective_all_reduce_cuda.cc:
+// the participants' lists reduced by one NcclAllReducer) in the global
+// registry, once, where CUDA GPUs are visible (kernels/register_all.h's rule:
+// on fake GPUs the CPU kernel's copy runs). Returns whether it is registered.
+// Thread-safe.
+bool EnsureCollectiveAllReduceCudaKernel();
+
 }  // namespace tw::train
 
 #endif  // TOWERFLOW_TRAIN_NCCL_ALL_REDUCE_H_

@@ -343,7 +343,7 @@ ReplicaStep Replicate(const Scope& root, const std::vector<std::string>& devices
   // Mirrored copies: the graph all-reduce, each copy updated with the result.
   const size_t n_mirrored = mirror_groups.size();
   const bool collective =
-      ResolveAllReduceAlgorithm(options.all_reduce) == AllReduceAlgorithm::kCollective;
+      ResolveAllReduceAlgorithm(options.all_reduce, step.devices) == AllReduceAlgorithm::kCollective;
   const bool across_processes = static_cast<bool>(options.cross_process_mean);
   // Across processes: each variable's in-process mean (mirrored groups first),
   // handed to options.cross_process_mean at once below.

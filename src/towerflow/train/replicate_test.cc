@@ -202,46 +202,77 @@ TEST(Replicate, MirroredCopiesStartAndStayEqual) {
   EXPECT_EQ((*gs)[0].scalar<int64_t>(), 5);
 }
 
+// Trains 3 mirrored towers on `type` devices (CPU, or fake GPUs borrowing the
+// CPU kernels) for 5 steps with `algorithm`; returns every copy's values and
+// whether the step reduced with CollectiveAllReduce.
+std::vector<std::vector<float>> TrainMirrored(const std::string& type, AllReduceAlgorithm algorithm,
+                                              bool* has_collective) {
+  Graph graph;
+  graph.set_seed(7);
+  Scope root(graph);
+  Momentum momentum({.learning_rate = 0.1, .momentum = 0.9});
+  const std::string devices = type + ":0," + type + ":1," + type + ":2";
+  ReplicaStep step = Replicate(root, Devices(devices), PlaceholderBatch, momentum, Model,
+                               {.variable_placement = VariablePlacement::kMirrored, .all_reduce = algorithm});
+  EXPECT_TRUE(root.ok()) << root.status().ToString();
+  const Node* p2 = graph.FindNode("all_reduce/device_2");
+  *has_collective = p2 != nullptr && p2->op() == "CollectiveAllReduce";
+  if (*has_collective) {
+    EXPECT_EQ(p2->requested_device(), type == "cpu" ? "/device:CPU:2" : "/device:GPU:2");
+  }
+  SessionOptions options = WithCpus(3);
+  if (type == "gpu") options.num_fake_gpus = 3;
+  Session session(graph, options);
+  EXPECT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+  const FeedList feeds = Feeds(step);
+  for (int i = 0; i < 5; ++i) EXPECT_TRUE(session.Run(feeds, {}, {step.train_op}).ok());
+  std::vector<Output> fetch;
+  for (const auto& vars : step.tower_variables) {
+    for (const Variable& v : vars) fetch.push_back(v.value);
+  }
+  auto r = session.Run(fetch);
+  EXPECT_TRUE(r.ok()) << r.status().ToString();
+  std::vector<std::vector<float>> out;
+  if (r.ok()) {
+    for (const Tensor& t : *r) out.push_back(t.ToVector<float>());
+  }
+  return out;
+}
+
 TEST(Replicate, MirroredCollectiveMatchesReduceBroadcastBitForBit) {
   // Same towers, same feeds: the fused collective (one meeting per tower, sums
   // in device order) and the reduce-broadcast (AddN in tower order) give the
-  // same bits.
-  auto train = [](AllReduceAlgorithm algorithm, bool* has_collective) {
-    Graph graph;
-    graph.set_seed(7);
-    Scope root(graph);
-    Momentum momentum({.learning_rate = 0.1, .momentum = 0.9});
-    ReplicaStep step = Replicate(root, Devices("cpu:0,cpu:1,cpu:2"), PlaceholderBatch, momentum, Model,
-                                 {.variable_placement = VariablePlacement::kMirrored, .all_reduce = algorithm});
-    EXPECT_TRUE(root.ok()) << root.status().ToString();
-    const Node* p2 = graph.FindNode("all_reduce/device_2");
-    *has_collective = p2 != nullptr && p2->op() == "CollectiveAllReduce";
-    if (*has_collective) {
-      EXPECT_EQ(p2->requested_device(), "/device:CPU:2");
-    }
-    Session session(graph, WithCpus(3));
-    EXPECT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
-    const FeedList feeds = Feeds(step);
-    for (int i = 0; i < 5; ++i) EXPECT_TRUE(session.Run(feeds, {}, {step.train_op}).ok());
-    std::vector<Output> fetch;
-    for (const auto& vars : step.tower_variables) {
-      for (const Variable& v : vars) fetch.push_back(v.value);
-    }
-    auto r = session.Run(fetch);
-    EXPECT_TRUE(r.ok()) << r.status().ToString();
-    std::vector<std::vector<float>> out;
-    for (const Tensor& t : *r) out.push_back(t.ToVector<float>());
-    return out;
-  };
-  bool collective = false, broadcast = false;
-  auto a = train(AllReduceAlgorithm::kCollective, &collective);
-  auto b = train(AllReduceAlgorithm::kReduceBroadcast, &broadcast);
-  EXPECT_TRUE(collective);
-  EXPECT_FALSE(broadcast);
-  ASSERT_EQ(a.size(), 6u);  // 3 towers x (kernel, bias)
-  EXPECT_EQ(a, b);
-  EXPECT_EQ(a[0], a[2]);  // tower 0's kernel == tower 1's
-  EXPECT_EQ(a[0], a[4]);
+  // same bits, on CPU devices and on (fake) GPUs alike.
+  for (const std::string type : {"cpu", "gpu"}) {
+    SCOPED_TRACE(type);
+    bool collective = false, broadcast = false;
+    auto a = TrainMirrored(type, AllReduceAlgorithm::kCollective, &collective);
+    auto b = TrainMirrored(type, AllReduceAlgorithm::kReduceBroadcast, &broadcast);
+    EXPECT_TRUE(collective);
+    EXPECT_FALSE(broadcast);
+    ASSERT_EQ(a.size(), 6u);  // 3 towers x (kernel, bias)
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(a[0], a[2]);  // tower 0's kernel == tower 1's
+    EXPECT_EQ(a[0], a[4]);
+  }
+}
+
+TEST(Replicate, MirroredTowersReduceWithTheCollectiveOnlyOnCudaGpusByDefault) {
+  // kAuto: NCCL's collective where the towers are CUDA GPUs; this process has
+  // none (fake GPUs included), so reduce-broadcast.
+  bool collective = true;
+  auto a = TrainMirrored("gpu", AllReduceAlgorithm::kAuto, &collective);
+  EXPECT_FALSE(collective);
+  ASSERT_EQ(a.size(), 6u);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, {"/device:CPU:0", "/device:CPU:1"}),
+            AllReduceAlgorithm::kReduceBroadcast);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto, {"/device:GPU:0", "/device:GPU:1"}),
+            AllReduceAlgorithm::kReduceBroadcast);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kAuto), AllReduceAlgorithm::kReduceBroadcast);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kCollective, {"/device:CPU:0"}),
+            AllReduceAlgorithm::kCollective);
+  EXPECT_EQ(ResolveAllReduceAlgorithm(AllReduceAlgorithm::kReduceBroadcast, {"/device:GPU:0"}),
+            AllReduceAlgorithm::kReduceBroadcast);
 }
 
 TEST(Replicate, OneTowerIsPlainTraining) {

@@ -7,12 +7,16 @@
 // (train/all_reduce.h's AllReduceAlgorithm::kCollective builds it).
 //
 // Semantics of a step:
-// - The participants meet by (shared_name, step). Each reduces a 1/N slice of
-//   the elements of the whole list (every device works), summing the inputs
-//   in the order of their devices (then node names), so the result does not
-//   depend on timing or threads; the mean divides that sum by N, as
-//   Div(AddN(...), N) does. All participants output the same buffers
-//   (read-only, like any input: kernels never write a shared input in place).
+// - The participants meet by (shared_name, step). On CPU devices each reduces
+//   a 1/N slice of the elements of the whole list (every device works),
+//   summing the inputs in the order of their devices (then node names), so
+//   the result does not depend on timing or threads; the mean divides that
+//   sum by N, as Div(AddN(...), N) does. All participants output the same
+//   buffers (read-only, like any input: kernels never write a shared input in
+//   place). On CUDA GPUs NCCL reduces every participant's list in place on
+//   its GPU (the sum in NCCL's order: equal to the CPU's to rounding).
+// - The participants of one group run on devices of one type (all CPUs or all
+//   GPUs); a mixed group fails with InvalidArgument naming two of them.
 // - A plan that runs some participants of a shared_name but not num_devices of
 //   them is InvalidArgument when the session builds it, naming the group and
 //   the participants present (the step would otherwise wait forever).
@@ -20,9 +24,10 @@
 //   InvalidArgument naming both nodes and shapes. A step that fails elsewhere
 //   cancels waiting participants (Cancelled); closing the session wakes them.
 //
-// Kernels: CPU (host memory: virtual CPU devices share one address space). A
-// participant on a device without the kernel is placed by soft placement like
-// any op; GPUs reduce through NCCL outside the graph today (train/nccl_all_reduce.h).
+// Kernels: CPU (host memory: virtual CPU devices share one address space, and
+// fake GPUs borrow it); CUDA GPUs, over NCCL (registered by train/'s builders
+// of the op when CUDA GPUs are visible: train/all_reduce.h). A participant on
+// a device without the kernel is placed by soft placement like any op.
 #ifndef TOWERFLOW_GRAPH_OPS_COLLECTIVE_OPS_H_
 #define TOWERFLOW_GRAPH_OPS_COLLECTIVE_OPS_H_
 

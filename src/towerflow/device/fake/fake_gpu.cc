@@ -133,18 +133,20 @@ class FakeGpuDeviceFactory final : public DeviceFactory {
 int64_t FakeGpuHostWaits(int index) { return HostWaits(index)->load(std::memory_order_relaxed); }
 
 const std::vector<std::string>& FakeGpuKernelOps() {
-  // The ops TF has GPU kernels for among towerflow's math, nn, array, state and
-  // training ops, and BiasAddRelu (towerflow's own, with a CUDA kernel). Placeholder is left out on purpose (TF has a GPU Placeholder):
-  // it is the standard "no GPU kernel" case in tests.
+  // The ops TF has GPU kernels for among towerflow's math, nn, array, state,
+  // training and collective ops, and BiasAddRelu (towerflow's own, with a CUDA
+  // kernel). Placeholder is left out on purpose (TF has a GPU Placeholder): it
+  // is the standard "no GPU kernel" case in tests.
   static const std::vector<std::string>* ops = new std::vector<std::string>{
       "Add", "AddN", "ApplyAdam", "ApplyGradientDescent", "ApplyMomentum", "ArgMax", "Assign", "AssignAdd",
-      "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BroadcastTo", "Cast", "Const", "Conv2D", "Conv2DBackpropFilter",
-      "Conv2DBackpropInput", "Div", "Equal", "Exp", "ExpandDims", "Fill", "GreaterEqual", "Identity",
-      "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean",
-      "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal", "RandomUniform", "Relu", "ReluGrad", "Reshape",
-      "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax", "SoftmaxCrossEntropyWithLogits",
-      "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits", "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum",
-      "SumToShape", "Tanh", "TruncatedNormal", "VariableV2", "ZerosLike"};
+      "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BroadcastTo", "Cast", "CollectiveAllReduce", "Const",
+      "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal", "Exp", "ExpandDims", "Fill",
+      "GreaterEqual", "Identity", "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max", "MaxPool",
+      "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal", "RandomUniform",
+      "Relu", "ReluGrad", "Reshape", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",
+      "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits",
+      "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum", "SumToShape", "Tanh", "TruncatedNormal",
+      "VariableV2", "ZerosLike"};
   return *ops;
 }
 
