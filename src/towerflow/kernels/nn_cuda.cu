@@ -4,7 +4,9 @@
 // - BiasAddKernel<T, kRelu>: a grid-stride loop over value's elements adding
 //   bias[i % C]; kRelu fuses the Relu (BiasAddRelu).
 // - ReluKernel<T>, ReluGradKernel<T>: grid-stride loops over the elements.
-// - BiasAddGradKernel<T>: out_backprop seen as [rows, C], summed over rows.
+// - BiasAddGradKernel<T, kRelu>: out_backprop seen as [rows, C], summed over
+//   rows; kRelu (BiasAddReluGrad) masks each element by the forward's output
+//   (ReluGrad) and writes it out as it sums.
 //   Blocks of 32 x 8 threads: x runs over 32 consecutive channels (each row is
 //   read coalesced), y over 8 interleaved rows of one chunk of rows
 //   (blockIdx.y), and the 8 partial sums meet in shared memory. With several
@@ -146,9 +148,12 @@ constexpr int kGradTileRows = 8;       // blockDim.y: interleaved rows per block
 constexpr int64_t kGradMinRowsPerChunk = 64;
 
 // sums[chunk * c + j] = sum of g[r * c + j] over the rows r of chunk blockIdx.y.
-template <typename T>
-__global__ void BiasAddGradKernel(const T* __restrict__ g, T* __restrict__ sums, int64_t rows, int64_t c,
-                                  int64_t rows_per_chunk) {
+// kRelu (BiasAddReluGrad): each element is first masked by y (ReluGrad:
+// g where y > 0, else 0) and written to `masked` (which may be g: each element
+// is read, then written, by one thread), and the masked values are summed.
+template <typename T, bool kRelu>
+__global__ void BiasAddGradKernel(const T* g, const T* __restrict__ y, T* masked, T* __restrict__ sums,
+                                  int64_t rows, int64_t c, int64_t rows_per_chunk) {
   __shared__ T partial[kGradTileRows][kGradTileChannels + 1];  // +1: no bank conflicts on the column sum
   const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * rows_per_chunk;
@@ -157,7 +162,14 @@ __global__ void BiasAddGradKernel(const T* __restrict__ g, T* __restrict__ sums,
     const int64_t j = tile * kGradTileChannels + threadIdx.x;
     T acc = T(0);
     if (j < c) {
-      for (int64_t r = r0 + threadIdx.y; r < r1; r += kGradTileRows) acc += g[r * c + j];
+      for (int64_t r = r0 + threadIdx.y; r < r1; r += kGradTileRows) {
+        T v = g[r * c + j];
+        if constexpr (kRelu) {
+          v = y[r * c + j] > T(0) ? v : T(0);
+          masked[r * c + j] = v;
+        }
+        acc += v;
+      }
     }
     partial[threadIdx.y][threadIdx.x] = acc;
     __syncthreads();
@@ -170,14 +182,14 @@ __global__ void BiasAddGradKernel(const T* __restrict__ g, T* __restrict__ sums,
   }
 }
 
-template <typename T>
-Status LaunchBiasAddGrad(const GpuDevice& gpu, const T* g, T* sums, int64_t rows, int64_t c, int64_t chunks,
-                         int64_t rows_per_chunk) {
+template <typename T, bool kRelu>
+Status LaunchBiasAddGrad(const GpuDevice& gpu, const T* g, const T* y, T* masked, T* sums, int64_t rows, int64_t c,
+                         int64_t chunks, int64_t rows_per_chunk) {
   const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
   const dim3 grid(static_cast<unsigned>(std::min<int64_t>(tiles, int64_t{std::max(1, gpu.sm_count())} * 32)),
                   static_cast<unsigned>(chunks));
   const dim3 block(kGradTileChannels, kGradTileRows);
-  BiasAddGradKernel<T><<<grid, block, 0, gpu.stream()>>>(g, sums, rows, c, rows_per_chunk);
+  BiasAddGradKernel<T, kRelu><<<grid, block, 0, gpu.stream()>>>(g, y, masked, sums, rows, c, rows_per_chunk);
   TW_CUDA_LAUNCH_CHECK();
   return Status::OK();
 }
@@ -198,6 +210,38 @@ Status LaunchBiasAddGradFinish(const GpuDevice& gpu, const T* sums, T* out, int6
   return LaunchGridStride(gpu, c, BiasAddGradFinishKernel<T>, sums, out, chunks, c);
 }
 
+// Column sums of g ([rows, C], C its last dimension) into output `output`;
+// kRelu: masked by y into output 0 first (see BiasAddGradKernel).
+template <typename T, bool kRelu>
+void SumColumnsOnGpu(OpKernelContext* ctx, GpuDevice& gpu, const Tensor& g, const T* y, T* masked, int output) {
+  const int64_t c = g.dim(g.rank() - 1);
+  Tensor* out = nullptr;
+  TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(output, TensorShape{c}, &out));
+  const int64_t rows = c == 0 ? 0 : g.NumElements() / c;
+  if (rows == 0) {  // a sum over no rows: zeros (all-zero bytes are +0.0)
+    if (c > 0) TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, out->TotalBytes(), gpu.stream()));
+    return;
+  }
+  // Enough chunks of rows to give the GPU ~8 blocks per SM, each chunk at
+  // least kGradMinRowsPerChunk rows (grid.y is at most 65535).
+  const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
+  const int64_t wanted = std::max<int64_t>(1, int64_t{std::max(1, gpu.sm_count())} * 8 / tiles);
+  int64_t chunks = std::min({wanted, (rows + kGradMinRowsPerChunk - 1) / kGradMinRowsPerChunk, int64_t{65535}});
+  chunks = std::max<int64_t>(chunks, 1);
+  const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
+  chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
+  if (chunks == 1) {
+    TW_OP_REQUIRES_OK(ctx, (LaunchBiasAddGrad<T, kRelu>(gpu, g.data<T>(), y, masked, out->data<T>(), rows, c, 1,
+                                                         rows_per_chunk)));
+    return;
+  }
+  Tensor sums;
+  TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeOf<T>(), TensorShape{chunks, c}, &sums));
+  TW_OP_REQUIRES_OK(ctx, (LaunchBiasAddGrad<T, kRelu>(gpu, g.data<T>(), y, masked, sums.data<T>(), rows, c, chunks,
+                                                       rows_per_chunk)));
+  TW_OP_REQUIRES_OK(ctx, LaunchBiasAddGradFinish<T>(gpu, sums.data<T>(), out->data<T>(), chunks, c));
+}
+
 template <typename T>
 class GpuBiasAddGradOp : public GpuOpKernel {
  public:
@@ -205,34 +249,26 @@ class GpuBiasAddGradOp : public GpuOpKernel {
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& g = ctx->input(0);
     TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
-    const int64_t c = g.dim(g.rank() - 1);
-    Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
-    if (c == 0) return;
-    const int64_t rows = g.NumElements() / c;
-    if (rows == 0) {  // a sum over no rows: zeros (all-zero bytes are +0.0)
-      TW_OP_REQUIRES_CUDA_OK(ctx, cudaMemsetAsync(out->data<T>(), 0, out->TotalBytes(), gpu.stream()));
-      return;
-    }
-    // Enough chunks of rows to give the GPU ~8 blocks per SM, each chunk at
-    // least kGradMinRowsPerChunk rows (grid.y is at most 65535).
-    const int64_t tiles = (c + kGradTileChannels - 1) / kGradTileChannels;
-    const int64_t wanted = std::max<int64_t>(1, int64_t{std::max(1, gpu.sm_count())} * 8 / tiles);
-    int64_t chunks =
-        std::min({wanted, (rows + kGradMinRowsPerChunk - 1) / kGradMinRowsPerChunk, int64_t{65535}});
-    chunks = std::max<int64_t>(chunks, 1);
-    const int64_t rows_per_chunk = (rows + chunks - 1) / chunks;
-    chunks = (rows + rows_per_chunk - 1) / rows_per_chunk;
-    if (chunks == 1) {
-      TW_OP_REQUIRES_OK(ctx,
-                        LaunchBiasAddGrad<T>(gpu, g.data<T>(), out->data<T>(), rows, c, 1, rows_per_chunk));
-      return;
-    }
-    Tensor sums;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_temp(DataTypeOf<T>(), TensorShape{chunks, c}, &sums));
-    TW_OP_REQUIRES_OK(
-        ctx, LaunchBiasAddGrad<T>(gpu, g.data<T>(), sums.data<T>(), rows, c, chunks, rows_per_chunk));
-    TW_OP_REQUIRES_OK(ctx, LaunchBiasAddGradFinish<T>(gpu, sums.data<T>(), out->data<T>(), chunks, c));
+    SumColumnsOnGpu<T, false>(ctx, gpu, g, nullptr, nullptr, 0);
+  }
+};
+
+// BiasAddRelu's gradient as one kernel (plus the chunks' finish): ReluGrad's
+// mask applied while each column is summed, where the two ops read the
+// gradient twice in two launches. The same sums as BiasAddGrad of ReluGrad on
+// this GPU, bit for bit.
+template <typename T>
+class GpuBiasAddReluGradOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    const Tensor& g = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    TW_OP_REQUIRES_OK(ctx, CheckReluGrad(g, y));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
+    Tensor* dz = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, g.shape(), &dz));
+    SumColumnsOnGpu<T, true>(ctx, gpu, g, y.data<T>(), dz->data<T>(), 1);
   }
 };
 
@@ -436,6 +472,7 @@ void RegisterNnCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   r.RegisterTyped<BiasAddOp, float, double>("BiasAdd", kDeviceGpu);
   r.RegisterTyped<BiasAddReluOp, float, double>("BiasAddRelu", kDeviceGpu);
   r.RegisterTyped<GpuBiasAddGradOp, float, double>("BiasAddGrad", kDeviceGpu);
+  r.RegisterTyped<GpuBiasAddReluGradOp, float, double>("BiasAddReluGrad", kDeviceGpu);
   r.RegisterTyped<GpuReluOp, float, double>("Relu", kDeviceGpu);
   r.RegisterTyped<GpuReluGradOp, float, double>("ReluGrad", kDeviceGpu);
   r.RegisterTyped<GpuSoftmaxOp, float, double>("Softmax", kDeviceGpu);

@@ -26,6 +26,7 @@ const std::vector<DataType> kTypes = {kFloat32, kFloat64};
 const std::vector<std::string> kNnOps = {"BiasAdd",
                                          "BiasAddRelu",
                                          "BiasAddGrad",
+                                         "BiasAddReluGrad",
                                          "Relu",
                                          "ReluGrad",
                                          "Softmax",
@@ -42,6 +43,10 @@ Output BiasAddGrad(const Scope& s, const Output& g) {
 }
 Output ReluGrad(const Scope& s, const Output& g, const Output& f) {
   return NodeBuilder(s, "ReluGrad").Input(g).Input(f).Finalize();
+}
+std::vector<Output> BiasAddReluGrad(const Scope& s, const Output& g, const Output& y) {
+  Node* n = NodeBuilder(s, "BiasAddReluGrad").Input(g).Input(y).Finalize();
+  return {Output(n, 0), Output(n, 1)};
 }
 
 // Tolerances: float sums of up to 1000 terms in another order than the CPU's.
@@ -85,6 +90,13 @@ TEST(NnCudaTest, BiasAddReluAndGradients) {
                 }};
       SetSumTolerance(&grad, dtype);
       parity::ExpectGpuMatchesCpu(grad);
+      // The fused gradient: the masked values exactly, the sums to rounding
+      // (the GPU's order of summation is its own).
+      Case fused{"BiasAddReluGrad " + Name(dtype) + " " + shape.ToString(),
+                 {RandomTensor(dtype, shape, rng), RandomTensor(dtype, shape, rng)},
+                 [](const Scope& s, const std::vector<Output>& in) { return BiasAddReluGrad(s, in[0], in[1]); }};
+      SetSumTolerance(&fused, dtype);
+      parity::ExpectGpuMatchesCpu(fused);
     }
     // Many rows over few channels: the chunked sum with a second pass.
     Case tall{"BiasAddGrad " + Name(dtype) + " [20000,3]",

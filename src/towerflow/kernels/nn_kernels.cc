@@ -87,6 +87,45 @@ TW_CPU_CLONES void SumRowsInBlocks(const T* __restrict src, int64_t rows, int64_
   }
 }
 
+// Output `output` = the sums over rows of g seen as [rows, C] (BiasAddGrad).
+// With `mask` (a ReluGrad's features), each row is first masked into `masked`
+// (masked[i] = mask[i] > 0 ? g[i] : 0; `masked` may be g) and the masked rows
+// are summed. Each shard sums its rows in blocks (a partial sum per block
+// keeps float error near log(rows) rather than rows); the shards' sums are
+// added in row order, so the result does not depend on which thread finished
+// first.
+template <typename T>
+void SumColumns(OpKernelContext* ctx, const T* g, const T* mask, T* masked, const Tensor& shape_of, int output) {
+  const int64_t c = shape_of.dim(shape_of.rank() - 1);
+  Tensor* out = nullptr;
+  TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(output, TensorShape{c}, &out));
+  T* __restrict o = out->data<T>();
+  std::fill_n(o, c, T(0));
+  if (c == 0) return;
+  const int64_t rows = shape_of.NumElements() / c;
+  std::mutex mu;
+  std::map<int64_t, std::vector<T>> shards;  // by first row; guarded by mu
+  ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
+    const T* src = g + r0 * c;
+    if (mask != nullptr) {
+      const T* __restrict f = mask + r0 * c;
+      T* dst = masked + r0 * c;  // may be src (each element read, then written)
+      for (int64_t i = 0; i < (r1 - r0) * c; ++i) {
+        const T grad = src[i];
+        dst[i] = f[i] > T(0) ? grad : T(0);
+      }
+      src = dst;
+    }
+    std::vector<T> shard(static_cast<size_t>(c), T(0)), block(static_cast<size_t>(c));
+    SumRowsInBlocks(src, r1 - r0, c, shard.data(), block.data());
+    std::lock_guard<std::mutex> lock(mu);
+    shards.emplace(r0, std::move(shard));
+  });
+  for (const auto& [first, sum] : shards) {
+    for (int64_t j = 0; j < c; ++j) o[j] += sum[static_cast<size_t>(j)];
+  }
+}
+
 template <typename T>
 class BiasAddGradOp : public OpKernel {
  public:
@@ -94,28 +133,26 @@ class BiasAddGradOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
-    const int64_t c = g.dim(g.rank() - 1);
-    Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{c}, &out));
-    T* __restrict o = out->data<T>();
-    std::fill_n(o, c, T(0));
-    if (c == 0) return;
-    const int64_t rows = g.NumElements() / c;
-    const T* __restrict src = g.data<T>();
-    // Each shard sums its rows in blocks (a partial sum per block keeps float
-    // error near log(rows) rather than rows); the shards' sums are added in row
-    // order, so the result does not depend on which thread finished first.
-    std::mutex mu;
-    std::map<int64_t, std::vector<T>> shards;  // by first row; guarded by mu
-    ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
-      std::vector<T> shard(static_cast<size_t>(c), T(0)), block(static_cast<size_t>(c));
-      SumRowsInBlocks(src + r0 * c, r1 - r0, c, shard.data(), block.data());
-      std::lock_guard<std::mutex> lock(mu);
-      shards.emplace(r0, std::move(shard));
-    });
-    for (const auto& [first, sum] : shards) {
-      for (int64_t j = 0; j < c; ++j) o[j] += sum[static_cast<size_t>(j)];
-    }
+    SumColumns<T>(ctx, g.data<T>(), nullptr, nullptr, g, 0);
+  }
+};
+
+// BiasAddRelu's gradient: ReluGrad's masked gradient, and BiasAddGrad's sums
+// of it, each shard's rows summed while they are in cache; the same values as
+// the two ops (the same shards, in the same order).
+template <typename T>
+class BiasAddReluGradOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& g = ctx->input(0);
+    const Tensor& y = ctx->input(1);
+    TW_OP_REQUIRES_OK(ctx, CheckReluGrad(g, y));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
+    Tensor* dz = nullptr;
+    // The gradient's buffer may become dz (each element read, then written).
+    TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, g.shape(), &dz));
+    SumColumns<T>(ctx, g.data<T>(), y.data<T>(), dz->data<T>(), g, 1);
   }
 };
 
@@ -382,6 +419,7 @@ void RegisterNnKernels(KernelRegistry& r) {
   r.RegisterTyped<BiasAddOp, float, double>("BiasAdd", kDeviceCpu);
   r.RegisterTyped<BiasAddReluOp, float, double>("BiasAddRelu", kDeviceCpu);
   r.RegisterTyped<BiasAddGradOp, float, double>("BiasAddGrad", kDeviceCpu);
+  r.RegisterTyped<BiasAddReluGradOp, float, double>("BiasAddReluGrad", kDeviceCpu);
   r.RegisterTyped<ReluOp, float, double>("Relu", kDeviceCpu);
   r.RegisterTyped<ReluGradOp, float, double>("ReluGrad", kDeviceCpu);
   r.RegisterTyped<SoftmaxOp, float, double>("Softmax", kDeviceCpu);

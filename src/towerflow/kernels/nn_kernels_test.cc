@@ -39,6 +39,67 @@ void ExpectNear(const Tensor& t, const std::vector<double>& want, double tol) {
   }
 }
 
+TEST(NnKernelsTest, BiasAddReluGradIsReluGradThenBiasAddGradBitForBit) {
+  // Random gradients and forward outputs (zeros, negative zeros, NaN and
+  // infinities among them), shapes whose rows split into shards over 4
+  // threads, and the gradient's buffer given up to the output.
+  std::mt19937_64 rng(5);
+  std::normal_distribution<float> normal(0, 1);
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  for (const TensorShape& shape : {TensorShape{1}, TensorShape{3, 4}, TensorShape{100, 256}, TensorShape{7, 33, 31},
+                                  TensorShape{5000, 3}, TensorShape{0, 4}}) {
+    SCOPED_TRACE(shape.ToString());
+    const int64_t n = shape.num_elements();
+    std::vector<float> g(static_cast<size_t>(n)), y(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      g[static_cast<size_t>(i)] = normal(rng);
+      const float specials[] = {0.0f, -0.0f, nan, inf, -inf};
+      y[static_cast<size_t>(i)] = i % 11 == 0 ? specials[(i / 11) % 5] : normal(rng);
+    }
+    for (int with_nan_gradient = 0; with_nan_gradient < 2; ++with_nan_gradient) {
+      if (with_nan_gradient && n > 2) g[2] = nan;
+      Graph graph;
+      Scope s(graph);
+      Output gi = ConstF(s, g, shape), yi = ConstF(s, y, shape);
+      Output dz = NodeBuilder(s, "ReluGrad").Input(gi).Input(yi).Finalize();
+      Output db = NodeBuilder(s, "BiasAddGrad").Input(dz).Finalize();
+      // Through an Identity of the gradient, which the fused op may take over.
+      Node* fused = NodeBuilder(s, "BiasAddReluGrad").Input(Identity(s, gi)).Input(yi).Finalize();
+      ASSERT_TRUE(s.ok()) << s.status().ToString();
+      SessionOptions opts;
+      opts.intra_op_threads = 4;
+      Session session(graph, opts);
+      auto r = session.Run({dz, db, Output(fused, 0), Output(fused, 1)});
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      for (int k = 0; k < 2; ++k) {
+        const Tensor& a = (*r)[static_cast<size_t>(k)];
+        const Tensor& b = (*r)[static_cast<size_t>(k + 2)];
+        ASSERT_EQ(a.shape(), b.shape()) << k;
+        EXPECT_EQ(std::memcmp(a.raw_data(), b.raw_data(), a.TotalBytes()), 0) << "output " << k;
+      }
+    }
+  }
+  // Checks: ReluGrad's shapes, then BiasAddGrad's rank.
+  Graph graph;
+  Scope s(graph);
+  Node* bad = NodeBuilder(s, "BiasAddReluGrad")
+                  .Input(Placeholder(s.WithOpName("g"), kFloat32))
+                  .Input(Placeholder(s.WithOpName("y"), kFloat32))
+                  .Finalize();
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session session(graph);
+  auto mismatch = session.Run({{Output(graph.FindNode("g")), Tensor::Vec<float>({1, 2})},
+                               {Output(graph.FindNode("y")), Tensor::Vec<float>({1, 2, 3})}},
+                              {Output(bad, 0)});
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().code(), Code::kInvalidArgument) << mismatch.status().ToString();
+  auto scalar = session.Run({{Output(graph.FindNode("g")), Tensor::Scalar<float>(1)},
+                             {Output(graph.FindNode("y")), Tensor::Scalar<float>(1)}},
+                            {Output(bad, 1)});
+  ASSERT_FALSE(scalar.ok());
+  EXPECT_EQ(scalar.status().code(), Code::kInvalidArgument) << scalar.status().ToString();
+}
+
 TEST(NnKernelsTest, BiasAddAndItsGradient) {
   Graph g;
   Scope s(g);

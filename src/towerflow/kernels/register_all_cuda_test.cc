@@ -105,7 +105,7 @@ TEST_F(RegisterAllCudaTest, HostMemoryIndicesNameArgumentsOfTheOp) {
 TEST_F(RegisterAllCudaTest, TrainingPathOpsHaveFloatGpuKernels) {
   // clang-format off
   const std::vector<std::string> ops = {
-      "MatMul", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "Relu", "ReluGrad",
+      "MatMul", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "Relu", "ReluGrad",
       "SparseSoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "Mean", "Sum", "ApplyMomentum", "ApplyGradientDescent",
       "ApplyAdam", "Conv2D", "Conv2DBackpropInput", "Conv2DBackpropFilter", "MaxPool", "MaxPoolGrad",
       "VariableV2", "Assign", "Identity", "Reshape", "Shape", "Const", "Fill", "AddN", "Mul", "Add", "Sub",

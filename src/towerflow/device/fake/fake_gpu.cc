@@ -139,14 +139,14 @@ const std::vector<std::string>& FakeGpuKernelOps() {
   // is the standard "no GPU kernel" case in tests.
   static const std::vector<std::string>* ops = new std::vector<std::string>{
       "Add", "AddN", "ApplyAdam", "ApplyGradientDescent", "ApplyMomentum", "ArgMax", "Assign", "AssignAdd",
-      "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BroadcastTo", "Cast", "CollectiveAllReduce", "Const",
-      "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal", "Exp", "ExpandDims", "Fill",
-      "GreaterEqual", "Identity", "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max", "MaxPool",
-      "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal", "RandomUniform",
-      "Relu", "ReluGrad", "Reshape", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",
-      "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits",
-      "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum", "SumToShape", "Tanh", "TruncatedNormal",
-      "VariableV2", "ZerosLike"};
+      "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
+      "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal", "Exp",
+      "ExpandDims", "Fill", "GreaterEqual", "Identity", "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max",
+      "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal",
+      "RandomUniform", "Relu", "ReluGrad", "Reshape", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",
+      "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits", "Sqrt",
+      "Square", "Squeeze", "StopGradient", "Sub", "Sum", "SumToShape", "Tanh", "TruncatedNormal", "VariableV2",
+      "ZerosLike"};
   return *ops;
 }
 

@@ -58,10 +58,22 @@ void RegisterNnGradients(GradientRegistry& r) {
   });
   // y = relu(value + bias): dz = dy where y > 0 (y > 0 exactly where z > 0),
   // then as BiasAdd: d value = dz, d bias = dz summed over the leading axes.
+  // One op computes both (ReluGrad then BiasAddGrad, the same values): a GPU
+  // sums each column while the masked gradient is in registers.
   r.Register("BiasAddRelu", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
-    Output dz = NodeBuilder(s, "ReluGrad").Input(dy[0]).Input(Output(const_cast<Node*>(&op), 0)).Finalize();
-    (*dx)[0] = dz;
-    (*dx)[1] = NodeBuilder(s, "BiasAddGrad").Input(dz).Finalize();
+    Node* grad =
+        NodeBuilder(s, "BiasAddReluGrad").Input(dy[0]).Input(Output(const_cast<Node*>(&op), 0)).Finalize();
+    if (grad == nullptr) return s.status();
+    (*dx)[0] = Output(grad, 0);
+    (*dx)[1] = Output(grad, 1);
+    return Status::OK();
+  });
+  // (dz, db) = (dy * mask, sum(dy * mask)): linear in dy with y's mask, so
+  // d dy = mask * (d dz + d db broadcast along the last axis); y gets none.
+  r.Register("BiasAddReluGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    Output up = dy[0];
+    if (dy[1].valid()) up = up.valid() ? BiasAdd(s, up, dy[1]) : BroadcastTo(s, dy[1], Shape(s, op.input(0)));
+    if (up.valid()) (*dx)[0] = NodeBuilder(s, "ReluGrad").Input(up).Input(op.input(1)).Finalize();
     return Status::OK();
   });
   // BiasAddGrad sums over leading axes; its adjoint broadcasts back.

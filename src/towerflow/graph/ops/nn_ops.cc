@@ -204,6 +204,18 @@ void RegisterNnOps(OpRegistry& r) {
                    return Status::OK();
                  })
                  .Doc("Internal: gradients where features > 0, else 0.").Build()).Check();
+  r.Register(OpDefBuilder("BiasAddReluGrad").Input("gradients", "T").Input("outputs", "T")
+                 .Output("backprops", "T").Output("bias_backprops", "T").TypeAttr("T", f)
+                 .Shape([](InferenceContext* c) {
+                   TW_ASSIGN_OR_RETURN(PartialShape s, SameShape(c, 0, 1));
+                   TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 1));
+                   c->set_output(0, s);
+                   c->set_output(1, PartialShape({s.known_rank() ? s.dim(s.rank() - 1) : -1}));
+                   return Status::OK();
+                 })
+                 .Doc("Internal: BiasAddRelu's gradient as one op: backprops = gradients where outputs > 0, "
+                      "else 0 (ReluGrad), and bias_backprops = backprops summed over all but the last "
+                      "dimension (BiasAddGrad).").Build()).Check();
   r.Register(OpDefBuilder("Softmax").Input("logits", "T").Output("softmax", "T").TypeAttr("T", f)
                  .Shape([](InferenceContext* c) {
                    TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 1));

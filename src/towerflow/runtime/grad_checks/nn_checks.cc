@@ -132,6 +132,22 @@ void AddNnGradChecks(std::vector<GradCheckCase>& cases) {
   cases.push_back(Case("ReluGrad", "[3,4]", relu_grad_in,
                        [](const Scope& s, V x) { return Output(NodeBuilder(s, "ReluGrad").Input(x[0]).Input(x[1]).Finalize()); },
                        With(relu_grad_in, 1, [](std::mt19937_64& rng) { return AwayFromZero({3, 4}, rng); })));
+  // BiasAddRelu's gradient op: each output alone, and both at once (the
+  // bias sums broadcast back onto the masked gradient).
+  const auto bias_relu_grad = [](const Scope& s, V x) {
+    return NodeBuilder(s, "BiasAddReluGrad").Input(x[0]).Input(x[1]).Finalize();
+  };
+  const auto away = With(relu_grad_in, 1, [](std::mt19937_64& rng) { return AwayFromZero({3, 4}, rng); });
+  cases.push_back(Case("BiasAddReluGrad", "backprops [3,4]", relu_grad_in,
+                       [=](const Scope& s, V x) { return Output(bias_relu_grad(s, x), 0); }, away));
+  cases.push_back(Case("BiasAddReluGrad", "bias_backprops [3,4]", relu_grad_in,
+                       [=](const Scope& s, V x) { return Output(bias_relu_grad(s, x), 1); }, away));
+  cases.push_back(Case("BiasAddReluGrad", "both [3,4]", relu_grad_in,
+                       [=](const Scope& s, V x) {
+                         Node* g = bias_relu_grad(s, x);
+                         return BiasAdd(s, Output(g, 0), Output(g, 1));
+                       },
+                       away));
   cases.push_back(Case("Softmax", "[2,5]", {{kFloat64, {2, 5}}}, [](const Scope& s, V x) { return Softmax(s, x[0]); }));
   cases.push_back(Case("Softmax", "[2,2,3]", {{kFloat64, {2, 2, 3}}}, [](const Scope& s, V x) { return Softmax(s, x[0]); }));
 
