@@ -21,6 +21,7 @@
 #if TOWERFLOW_HAVE_CUDA
 #include "towerflow/device/device_set.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/train/nccl_all_reduce.h"
 #endif
 
 namespace tw::cli {
@@ -48,13 +49,16 @@ std::string TypesList(const std::vector<DataType>& types, bool json) {
 // where a GPU is visible (kernels/cuda_kernels.h), so without one they are
 // registered into a registry of their own, the global CPU kernels as their
 // source. Null in a build without CUDA and where a GPU is visible.
+// train/'s GPU CollectiveAllReduce (NCCL) joins either registry.
 std::unique_ptr<KernelRegistry> CudaKernelsToList() {
 #if TOWERFLOW_HAVE_CUDA
   if (VisibleCudaGpuCount() == 0) {
     auto cuda = std::make_unique<KernelRegistry>();
     RegisterCudaKernels(*cuda, KernelRegistry::Global());
+    train::RegisterCollectiveAllReduceCudaKernel(*cuda);
     return cuda;
   }
+  train::EnsureCollectiveAllReduceCudaKernel();
 #endif
   return nullptr;
 }

@@ -65,7 +65,8 @@ void ReduceSlice(Meeting& m, bool mean, int64_t begin, int64_t end, ThreadPool* 
 }
 
 // The slices are read and written through host pointers: every participant
-// must run this kernel (a GPU participant runs its own, over NCCL).
+// must run this kernel, on devices of this one's type (virtual CPUs, or fake
+// GPUs, which borrow it; a CUDA GPU participant runs its own, over NCCL).
 Status CheckOneDeviceType(const Meeting& m, OpKernelContext* ctx, const std::string& group) {
   for (const CollectiveParticipant& p : m.arrived) {
     if (p.device->device_type() == ctx->device()->device_type()) continue;

@@ -169,6 +169,38 @@ std::vector<std::string> DevicesOf(const std::vector<std::vector<Output>>& input
   return devices;
 }
 
+// The algorithm for these lists: kAuto takes the collective only where its
+// kernels take every dtype (CollectiveAllReduce: float, double, int32, int64).
+// An explicit kCollective needs the lists on devices of one type (the
+// participants of one group run one kernel: CPU or GPU).
+StatusOr<AllReduceAlgorithm> AlgorithmFor(AllReduceAlgorithm requested,
+                                          const std::vector<std::vector<Output>>& inputs) {
+  const std::vector<std::string> devices = DevicesOf(inputs);
+  const AllReduceAlgorithm algorithm = ResolveAllReduceAlgorithm(requested, devices);
+  if (algorithm != AllReduceAlgorithm::kCollective) return algorithm;
+  for (const auto& list : inputs) {
+    for (const Output& t : list) {
+      const DataType d = t.dtype();
+      if (d == kFloat32 || d == kFloat64 || d == kInt32 || d == kInt64) continue;
+      if (requested == AllReduceAlgorithm::kAuto) return AllReduceAlgorithm::kReduceBroadcast;
+      return errors::InvalidArgument("AllReduce: the collective reduces float, double, int32 and int64, not ",
+                                     DataTypeName(d), " (", t.name(), ")");
+    }
+  }
+  std::string first_type;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    StatusOr<DeviceSpec> spec = DeviceSpec::Parse(devices[i]);
+    const std::string type = spec.ok() && spec->has_type() ? spec->type() : "CPU";
+    if (i == 0) first_type = type;
+    if (type != first_type) {
+      return errors::InvalidArgument("AllReduce: the collective needs every device of one type, but device 0 is ",
+                                     devices[0].empty() ? "unplaced (the CPU)" : devices[0], " and device ", i, " is ",
+                                     devices[i]);
+    }
+  }
+  return algorithm;
+}
+
 // The checks every graph all-reduce makes on one column (one tensor per
 // device): column[0]'s dtype and a compatible static shape everywhere, and a
 // reduction the graph supports. `label(i)` names entry i in the messages.
@@ -254,7 +286,9 @@ std::vector<std::vector<Output>> AllReduceMany(const Scope& scope, const std::ve
       }
     }
   }
-  if (ResolveAllReduceAlgorithm(options.algorithm, DevicesOf(inputs)) == AllReduceAlgorithm::kReduceBroadcast) {
+  StatusOr<AllReduceAlgorithm> algorithm = AlgorithmFor(options.algorithm, inputs);
+  if (!algorithm.ok()) return fail(algorithm.status());
+  if (*algorithm == AllReduceAlgorithm::kReduceBroadcast) {
     // AllReduce checks each column.
     Scope s = options.name.empty() ? scope : scope.NewSubScope(options.name);
     for (size_t k = 0; k < count; ++k) {
@@ -304,11 +338,11 @@ std::vector<Output> AllReduce(const Scope& scope, const std::vector<Output>& inp
     return fail(errors::InvalidArgument("AllReduce: reduce_on ", options.reduce_on, " is not one of the ",
                                         inputs.size(), " inputs"));
   }
-  std::vector<std::string> devices;
-  for (const Output& in : inputs) devices.push_back(in.node->requested_device());
-  if (ResolveAllReduceAlgorithm(options.algorithm, devices) == AllReduceAlgorithm::kCollective) {
-    std::vector<std::vector<Output>> many;
-    for (const Output& in : inputs) many.push_back({in});
+  std::vector<std::vector<Output>> many;
+  for (const Output& in : inputs) many.push_back({in});
+  StatusOr<AllReduceAlgorithm> algorithm = AlgorithmFor(options.algorithm, many);
+  if (!algorithm.ok()) return fail(algorithm.status());
+  if (*algorithm == AllReduceAlgorithm::kCollective) {
     Scope s = scope.NewSubScope(options.name.empty() ? "collective" : options.name);
     std::vector<std::vector<Output>> reduced = CollectiveMany(s, many, options.reduction);
     for (size_t i = 0; i < inputs.size(); ++i) out[i] = reduced[i][0];

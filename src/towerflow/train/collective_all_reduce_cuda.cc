@@ -16,8 +16,11 @@
 // The reducer is a session resource per ordered list of devices, made on the
 // first meeting (its communicators come with its first call). The meeting
 // holds every participant's GpuDevice::CaptureExclusion while it queues, so
-// the NCCL calls never land in a step graph being recorded on another thread;
-// the kernel itself may block, so it is never recorded (OpKernel::MayBlock).
+// the NCCL calls never land in a step graph being recorded on another thread
+// (the kernel itself may block, so it is never recorded: OpKernel::MayBlock),
+// and GpuDevice::CrossStreamLaunchMutex, so that no copy between two of the
+// GPUs is queued between their NCCL kernels (it could wait for one NCCL
+// kernel ahead of the other, which waits for it).
 //
 // Mean: NCCL's ncclAvg when every device is a physical GPU of its own and the
 // dtype is floating, else the sum divided by N (NcclAllReducer). NCCL's order
@@ -79,6 +82,7 @@ Status ReduceMeeting(OpKernelContext* ctx, const std::string& group, bool mean, 
     for (size_t j = 0; j < i; ++j) seen = seen || gpus[j] == gpus[i];
     if (!seen) exclusions.push_back(gpus[i]->CaptureExclusion());
   }
+  std::lock_guard<std::mutex> cross(GpuDevice::CrossStreamLaunchMutex());
   const size_t count = m.arrived[0].tensors.size();
   std::vector<std::vector<Tensor*>> values(count);
   for (size_t k = 0; k < count; ++k) {
@@ -127,12 +131,16 @@ class GpuCollectiveAllReduceOp final : public GpuOpKernel {
 
 }  // namespace
 
+void RegisterCollectiveAllReduceCudaKernel(KernelRegistry& registry) {
+  registry.RegisterUntyped<GpuCollectiveAllReduceOp>("CollectiveAllReduce", kDeviceGpu, "T",
+                                                     {kFloat32, kFloat64, kInt32, kInt64});
+}
+
 bool EnsureCollectiveAllReduceCudaKernel() {
   static const bool registered = [] {
     EnsureKernelsRegistered();
     if (VisibleCudaGpuCount() == 0) return false;
-    KernelRegistry::Global().RegisterUntyped<GpuCollectiveAllReduceOp>("CollectiveAllReduce", kDeviceGpu, "T",
-                                                                         {kFloat32, kFloat64, kInt32, kInt64});
+    RegisterCollectiveAllReduceCudaKernel(KernelRegistry::Global());
     return true;
   }();
   return registered;

@@ -47,6 +47,7 @@
 
 namespace tw {
 class GpuDevice;
+class KernelRegistry;
 }  // namespace tw
 
 namespace tw::train {
@@ -105,6 +106,8 @@ class NcclAllReducer : public AllReducer {
 // on fake GPUs the CPU kernel's copy runs). Returns whether it is registered.
 // Thread-safe.
 bool EnsureCollectiveAllReduceCudaKernel();
+// The same kernel into `registry` (`towerflow ops` lists it without a GPU).
+void RegisterCollectiveAllReduceCudaKernel(KernelRegistry& registry);
 
 }  // namespace tw::train
 

@@ -25,9 +25,13 @@
 //   cancels waiting participants (Cancelled); closing the session wakes them.
 //
 // Kernels: CPU (host memory: virtual CPU devices share one address space, and
-// fake GPUs borrow it); CUDA GPUs, over NCCL (registered by train/'s builders
-// of the op when CUDA GPUs are visible: train/all_reduce.h). A participant on
-// a device without the kernel is placed by soft placement like any op.
+// fake GPUs borrow it); CUDA GPUs, over NCCL. The GPU kernel lives with the
+// NCCL reducer in train/ and joins the registry when CUDA GPUs are visible and
+// train/'s builders (AllReduce, AllReduceMany, Replicate) first run: a program
+// that makes this op on GPUs with this builder alone, before any of them, has
+// no GPU kernel for it, and soft placement runs it on the CPU (its inputs and
+// outputs copied through the host). A participant on a device without the
+// kernel is placed by soft placement like any op.
 #ifndef TOWERFLOW_GRAPH_OPS_COLLECTIVE_OPS_H_
 #define TOWERFLOW_GRAPH_OPS_COLLECTIVE_OPS_H_
 

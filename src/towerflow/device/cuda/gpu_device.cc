@@ -389,6 +389,7 @@ Status GpuDevice::CopyToPeer(const Tensor& on_device, Device* dst, Tensor* out) 
   // capture never copies between devices, so only shared holds meet).
   auto exclusion = CaptureExclusion();
   auto peer_exclusion = peer->CaptureExclusion();
+  std::lock_guard<std::mutex> cross(CrossStreamLaunchMutex());
   // The destination's memory comes stream-ordered on the peer's compute stream.
   TW_RETURN_IF_ERROR(peer->Activate());
   StatusOr<Tensor> t = Tensor::Allocate(peer->allocator(), on_device.dtype(), on_device.shape());
@@ -431,6 +432,11 @@ Status GpuDevice::CopyOnDevice(const void* src, void* dst, size_t bytes) const {
   TW_RETURN_IF_ERROR(Activate());
   TW_CUDA_RETURN_IF_ERROR(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, compute_stream_));
   return Status::OK();
+}
+
+std::mutex& GpuDevice::CrossStreamLaunchMutex() {
+  static auto* mu = new std::mutex();  // used until the process ends
+  return *mu;
 }
 
 std::shared_lock<std::shared_mutex> GpuDevice::CaptureExclusion() const {

@@ -136,6 +136,13 @@ class GpuDevice final : public Device {
   // that work never lands in another thread's capture (it waits for the
   // capture to end). Empty on the capturing thread.
   std::shared_lock<std::shared_mutex> CaptureExclusion() const;
+  // Held while queueing work that makes one GPU's stream wait for another's:
+  // CopyToPeer (each stream waits for the other), an NCCL launch over several
+  // GPUs (train/collective_all_reduce_cuda.cc: each GPU's kernel waits for its
+  // peers'). Two such launches never interleave, so their waits cannot form a
+  // cycle between streams (an NCCL kernel queued behind a copy that waits for
+  // the NCCL kernel on another GPU). Take it after any CaptureExclusion.
+  static std::mutex& CrossStreamLaunchMutex();
   // Waits until all work queued so far on this device's streams has finished.
   Status Synchronize() const;
   // "device: 0, name: NVIDIA H200, pci bus id: 0000:19:00.0, compute capability: 9.0"

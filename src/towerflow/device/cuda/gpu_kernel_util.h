@@ -28,7 +28,8 @@
 namespace tw {
 
 // The context's device as a GpuDevice. REQUIRES: the kernel is registered for
-// "GPU" only under RegisterCudaKernels, which runs only when real GPUs exist
+// "GPU" only under RegisterCudaKernels (or train/'s
+// EnsureCollectiveAllReduceCudaKernel), which run only when real GPUs exist
 // (so a GPU kernel never runs on a fake GPU).
 inline GpuDevice* GpuDeviceOf(OpKernelContext* ctx) {
   TW_CHECK(ctx->device()->device_type() == kDeviceGpu && !ctx->device()->host_memory())
