@@ -329,5 +329,41 @@ TEST(GraphAllReduce, ManyErrorsNameTheTensorAndDevice) {
   EXPECT_NE(s.status().message().find("tensor 1 of device 1"), std::string::npos) << s.status().ToString();
 }
 
+TEST(GraphAllReduce, TheCollectiveNeedsOneDeviceTypeAndItsDtypes) {
+  Graph graph;
+  Scope root(graph);
+  Output on_cpu = Const(root.WithDevice("/device:CPU:0"), std::vector<float>{1, 2}, TensorShape{2});
+  Output on_gpu = Const(root.WithDevice("/device:GPU:0"), std::vector<float>{1, 2}, TensorShape{2});
+  Output bytes = Const(root.WithDevice("/device:CPU:1"), Tensor::Vec<uint8_t>({1, 2}));
+  Output bytes0 = Const(root.WithDevice("/device:CPU:0"), Tensor::Vec<uint8_t>({1, 2}));
+  {
+    Scope s(graph);
+    AllReduceMany(s, {{on_cpu}, {on_gpu}}, {.algorithm = AllReduceAlgorithm::kCollective});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("every device of one type"), std::string::npos) << s.status().ToString();
+    EXPECT_NE(s.status().message().find("/device:GPU:0"), std::string::npos) << s.status().ToString();
+  }
+  {
+    Scope s(graph);
+    AllReduce(s, {on_cpu, on_gpu}, {.algorithm = AllReduceAlgorithm::kCollective});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("every device of one type"), std::string::npos) << s.status().ToString();
+  }
+  {
+    Scope s(graph);
+    AllReduceMany(s, {{bytes0}, {bytes}}, {.reduction = Reduction::kSum, .algorithm = AllReduceAlgorithm::kCollective});
+    ASSERT_FALSE(s.ok());
+    EXPECT_NE(s.status().message().find("not uint8"), std::string::npos) << s.status().ToString();
+  }
+  {
+    // kAuto: reduce-broadcast, which sums bytes, on any devices.
+    Scope s(graph);
+    auto out = AllReduceMany(s, {{bytes0}, {bytes}}, {.reduction = Reduction::kSum});
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    ASSERT_TRUE(out[1][0].valid());
+    EXPECT_NE(out[1][0].node->op(), "CollectiveAllReduce");
+  }
+}
+
 }  // namespace
 }  // namespace tw::train
