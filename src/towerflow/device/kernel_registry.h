@@ -121,6 +121,9 @@ struct GroupDef {
   // A CPU twin: what the device's group kernel is checked against, and what
   // test devices borrow (device/fake/); plans do not group on this device.
   bool twin_only = false;
+  // The factory's kernel also runs a last member that is the global step's
+  // AssignAdd (runtime/update_groups.h's step bump).
+  bool step_bump = false;
 };
 
 class KernelRegistry {

@@ -143,6 +143,45 @@ class GpuApplyMomentumOp : public GpuOpKernel {
 
 constexpr int kGroupChunk = 32;
 
+// A group's step bump (runtime/update_groups.h): the global step's AssignAdd
+// done by one thread of the group's first launch. Null pointers: none.
+struct StepBump {
+  int64_t* step64 = nullptr;
+  const int64_t* by64 = nullptr;
+  int32_t* step32 = nullptr;
+  const int32_t* by32 = nullptr;
+
+  __device__ void ApplyOnce() const {
+    if (blockIdx.x != 0 || blockIdx.y != 0 || threadIdx.x != 0) return;
+    if (step64 != nullptr) *step64 += *by64;
+    if (step32 != nullptr) *step32 += *by32;
+  }
+};
+
+// The step bump's checks (AssignAdd's, for a scalar): an initialized integer
+// variable of one element, an increment of one element of its dtype.
+Status StepBumpFor(OpKernelContext* bump, StepBump* out) {
+  Tensor* step = bump->mutable_input(0);
+  const Tensor& by = bump->input(1);
+  if (!step->IsInitialized()) {
+    return errors::FailedPrecondition("Attempting to use uninitialized value ", bump->node().input(0).name());
+  }
+  if (step->NumElements() != 1 || by.NumElements() != 1 || step->dtype() != by.dtype()) {
+    return errors::InvalidArgument("AssignAdd of a step: ", DataTypeName(step->dtype()), step->shape().ToString(),
+                                   " += ", DataTypeName(by.dtype()), by.shape().ToString());
+  }
+  if (step->dtype() == kInt64) {
+    out->step64 = step->data<int64_t>();
+    out->by64 = by.data<int64_t>();
+  } else if (step->dtype() == kInt32) {
+    out->step32 = step->data<int32_t>();
+    out->by32 = by.data<int32_t>();
+  } else {
+    return errors::InvalidArgument("AssignAdd of a step: ", DataTypeName(step->dtype()), " is not an integer");
+  }
+  return Status::OK();
+}
+
 // An update group's kernel (kernels/update_group.h): each member gets its
 // context over its inputs (MemberContexts) and its op's own checks, every
 // member's refs are locked while the launches are queued, and `Update`
@@ -156,13 +195,23 @@ class GpuUpdateGroupOp : public GpuOpKernel {
       : GpuOpKernel(c), members_(std::move(members)), update_(c) {}
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     MemberContexts members(ctx, members_);
+    // The step bump, if any, is the last member: its AssignAdd rides on the
+    // first launch.
+    const bool bump = members_.back()->op() == "AssignAdd";
+    const int updates = members.size() - (bump ? 1 : 0);
     {
       std::vector<std::mutex*> mus;
-      for (int m = 0; m < members.size(); ++m) {
+      for (int m = 0; m < updates; ++m) {
         for (int r : Update::kRefs) mus.push_back(members.at(m)->input_ref_mutex(r));
       }
+      if (bump) mus.push_back(members.at(updates)->input_ref_mutex(0));
       RefLocks locks(std::move(mus));
       typename Update::Chunk chunk{};
+      if (bump) {
+        if (Status s = StepBumpFor(members.at(updates), &chunk.bump); !s.ok()) {
+          TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_.back()->DebugName()));
+        }
+      }
       int count = 0;
       int64_t widest = 0;
       auto flush = [&]() -> Status {
@@ -171,9 +220,10 @@ class GpuUpdateGroupOp : public GpuOpKernel {
         const dim3 grid(static_cast<unsigned>(shape.blocks), static_cast<unsigned>(count));
         update_.Launch(gpu, grid, shape.threads, chunk, members.at(0));
         TW_CUDA_LAUNCH_CHECK();
+        chunk.bump = StepBump{};  // once
         return Status::OK();
       };
-      for (int m = 0; m < members.size(); ++m) {
+      for (int m = 0; m < updates; ++m) {
         OpKernelContext* mc = members.at(m);
         if (Status s = Update::Check(mc); !s.ok()) {
           TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_[static_cast<size_t>(m)]->DebugName()));
@@ -219,11 +269,13 @@ struct MomentumChunk {
   T* accum[kGroupChunk];
   const T* grad[kGroupChunk];
   int64_t n[kGroupChunk];
+  StepBump bump;
 };
 
 template <typename T, bool kNesterov>
 __global__ void ApplyMomentumGroupKernel(const MomentumChunk<T> chunk, const T* __restrict__ lr_in,
                                          const T* __restrict__ momentum_in) {
+  chunk.bump.ApplyOnce();
   const int t = blockIdx.y;
   T* __restrict__ var = chunk.var[t];
   T* __restrict__ accum = chunk.accum[t];
@@ -264,10 +316,12 @@ struct GradientDescentChunk {
   T* var[kGroupChunk];
   const T* delta[kGroupChunk];
   int64_t n[kGroupChunk];
+  StepBump bump;
 };
 
 template <typename T>
 __global__ void ApplyGradientDescentGroupKernel(const GradientDescentChunk<T> chunk, const T* __restrict__ alpha_in) {
+  chunk.bump.ApplyOnce();
   const int t = blockIdx.y;
   T* __restrict__ var = chunk.var[t];
   const T* __restrict__ delta = chunk.delta[t];
@@ -388,10 +442,12 @@ struct AdamChunk {
   T* v[kGroupChunk];
   const T* grad[kGroupChunk];
   int64_t n[kGroupChunk];
+  StepBump bump;
 };
 
 template <typename T, bool kNesterov>
 __global__ void ApplyAdamGroupKernel(const AdamChunk<T> chunk, AdamScalars<T> scalars) {
+  chunk.bump.ApplyOnce();
   const int t = blockIdx.y;
   const AdamConstants<T> a(scalars);
   const int64_t n = chunk.n[t];
@@ -431,11 +487,12 @@ void RegisterTrainingCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   RegisterGpuKernels<GpuApplyMomentumOp, float, double>(r, "ApplyMomentum", {}, {});
   RegisterGpuKernels<GpuApplyAdamOp, float, double>(r, "ApplyAdam", {}, {});
   r.RegisterGroup(GroupDef{"ApplyMomentum", kDeviceGpu, {kFloat32, kFloat64}, &MakeGroupKernel<MomentumUpdate>,
-                           &MomentumGroupCompatible});
+                           &MomentumGroupCompatible, /*twin_only=*/false, /*step_bump=*/true});
   r.RegisterGroup(GroupDef{"ApplyGradientDescent", kDeviceGpu, {kFloat32, kFloat64},
-                           &MakeGroupKernel<GradientDescentUpdate>, &GradientDescentGroupCompatible});
+                           &MakeGroupKernel<GradientDescentUpdate>, &GradientDescentGroupCompatible,
+                           /*twin_only=*/false, /*step_bump=*/true});
   r.RegisterGroup(GroupDef{"ApplyAdam", kDeviceGpu, {kFloat32, kFloat64}, &MakeGroupKernel<AdamUpdate>,
-                           &AdamGroupCompatible});
+                           &AdamGroupCompatible, /*twin_only=*/false, /*step_bump=*/true});
 }
 
 }  // namespace tw

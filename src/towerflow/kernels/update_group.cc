@@ -103,12 +103,12 @@ bool AdamGroupCompatible(const Node& a, const Node& b) {
 
 void RegisterUpdateGroups(KernelRegistry& registry) {
   registry.RegisterGroup(GroupDef{"ApplyMomentum", kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
-                                  &MomentumGroupCompatible, /*twin_only=*/true});
+                                  &MomentumGroupCompatible, /*twin_only=*/true, /*step_bump=*/true});
   registry.RegisterGroup(GroupDef{"ApplyGradientDescent", kDeviceCpu, {kFloat32, kFloat64},
                                   &SequentialGroupKernel::Create, &GradientDescentGroupCompatible,
-                                  /*twin_only=*/true});
+                                  /*twin_only=*/true, /*step_bump=*/true});
   registry.RegisterGroup(GroupDef{"ApplyAdam", kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
-                                  &AdamGroupCompatible, /*twin_only=*/true});
+                                  &AdamGroupCompatible, /*twin_only=*/true, /*step_bump=*/true});
 }
 
 }  // namespace tw

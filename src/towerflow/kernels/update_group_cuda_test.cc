@@ -2,8 +2,10 @@
 // ApplyMomentum, ApplyGradientDescent and ApplyAdam) against their CPU twin
 // (update_group.h's SequentialGroupKernel, which runs the op per variable):
 // variables of odd sizes (1, 7, 33, 1000, and 40 of them, more than one
-// launch's 32), float and double, plain and Nesterov, three steps; the plan
-// must hold one group item. Skipped without a GPU.
+// launch's 32), float and double, plain and Nesterov, three steps, the step
+// counted by an int64 global step's AssignAdd that waits for every update
+// (the group's step bump, done by its first launch); the plan must hold one
+// group item, the bump its last member. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -28,6 +30,8 @@ using parity::RandomTensor;
 struct GroupRun {
   std::vector<std::vector<Tensor>> values;  // per variable: var and its slots
   int groups = 0;
+  size_t group_members = 0;  // of the last group
+  int64_t global_step = -1;
 };
 
 enum class Update { kMomentum, kGradientDescent, kAdam };
@@ -83,8 +87,12 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
       }
     }
   }
+  Output global_step = VariableV2(s.WithOpName("global_step"), TensorShape{}, kInt64);
+  inits.push_back(Assign(s, global_step, Const(s, Tensor::Scalar<int64_t>(0))));
   Node* init = NoOp(s.WithOpName("init").WithControlDependencies(inits));
-  Node* step = NoOp(s.WithOpName("step").WithControlDependencies(updates));
+  Node* step = AssignAdd(s.WithOpName("step").WithControlDependencies(updates), global_step,
+                         Const(s.WithOpName("one"), Tensor::Scalar<int64_t>(1)))
+                   .node;
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   SessionOptions options = ParitySessionOptions();
   Session session(graph, options);
@@ -96,8 +104,16 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
   }
   auto plan = session.impl().GetPlan({}, {}, {step});
   if (plan.ok()) {
-    for (const auto& item : (*plan)->items) out.groups += item.fused != nullptr && item.fused->group;
+    for (const auto& item : (*plan)->items) {
+      if (item.fused == nullptr || !item.fused->group) continue;
+      ++out.groups;
+      out.group_members = item.fused->nodes.size();
+      EXPECT_EQ(item.fused->nodes.back()->name(), "step");
+    }
   }
+  auto counted = session.Run({Identity(Scope(graph), global_step)});
+  EXPECT_TRUE(counted.ok()) << counted.status().ToString();
+  if (counted.ok()) out.global_step = (*counted)[0].scalar<int64_t>();
   for (const std::vector<Output>& outputs : state) {
     std::vector<Output> reads;
     for (const Output& o : outputs) reads.push_back(Identity(Scope(graph), o));
@@ -135,7 +151,10 @@ TEST(UpdateGroupCudaTest, GroupsMatchTheCpu) {
           const GroupRun gpu = RunGroup("/device:GPU:0", update, dtype, nesterov, sizes);
           const GroupRun cpu = RunGroup("/device:CPU:0", update, dtype, nesterov, sizes);
           EXPECT_EQ(gpu.groups, 1) << "the GPU plan groups the updates";
+          EXPECT_EQ(gpu.group_members, sizes.size() + 1) << "and the step";
           EXPECT_EQ(cpu.groups, 0) << "CPU plans do not";
+          EXPECT_EQ(gpu.global_step, 3);
+          EXPECT_EQ(cpu.global_step, 3);
           ASSERT_EQ(gpu.values.size(), cpu.values.size());
           for (size_t i = 0; i < gpu.values.size(); ++i) {
             ASSERT_EQ(gpu.values[i].size(), cpu.values[i].size());

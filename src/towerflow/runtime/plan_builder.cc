@@ -87,7 +87,11 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
   std::vector<PlannedGroup> groups;
   if (options_.fuse_kernels) {
     std::set<const Node*> fetched(targets.begin(), targets.end());
-    for (const Output& f : fetches) fetched.insert(f.node);
+    std::set<const Node*> outputs_fetched;
+    for (const Output& f : fetches) {
+      fetched.insert(f.node);
+      outputs_fetched.insert(f.node);
+    }
     fusions = ChooseFusions(
         graph_, needed, [&](const Output& o) { return feed_index.count(o) > 0; },
         [&](const Node* n) { return fetched.count(n) > 0; },
@@ -103,6 +107,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
     groups = ChooseGroups(
         graph_, needed,
         [&](const Node* n) { return fetched.count(n) > 0 || fusions.count(n->id()) > 0; },
+        [&](const Node* n) { return outputs_fetched.count(n) > 0 || fusions.count(n->id()) > 0; },
         [&](const Node* n) -> Device* {
           const NodePlacement& placed = placement_.at(n->id());
           return placed.status.ok() ? placed.device : nullptr;
@@ -189,6 +194,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
     for (const Node* m : members) {
       for (const Node* c : m->control_inputs()) {
         const int c_item = item_of[static_cast<size_t>(c->id())];
+        if (c_item == self) continue;  // a group's step bump waits for its own members
         if (std::find(control_items.begin(), control_items.end(), c_item) == control_items.end()) {
           control_items.push_back(c_item);
         }

@@ -6,8 +6,51 @@
 
 namespace tw {
 
+namespace {
+
+// A node with no inputs of either kind: the step bump's variable and constant.
+bool IsSource(const Node* n, const char* op) {
+  return n->op() == op && n->num_inputs() == 0 && n->control_inputs().empty();
+}
+
+// Whether `n` is a global step's AssignAdd that may end `group` (the header's
+// rule), given the step's forward edges.
+bool IsStepBump(const Node* n, const PlannedGroup& group, const std::vector<std::vector<int>>& consumers) {
+  if (n->op() != "AssignAdd" || n->num_inputs() != 2 || n->control_inputs().empty()) return false;
+  auto t = n->attrs().Get<DataType>("T");
+  if (!t.ok() || (*t != kInt32 && *t != kInt64)) return false;
+  const Output& var = n->input(0);
+  const Output& by = n->input(1);
+  if (!IsSource(var.node, "VariableV2") || !IsSource(by.node, "Const")) return false;
+  if (!var.shape().IsFullyDefined() || var.shape().num_elements() != 1) return false;
+  if (!by.shape().IsFullyDefined() || by.shape().num_elements() != 1) return false;
+  std::vector<char> member(consumers.size(), 0);
+  for (const Node* m : group.members) member[static_cast<size_t>(m->id())] = 1;
+  for (const Node* c : n->control_inputs()) {
+    if (!member[static_cast<size_t>(c->id())]) return false;
+  }
+  // Nothing of the group may wait for it (it would wait for itself).
+  std::vector<char> seen(consumers.size(), 0);
+  std::vector<int> stack = {n->id()};
+  while (!stack.empty()) {
+    const int id = stack.back();
+    stack.pop_back();
+    for (int next : consumers[static_cast<size_t>(id)]) {
+      if (member[static_cast<size_t>(next)]) return false;
+      if (!seen[static_cast<size_t>(next)]) {
+        seen[static_cast<size_t>(next)] = 1;
+        stack.push_back(next);
+      }
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<char>& needed,
                                        const std::function<bool(const Node*)>& excluded,
+                                       const std::function<bool(const Node*)>& bump_excluded,
                                        const std::function<Device*(const Node*)>& device_of,
                                        const KernelRegistry& registry) {
   // Candidates, in graph order.
@@ -79,6 +122,18 @@ std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<cha
   }
   groups.erase(std::remove_if(groups.begin(), groups.end(), [](const PlannedGroup& g) { return g.members.size() < 2; }),
                groups.end());
+  // Each group's step bump, where its def takes one.
+  for (PlannedGroup& group : groups) {
+    if (!group.def->step_bump) continue;
+    for (int id = 0; id < graph.num_nodes(); ++id) {
+      const Node* n = graph.node(id);
+      if (!needed[static_cast<size_t>(id)] || bump_excluded(n) || device_of(n) != group.device) continue;
+      if (!IsStepBump(n, group, consumers)) continue;
+      group.members.push_back(n);
+      group.step_bump = true;
+      break;
+    }
+  }
   return groups;
 }
 

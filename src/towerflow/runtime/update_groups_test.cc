@@ -2,7 +2,8 @@
 // GPUs here, which borrow the CPU twin) a step's momentum updates run as one
 // item, with the values of the updates run apart, bit for bit; updates with
 // other hyper-parameters, a fetched update, and updates ordered by an edge
-// stay apart; a member's error names it.
+// stay apart; a member's error names it; the global step's AssignAdd joins a
+// group it alone waits for.
 #include "towerflow/runtime/update_groups.h"
 
 #include <gmock/gmock.h>
@@ -20,6 +21,7 @@
 #include "towerflow/runtime/training_test_util.h"
 #include "towerflow/train/adam.h"
 #include "towerflow/train/gradient_descent.h"
+#include "towerflow/train/momentum.h"
 
 namespace tw {
 namespace {
@@ -98,9 +100,12 @@ struct OptimizerRun {
   std::vector<float> losses;
   std::vector<std::vector<float>> vars;
   std::vector<std::vector<std::string>> groups;
+  int64_t global_step = -1;
 };
 
-OptimizerRun TrainWith(const std::string& optimizer, bool fuse) {
+// `optimizer`: "sgd", "adam" or "momentum"; with a global step on the GPU,
+// bumped by the train op; `fetch_step` fetches the train op's output too.
+OptimizerRun TrainWith(const std::string& optimizer, bool fuse, bool global_step = false, bool fetch_step = false) {
   Graph graph;
   Scope root(graph);
   Scope s = root.WithDevice("/device:GPU:0");
@@ -114,8 +119,12 @@ OptimizerRun TrainWith(const std::string& optimizer, bool fuse) {
   Output h = Relu(s, BiasAdd(s, MatMul(s, x, vars[0].value), vars[1].value));
   Output logits = BiasAdd(s, MatMul(s, h, vars[2].value), vars[3].value);
   Output loss = Mean(s, SoftmaxCrossEntropyWithLogits(s, logits, labels).loss, {0});
-  Node* train = optimizer == "adam" ? train::Adam({.learning_rate = 0.01}).Minimize(s, loss)
-                                    : train::GradientDescent({.learning_rate = 0.1}).Minimize(s, loss);
+  Variable step;
+  if (global_step) step = train::GetOrCreateGlobalStep(s);
+  Variable* step_ptr = global_step ? &step : nullptr;
+  Node* train = optimizer == "adam"       ? train::Adam({.learning_rate = 0.01}).Minimize(s, loss, step_ptr)
+                : optimizer == "momentum" ? train::Momentum({.learning_rate = 0.1, .momentum = 0.9}).Minimize(s, loss, step_ptr)
+                                          : train::GradientDescent({.learning_rate = 0.1}).Minimize(s, loss, step_ptr);
   Node* init = GlobalVariablesInitializer(graph);
   EXPECT_TRUE(root.ok()) << root.status().ToString();
   SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 1, .num_fake_gpus = 1};
@@ -128,12 +137,14 @@ OptimizerRun TrainWith(const std::string& optimizer, bool fuse) {
     return FeedList{{x, Random<float>({8, 20}, 50u + static_cast<uint64_t>(step))},
                     {labels, training_test::OneHotLabels(8, 3, static_cast<uint64_t>(step))}};
   };
-  for (int step = 0; step < 5; ++step) {
-    auto r = session.Run(batch(step), {loss}, {train});
+  std::vector<Output> fetches = {loss};
+  if (fetch_step) fetches.push_back(Output(train));
+  for (int i = 0; i < 5; ++i) {
+    auto r = session.Run(batch(i), fetches, {train});
     EXPECT_TRUE(r.ok()) << r.status().ToString();
     if (r.ok()) out.losses.push_back((*r)[0].scalar<float>());
   }
-  auto plan = session.impl().GetPlan(batch(0), {loss}, {train});
+  auto plan = session.impl().GetPlan(batch(0), fetches, {train});
   EXPECT_TRUE(plan.ok());
   if (plan.ok()) out.groups = Groups(**plan);
   for (const Variable& v : vars) {
@@ -141,7 +152,40 @@ OptimizerRun TrainWith(const std::string& optimizer, bool fuse) {
     EXPECT_TRUE(r.ok());
     if (r.ok()) out.vars.push_back((*r)[0].ToVector<float>());
   }
+  if (global_step) {
+    auto r = session.Run({step.value});
+    EXPECT_TRUE(r.ok()) << r.status().ToString();
+    if (r.ok()) out.global_step = (*r)[0].scalar<int64_t>();
+  }
   return out;
+}
+
+TEST(UpdateGroupsTest, TheGlobalStepIsBumpedByTheGroup) {
+  // Momentum and gradient descent: the train op (the step's AssignAdd, which
+  // waits for every update) joins the updates' group as its last member;
+  // the same values, and one step counted per run.
+  for (const std::string optimizer : {"momentum", "sgd"}) {
+    SCOPED_TRACE(optimizer);
+    const OptimizerRun grouped = TrainWith(optimizer, true, /*global_step=*/true);
+    const OptimizerRun apart = TrainWith(optimizer, false, /*global_step=*/true);
+    ASSERT_EQ(grouped.groups.size(), 1u);
+    ASSERT_EQ(grouped.groups[0].size(), 5u) << "4 updates and the step";
+    EXPECT_EQ(grouped.groups[0][4], optimizer == "momentum" ? "Momentum" : "GradientDescent");
+    EXPECT_EQ(grouped.global_step, 5);
+    EXPECT_EQ(apart.global_step, 5);
+    EXPECT_EQ(grouped.losses, apart.losses);
+    EXPECT_EQ(grouped.vars, apart.vars);
+  }
+  // Adam's step waits for its beta powers' updates too: it stays apart.
+  const OptimizerRun adam = TrainWith("adam", true, /*global_step=*/true);
+  ASSERT_EQ(adam.groups.size(), 1u);
+  EXPECT_EQ(adam.groups[0].size(), 4u);
+  EXPECT_EQ(adam.global_step, 5);
+  // A fetched step's output is not a group's.
+  const OptimizerRun fetched = TrainWith("momentum", true, /*global_step=*/true, /*fetch_step=*/true);
+  ASSERT_EQ(fetched.groups.size(), 1u);
+  EXPECT_EQ(fetched.groups[0].size(), 4u);
+  EXPECT_EQ(fetched.global_step, 5);
 }
 
 TEST(UpdateGroupsTest, GradientDescentAndAdamUpdatesGroupToo) {
