@@ -6,12 +6,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <map>
+
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
+#include "towerflow/graph/ops/random_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/session_impl.h"
+#include "towerflow/train/momentum.h"
 
 namespace tw {
 namespace {
@@ -159,6 +163,65 @@ TEST(PlanBuilderTest, ConstantsAndVariablesAreMadeOnceWhenReadDirectly) {
   auto r = session.Run({y});
   ASSERT_TRUE(r.ok());
   EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{15, 25}));
+}
+
+// The items of the MLP's training step on one (fake) GPU, as towerflow train
+// builds its layers (BiasAddRelu): each hidden layer's gradient is one
+// BiasAddReluGrad item (no ReluGrad, no BiasAddGrad), the updates and the
+// global step one group item. Step graphs off, so that each kernel counts.
+TEST(PlanBuilderTest, AnMlpTrainingStepOnAGpuRunsItsLayersGradientsAndUpdatesAsFewKernels) {
+  Graph graph;
+  Scope root(graph);
+  Scope s = root.WithDevice("/device:GPU:0");
+  Output x = Placeholder(root.WithOpName("x"), kFloat32, PartialShape({8, 20}));
+  Output labels = Placeholder(root.WithOpName("labels"), kInt64, PartialShape({8}));
+  Output h = x;
+  std::vector<int64_t> widths = {20, 16, 16, 3};
+  for (size_t l = 1; l < widths.size(); ++l) {
+    Scope ls = s.WithVariableScope("layer" + std::to_string(l));
+    Variable w = GetVariable(ls, "kernel", {widths[l - 1], widths[l]}, {.initializer = GlorotUniformInitializer()});
+    Variable b = GetVariable(ls, "bias", {widths[l]}, {.initializer = ZerosInitializer()});
+    Output z = MatMul(ls, h, w.value);
+    h = l + 1 < widths.size() ? BiasAddRelu(ls, z, b.value) : BiasAdd(ls, z, b.value);
+  }
+  Output loss = SparseSoftmaxCrossEntropyMean(s, h, labels).loss;
+  Variable step = train::GetOrCreateGlobalStep(s);
+  Node* train = train::Momentum({.learning_rate = 0.1, .momentum = 0.9}).Minimize(s, loss, &step);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  SessionOptions options{.num_fake_gpus = 1};
+  options.allow_soft_placement = true;
+  options.cuda_graphs = SessionOptions::StepGraphMode::kOff;
+  Session session(graph, options);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+  Tensor xs(kFloat32, TensorShape{8, 20});
+  for (int64_t i = 0; i < xs.NumElements(); ++i) xs.flat<float>()[static_cast<size_t>(i)] = 0.01f * (i % 17);
+  const FeedList feeds = {{x, xs}, {labels, Tensor::Vec<int64_t>({0, 1, 2, 0, 1, 2, 0, 1})}};
+  auto r = session.Run(feeds, {loss}, {train});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  auto plan = session.impl().GetPlan(feeds, {loss}, {train});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  std::map<std::string, int> ops;
+  std::vector<std::string> group;
+  for (const ExecutorPlan::Item& item : (*plan)->items) {
+    if (item.node == nullptr || item.device->device_type() != "GPU") continue;
+    ++ops[item.node->op()];
+    if (item.fused != nullptr && item.fused->group) {
+      for (const Node* n : item.fused->nodes) group.push_back(n->op());
+    }
+  }
+  EXPECT_EQ(ops["BiasAddReluGrad"], 2);
+  EXPECT_EQ(ops["ReluGrad"], 0);
+  EXPECT_EQ(ops["BiasAddGrad"], 1);  // the logits' bias
+  EXPECT_EQ(group, (std::vector<std::string>{"ApplyMomentum", "ApplyMomentum", "ApplyMomentum", "ApplyMomentum",
+                                             "ApplyMomentum", "ApplyMomentum", "AssignAdd"}));
+  EXPECT_EQ(ops["AssignAdd"], 0) << "the step counted in the group's item";
+  const PlanCounts counts = CountItems(**plan);
+  // The forward layers as 3 fused items (MatMul+BiasAddRelu twice,
+  // MatMul+BiasAdd), the loss head, 2 BiasAddReluGrads and the logits'
+  // BiasAddGrad, 5 backward MatMuls, 6 reads of the variables, the updates'
+  // barrier and one group: 20, where the ReluGrad + BiasAddGrad pairs and the
+  // step's own AssignAdd made 23.
+  EXPECT_EQ(counts.kernels, 20) << counts.ToString();
 }
 
 TEST(PlanCountsTest, ToStringSaysWhatAStepRuns) {
