@@ -104,10 +104,11 @@ struct FusionDef {
 
 // An update group: many nodes of one op on one device, independent of each
 // other, run as one kernel (one launch over every variable of a step, as
-// PyTorch's foreach/fused optimizers and apex's multi-tensor apply do). The
-// group's kernel reads the members' inputs one after another and makes their
-// outputs one after another. The plan builder (runtime/update_groups.h)
-// forms the groups.
+// PyTorch's foreach/fused optimizers and apex's multi-tensor apply do), and
+// where the def takes one, a last member that is the global step's AssignAdd
+// (GroupDef::step_bump). The group's kernel reads the members' inputs one
+// after another and makes their outputs one after another. The plan builder
+// (runtime/update_groups.h) forms the groups.
 using GroupKernelFactory =
     std::function<StatusOr<std::unique_ptr<OpKernel>>(const std::vector<const Node*>& members, Device* device)>;
 struct GroupDef {

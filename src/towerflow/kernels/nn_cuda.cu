@@ -163,10 +163,12 @@ __global__ void BiasAddGradKernel(const T* g, const T* __restrict__ y, T* masked
     T acc = T(0);
     if (j < c) {
       for (int64_t r = r0 + threadIdx.y; r < r1; r += kGradTileRows) {
-        T v = g[r * c + j];
+        T v;
         if constexpr (kRelu) {
-          v = y[r * c + j] > T(0) ? v : T(0);
-          masked[r * c + j] = v;
+          v = y[r * c + j] > T(0) ? g[r * c + j] : T(0);
+          masked[r * c + j] = v;  // may be g's element, read above by this thread only
+        } else {
+          v = __ldg(g + r * c + j);  // read-only: g is not written here
         }
         acc += v;
       }

@@ -92,11 +92,20 @@ TEST(NnCudaTest, BiasAddReluAndGradients) {
       parity::ExpectGpuMatchesCpu(grad);
       // The fused gradient: the masked values exactly, the sums to rounding
       // (the GPU's order of summation is its own).
-      Case fused{"BiasAddReluGrad " + Name(dtype) + " " + shape.ToString(),
-                 {RandomTensor(dtype, shape, rng), RandomTensor(dtype, shape, rng)},
-                 [](const Scope& s, const std::vector<Output>& in) { return BiasAddReluGrad(s, in[0], in[1]); }};
-      SetSumTolerance(&fused, dtype);
-      parity::ExpectGpuMatchesCpu(fused);
+      const std::vector<Tensor> fused_in = {RandomTensor(dtype, shape, rng), RandomTensor(dtype, shape, rng)};
+      Case masked{"BiasAddReluGrad backprops " + Name(dtype) + " " + shape.ToString(), fused_in,
+                  [](const Scope& s, const std::vector<Output>& in) {
+                    return std::vector<Output>{BiasAddReluGrad(s, in[0], in[1])[0]};
+                  }};
+      masked.rtol = 0;
+      masked.atol = 0;
+      parity::ExpectGpuMatchesCpu(masked);
+      Case sums{"BiasAddReluGrad bias_backprops " + Name(dtype) + " " + shape.ToString(), fused_in,
+                [](const Scope& s, const std::vector<Output>& in) {
+                  return std::vector<Output>{BiasAddReluGrad(s, in[0], in[1])[1]};
+                }};
+      SetSumTolerance(&sums, dtype);
+      parity::ExpectGpuMatchesCpu(sums);
     }
     // Many rows over few channels: the chunked sum with a second pass.
     Case tall{"BiasAddGrad " + Name(dtype) + " [20000,3]",

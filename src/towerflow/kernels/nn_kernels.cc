@@ -13,6 +13,7 @@
 #include <mutex>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/kernels/internal/column_sums.h"
 #include "towerflow/kernels/internal/cpu_clones.h"
 #include "towerflow/kernels/internal/dropout_stream.h"
 #include "towerflow/kernels/internal/philox.h"
@@ -87,45 +88,6 @@ TW_CPU_CLONES void SumRowsInBlocks(const T* __restrict src, int64_t rows, int64_
   }
 }
 
-// Output `output` = the sums over rows of g seen as [rows, C] (BiasAddGrad).
-// With `mask` (a ReluGrad's features), each row is first masked into `masked`
-// (masked[i] = mask[i] > 0 ? g[i] : 0; `masked` may be g) and the masked rows
-// are summed. Each shard sums its rows in blocks (a partial sum per block
-// keeps float error near log(rows) rather than rows); the shards' sums are
-// added in row order, so the result does not depend on which thread finished
-// first.
-template <typename T>
-void SumColumns(OpKernelContext* ctx, const T* g, const T* mask, T* masked, const Tensor& shape_of, int output) {
-  const int64_t c = shape_of.dim(shape_of.rank() - 1);
-  Tensor* out = nullptr;
-  TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(output, TensorShape{c}, &out));
-  T* __restrict o = out->data<T>();
-  std::fill_n(o, c, T(0));
-  if (c == 0) return;
-  const int64_t rows = shape_of.NumElements() / c;
-  std::mutex mu;
-  std::map<int64_t, std::vector<T>> shards;  // by first row; guarded by mu
-  ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
-    const T* src = g + r0 * c;
-    if (mask != nullptr) {
-      const T* __restrict f = mask + r0 * c;
-      T* dst = masked + r0 * c;  // may be src (each element read, then written)
-      for (int64_t i = 0; i < (r1 - r0) * c; ++i) {
-        const T grad = src[i];
-        dst[i] = f[i] > T(0) ? grad : T(0);
-      }
-      src = dst;
-    }
-    std::vector<T> shard(static_cast<size_t>(c), T(0)), block(static_cast<size_t>(c));
-    SumRowsInBlocks(src, r1 - r0, c, shard.data(), block.data());
-    std::lock_guard<std::mutex> lock(mu);
-    shards.emplace(r0, std::move(shard));
-  });
-  for (const auto& [first, sum] : shards) {
-    for (int64_t j = 0; j < c; ++j) o[j] += sum[static_cast<size_t>(j)];
-  }
-}
-
 template <typename T>
 class BiasAddGradOp : public OpKernel {
  public:
@@ -133,7 +95,7 @@ class BiasAddGradOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
-    SumColumns<T>(ctx, g.data<T>(), nullptr, nullptr, g, 0);
+    internal::SumColumns<T>(ctx, g.data<T>(), nullptr, nullptr, g, 0);
   }
 };
 
@@ -152,7 +114,7 @@ class BiasAddReluGradOp : public OpKernel {
     Tensor* dz = nullptr;
     // The gradient's buffer may become dz (each element read, then written).
     TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, g.shape(), &dz));
-    SumColumns<T>(ctx, g.data<T>(), y.data<T>(), dz->data<T>(), g, 1);
+    internal::SumColumns<T>(ctx, g.data<T>(), y.data<T>(), dz->data<T>(), g, 1);
   }
 };
 
@@ -414,6 +376,47 @@ class DropoutOp : public OpKernel {
 };
 
 }  // namespace
+
+namespace internal {
+
+// Each shard sums its rows in blocks (a partial sum per block keeps float
+// error near log(rows) rather than rows).
+template <typename T>
+void SumColumns(OpKernelContext* ctx, const T* g, const T* mask, T* masked, const Tensor& shape_of, int output) {
+  const int64_t c = shape_of.dim(shape_of.rank() - 1);
+  Tensor* out = nullptr;
+  TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(output, TensorShape{c}, &out));
+  T* __restrict o = out->data<T>();
+  std::fill_n(o, c, T(0));
+  if (c == 0) return;
+  const int64_t rows = shape_of.NumElements() / c;
+  std::mutex mu;
+  std::map<int64_t, std::vector<T>> shards;  // by first row; guarded by mu
+  ParallelFor(ctx->intra_op_pool(), rows, c * kElementwiseCost, [&](int64_t r0, int64_t r1) {
+    const T* src = g + r0 * c;
+    if (mask != nullptr) {
+      const T* __restrict f = mask + r0 * c;
+      T* dst = masked + r0 * c;  // may be src (each element read, then written)
+      for (int64_t i = 0; i < (r1 - r0) * c; ++i) {
+        const T grad = src[i];
+        dst[i] = f[i] > T(0) ? grad : T(0);
+      }
+      src = dst;
+    }
+    std::vector<T> shard(static_cast<size_t>(c), T(0)), block(static_cast<size_t>(c));
+    SumRowsInBlocks(src, r1 - r0, c, shard.data(), block.data());
+    std::lock_guard<std::mutex> lock(mu);
+    shards.emplace(r0, std::move(shard));
+  });
+  for (const auto& [first, sum] : shards) {
+    for (int64_t j = 0; j < c; ++j) o[j] += sum[static_cast<size_t>(j)];
+  }
+}
+
+template void SumColumns<float>(OpKernelContext*, const float*, const float*, float*, const Tensor&, int);
+template void SumColumns<double>(OpKernelContext*, const double*, const double*, double*, const Tensor&, int);
+
+}  // namespace internal
 
 void RegisterNnKernels(KernelRegistry& r) {
   r.RegisterTyped<BiasAddOp, float, double>("BiasAdd", kDeviceCpu);

@@ -63,8 +63,10 @@ TEST(NnKernelsTest, BiasAddReluGradIsReluGradThenBiasAddGradBitForBit) {
       Output gi = ConstF(s, g, shape), yi = ConstF(s, y, shape);
       Output dz = NodeBuilder(s, "ReluGrad").Input(gi).Input(yi).Finalize();
       Output db = NodeBuilder(s, "BiasAddGrad").Input(dz).Finalize();
-      // Through an Identity of the gradient, which the fused op may take over.
-      Node* fused = NodeBuilder(s, "BiasAddReluGrad").Input(Identity(s, gi)).Input(yi).Finalize();
+      // A gradient computed for it alone (x * 1 keeps every bit), whose buffer
+      // the fused op takes over: the in-place path.
+      Output fresh = Mul(s, gi, ConstF(s, {1.0f}, TensorShape{}));
+      Node* fused = NodeBuilder(s, "BiasAddReluGrad").Input(fresh).Input(yi).Finalize();
       ASSERT_TRUE(s.ok()) << s.status().ToString();
       SessionOptions opts;
       opts.intra_op_threads = 4;

@@ -18,6 +18,7 @@
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/kernels/nn_args.h"
 #include "towerflow/kernels/internal/cpu_clones.h"
+#include "towerflow/kernels/internal/column_sums.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/window_params.h"
 
@@ -288,9 +289,10 @@ class MaxPoolGradOp : public PoolKernelBase {
 };
 
 // MaxPoolGrad fused with the ReluGrad that alone reads its output: inputs
-// (orig_input, orig_output, grad, features), ReluGrad's output. In the CNN the
-// features are the pooled ReLU's own output, so the select costs a pass over
-// an image already in cache instead of ReluGrad's pass over the whole batch.
+// (orig_input, orig_output, grad, features), ReluGrad's output. Where the
+// features are the pooled ReLU's own output (a CNN's Relu -> MaxPool, or its
+// BiasAddRelu -> MaxPool through the fusion below), the select costs a pass
+// over an image already in cache instead of ReluGrad's pass over the batch.
 template <typename T>
 class MaxPoolGradReluGradOp : public MaxPoolGradOp<T> {
  public:
@@ -300,6 +302,30 @@ class MaxPoolGradReluGradOp : public MaxPoolGradOp<T> {
 template <typename T>
 std::unique_ptr<OpKernel> MakeMaxPoolGradReluGrad(OpKernelConstruction* c, const Node& consumer) {
   return std::make_unique<MaxPoolGradReluGradOp<T>>(c, consumer);
+}
+
+// MaxPoolGrad fused with the BiasAddReluGrad that alone reads its output (a
+// CNN's conv layer, BiasAddRelu -> MaxPool): the mask as MaxPoolGradReluGrad
+// applies it, then the bias gradient summed over the masked result. Inputs as
+// MaxPoolGradReluGrad's (the features are BiasAddReluGrad's `outputs`);
+// outputs BiasAddReluGrad's (backprops, bias_backprops), the bits of the two
+// kernels run apart.
+template <typename T>
+class MaxPoolGradBiasAddReluGradOp : public MaxPoolGradOp<T> {
+ public:
+  MaxPoolGradBiasAddReluGradOp(OpKernelConstruction* c, const Node&) : MaxPoolGradOp<T>(c, true) {}
+  void Compute(OpKernelContext* ctx) override {
+    MaxPoolGradOp<T>::Compute(ctx);
+    if (!ctx->status().ok()) return;
+    const Tensor& dz = ctx->output(0).value;
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(dz));
+    internal::SumColumns<T>(ctx, dz.data<T>(), nullptr, nullptr, dz, 1);
+  }
+};
+
+template <typename T>
+std::unique_ptr<OpKernel> MakeMaxPoolGradBiasAddReluGrad(OpKernelConstruction* c, const Node& consumer) {
+  return std::make_unique<MaxPoolGradBiasAddReluGradOp<T>>(c, consumer);
 }
 
 // d grad of MaxPoolGrad: each window's output reads the incoming gradient at
@@ -341,6 +367,10 @@ void RegisterPoolKernels(KernelRegistry& r) {
   r.RegisterTyped<MaxPoolGradOp, float, double>("MaxPoolGrad", kDeviceCpu);
   r.RegisterFusion(FusionDef{"MaxPoolGrad", "ReluGrad", 0, kDeviceCpu, {kFloat32}, MakeMaxPoolGradReluGrad<float>});
   r.RegisterFusion(FusionDef{"MaxPoolGrad", "ReluGrad", 0, kDeviceCpu, {kFloat64}, MakeMaxPoolGradReluGrad<double>});
+  r.RegisterFusion(FusionDef{"MaxPoolGrad", "BiasAddReluGrad", 0, kDeviceCpu, {kFloat32},
+                             MakeMaxPoolGradBiasAddReluGrad<float>});
+  r.RegisterFusion(FusionDef{"MaxPoolGrad", "BiasAddReluGrad", 0, kDeviceCpu, {kFloat64},
+                             MakeMaxPoolGradBiasAddReluGrad<double>});
   r.RegisterTyped<MaxPoolGradGradOp, float, double>("MaxPoolGradGrad", kDeviceCpu);
 }
 

@@ -151,6 +151,7 @@ struct StepBump {
   int32_t* step32 = nullptr;
   const int32_t* by32 = nullptr;
 
+  bool empty() const { return step64 == nullptr && step32 == nullptr; }
   __device__ void ApplyOnce() const {
     if (blockIdx.x != 0 || blockIdx.y != 0 || threadIdx.x != 0) return;
     if (step64 != nullptr) *step64 += *by64;
@@ -158,17 +159,16 @@ struct StepBump {
   }
 };
 
-// The step bump's checks (AssignAdd's, for a scalar): an initialized integer
-// variable of one element, an increment of one element of its dtype.
+// The step bump's checks: AssignAdd's (CheckAssignUpdate: initialized, the
+// same shapes), then one element of an integer type (the plan's rule).
+// REQUIRES: the lock of the step's ref held.
 Status StepBumpFor(OpKernelContext* bump, StepBump* out) {
   Tensor* step = bump->mutable_input(0);
   const Tensor& by = bump->input(1);
-  if (!step->IsInitialized()) {
-    return errors::FailedPrecondition("Attempting to use uninitialized value ", bump->node().input(0).name());
-  }
-  if (step->NumElements() != 1 || by.NumElements() != 1 || step->dtype() != by.dtype()) {
+  TW_RETURN_IF_ERROR(CheckAssignUpdate(bump, by));
+  if (step->NumElements() != 1) {
     return errors::InvalidArgument("AssignAdd of a step: ", DataTypeName(step->dtype()), step->shape().ToString(),
-                                   " += ", DataTypeName(by.dtype()), by.shape().ToString());
+                                   " is not one element");
   }
   if (step->dtype() == kInt64) {
     out->step64 = step->data<int64_t>();
@@ -207,6 +207,13 @@ class GpuUpdateGroupOp : public GpuOpKernel {
       if (bump) mus.push_back(members.at(updates)->input_ref_mutex(0));
       RefLocks locks(std::move(mus));
       typename Update::Chunk chunk{};
+      // Every check before the first launch: a failing member leaves every
+      // variable, and the step, as they were.
+      for (int m = 0; m < updates; ++m) {
+        if (Status s = Update::Check(members.at(m)); !s.ok()) {
+          TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_[static_cast<size_t>(m)]->DebugName()));
+        }
+      }
       if (bump) {
         if (Status s = StepBumpFor(members.at(updates), &chunk.bump); !s.ok()) {
           TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_.back()->DebugName()));
@@ -215,8 +222,9 @@ class GpuUpdateGroupOp : public GpuOpKernel {
       int count = 0;
       int64_t widest = 0;
       auto flush = [&]() -> Status {
-        if (count == 0 || widest == 0) return Status::OK();
-        const LaunchShape shape = LaunchShapeFor(widest, gpu);
+        // Empty variables alone launch nothing, unless the step rides along.
+        if (count == 0 || (widest == 0 && chunk.bump.empty())) return Status::OK();
+        const LaunchShape shape = LaunchShapeFor(std::max<int64_t>(widest, 1), gpu);
         const dim3 grid(static_cast<unsigned>(shape.blocks), static_cast<unsigned>(count));
         update_.Launch(gpu, grid, shape.threads, chunk, members.at(0));
         TW_CUDA_LAUNCH_CHECK();
@@ -225,9 +233,6 @@ class GpuUpdateGroupOp : public GpuOpKernel {
       };
       for (int m = 0; m < updates; ++m) {
         OpKernelContext* mc = members.at(m);
-        if (Status s = Update::Check(mc); !s.ok()) {
-          TW_OP_REQUIRES_OK(ctx, s.WithContext("in " + members_[static_cast<size_t>(m)]->DebugName()));
-        }
         Update::Add(mc, count, &chunk);
         chunk.n[count] = mc->mutable_input(0)->NumElements();
         widest = std::max(widest, chunk.n[count]);

@@ -37,7 +37,7 @@ struct GroupRun {
 enum class Update { kMomentum, kGradientDescent, kAdam };
 
 GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool nesterov,
-                  const std::vector<int64_t>& sizes) {
+                  const std::vector<int64_t>& sizes, DataType step_dtype = kInt64) {
   Graph graph;
   Scope s = Scope(graph).WithDevice(device);
   std::mt19937_64 rng(42);
@@ -87,11 +87,15 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
       }
     }
   }
-  Output global_step = VariableV2(s.WithOpName("global_step"), TensorShape{}, kInt64);
-  inits.push_back(Assign(s, global_step, Const(s, Tensor::Scalar<int64_t>(0))));
+  // (An int32 step's constant lives in host memory on a GPU: a copy in.)
+  auto step_scalar = [&](int64_t v) {
+    return step_dtype == kInt32 ? Tensor::Scalar<int32_t>(static_cast<int32_t>(v)) : Tensor::Scalar<int64_t>(v);
+  };
+  Output global_step = VariableV2(s.WithOpName("global_step"), TensorShape{}, step_dtype);
+  inits.push_back(Assign(s, global_step, Const(s, step_scalar(0))));
   Node* init = NoOp(s.WithOpName("init").WithControlDependencies(inits));
   Node* step = AssignAdd(s.WithOpName("step").WithControlDependencies(updates), global_step,
-                         Const(s.WithOpName("one"), Tensor::Scalar<int64_t>(1)))
+                         Const(s.WithOpName("one"), step_scalar(1)))
                    .node;
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   SessionOptions options = ParitySessionOptions();
@@ -113,7 +117,9 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
   }
   auto counted = session.Run({Identity(Scope(graph), global_step)});
   EXPECT_TRUE(counted.ok()) << counted.status().ToString();
-  if (counted.ok()) out.global_step = (*counted)[0].scalar<int64_t>();
+  if (counted.ok()) {
+    out.global_step = step_dtype == kInt32 ? (*counted)[0].scalar<int32_t>() : (*counted)[0].scalar<int64_t>();
+  }
   for (const std::vector<Output>& outputs : state) {
     std::vector<Output> reads;
     for (const Output& o : outputs) reads.push_back(Identity(Scope(graph), o));
@@ -167,6 +173,14 @@ TEST(UpdateGroupCudaTest, GroupsMatchTheCpu) {
       }
     }
   }
+}
+
+TEST(UpdateGroupCudaTest, AnInt32StepIsCountedToo) {
+  TW_SKIP_WITHOUT_GPU();
+  const GroupRun gpu = RunGroup("/device:GPU:0", Update::kMomentum, kFloat32, false, {7, 33}, kInt32);
+  EXPECT_EQ(gpu.groups, 1);
+  EXPECT_EQ(gpu.group_members, 3u);
+  EXPECT_EQ(gpu.global_step, 3);
 }
 
 }  // namespace

@@ -205,9 +205,12 @@ TEST(FusionTest, AFusedKernelsErrorNamesBothNodes) {
 // the two run apart (exactly: the same sums, then the same select), with
 // non-overlapping and overlapping windows, both paddings, float32 and float64,
 // features that are the pooled values (as in a CNN) or independent of them.
+// The same for MaxPoolGrad -> BiasAddReluGrad (a conv layer's BiasAddRelu ->
+// MaxPool), whose bias gradient is fetched too.
 template <typename T>
-void ExpectPoolReluGradFusedMatches(const PoolOptions& pool, bool features_are_pooled) {
-  SCOPED_TRACE(pool.padding + " stride " + std::to_string(pool.strides[1]) + " window " +
+void ExpectPoolReluGradFusedMatches(const PoolOptions& pool, bool features_are_pooled,
+                                    const std::string& consumer = "ReluGrad") {
+  SCOPED_TRACE(consumer + " " + pool.padding + " stride " + std::to_string(pool.strides[1]) + " window " +
                std::to_string(pool.ksize[1]) + (features_are_pooled ? " pooled features" : " other features"));
   Graph graph;
   Scope s(graph);
@@ -218,8 +221,10 @@ void ExpectPoolReluGradFusedMatches(const PoolOptions& pool, bool features_are_p
   Output pool_grad = NodeBuilder(s.WithOpName("pool_grad"), "MaxPoolGrad").Input(y).Input(p).Input(dp)
                          .Attr("ksize", pool.ksize).Attr("strides", pool.strides).Attr("padding", pool.padding)
                          .Finalize();
-  Output dx = NodeBuilder(s.WithOpName("relu_grad"), "ReluGrad").Input(pool_grad)
-                  .Input(features_are_pooled ? y : other).Finalize();
+  Node* grad = NodeBuilder(s.WithOpName("relu_grad"), consumer).Input(pool_grad)
+                   .Input(features_are_pooled ? y : other).Finalize();
+  std::vector<Output> fetches = {Output(grad, 0)};
+  if (consumer == "BiasAddReluGrad") fetches.push_back(Output(grad, 1));
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   Tensor xv = Random<T>({3, 9, 7, 5}, 11);
   for (int64_t i = 0; i < xv.NumElements(); i += 7) xv.flat<T>()[i] = xv.flat<T>()[(i + 5) % xv.NumElements()];  // ties
@@ -233,7 +238,7 @@ void ExpectPoolReluGradFusedMatches(const PoolOptions& pool, bool features_are_p
     ASSERT_TRUE(shape.ok()) << shape.status().ToString();
     StepStats stats;
     auto r = session.Run({{x, xv}, {dp, Random<T>((*shape)[0].shape(), 12)}, {other, Random<T>(xv.shape(), 13)}},
-                         {dx}, {}, &stats);
+                         fetches, {}, &stats);
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     bool fused = false;
     for (const auto& t : stats.nodes) {
@@ -243,9 +248,10 @@ void ExpectPoolReluGradFusedMatches(const PoolOptions& pool, bool features_are_p
       EXPECT_EQ(t.node->name(), "relu_grad");
     }
     EXPECT_EQ(fused, fuse);
-    results.push_back((*r)[0]);
+    for (const Tensor& t : *r) results.push_back(t);
   }
-  EXPECT_EQ(MaxDiff<T>(results[0], results[1]), 0.0);
+  const size_t n = fetches.size();
+  for (size_t k = 0; k < n; ++k) EXPECT_EQ(MaxDiff<T>(results[k], results[n + k]), 0.0) << "output " << k;
   int64_t nonzero = 0;
   for (T v : results[0].template flat<T>()) nonzero += v != T(0);
   EXPECT_GT(nonzero, 0);
@@ -257,8 +263,10 @@ TEST(FusionTest, PooledReluGradientMatchesTheNodesRunApart) {
                                {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"}};
   for (const PoolOptions& pool : cases) {
     for (bool pooled : {true, false}) {
-      ExpectPoolReluGradFusedMatches<float>(pool, pooled);
-      ExpectPoolReluGradFusedMatches<double>(pool, pooled);
+      for (const std::string consumer : {"ReluGrad", "BiasAddReluGrad"}) {
+        ExpectPoolReluGradFusedMatches<float>(pool, pooled, consumer);
+        ExpectPoolReluGradFusedMatches<double>(pool, pooled, consumer);
+      }
     }
   }
 }

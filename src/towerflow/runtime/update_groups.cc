@@ -23,13 +23,15 @@ bool IsStepBump(const Node* n, const PlannedGroup& group, const std::vector<std:
   const Output& by = n->input(1);
   if (!IsSource(var.node, "VariableV2") || !IsSource(by.node, "Const")) return false;
   if (!var.shape().IsFullyDefined() || var.shape().num_elements() != 1) return false;
-  if (!by.shape().IsFullyDefined() || by.shape().num_elements() != 1) return false;
+  if (!by.shape().IsFullyDefined() || by.shape() != var.shape()) return false;
   std::vector<char> member(consumers.size(), 0);
   for (const Node* m : group.members) member[static_cast<size_t>(m->id())] = 1;
   for (const Node* c : n->control_inputs()) {
     if (!member[static_cast<size_t>(c->id())]) return false;
   }
-  // Nothing of the group may wait for it (it would wait for itself).
+  // Nothing of the group may wait for it (it would wait for itself). A guard:
+  // the members it waits for are unordered with every other member, so no
+  // path can lead from it to one today.
   std::vector<char> seen(consumers.size(), 0);
   std::vector<int> stack = {n->id()};
   while (!stack.empty()) {

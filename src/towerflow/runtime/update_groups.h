@@ -4,20 +4,23 @@
 // launch. On a GPU the step then queues one update kernel instead of one
 // per variable.
 //
-// A group holds nodes of one op, placed on one device, of one dtype, that
-// the GroupDef finds compatible (the same hyper-parameter inputs and attrs),
-// none fetched, targeted or part of a fusion, and none leading to another
-// through the step's edges (the group runs as one item: a path between two
-// members would be a cycle). Nodes join the first open group they fit, in
-// graph order; a group needs two members. Pure computation over the graph.
+// A group's updates are nodes of one op, placed on one device, of one dtype,
+// that the GroupDef finds compatible (the same hyper-parameter inputs and
+// attrs), none fetched, targeted or part of a fusion, and none leading to
+// another through the step's edges (the group runs as one item: a path
+// between two members would be a cycle). Nodes join the first open group they
+// fit, in graph order; a group needs two updates. Pure computation over the
+// graph.
 //
-// The step's counter joins too, as PyTorch's fused optimizers and apex bump
-// their step in the update's launch: the global step's AssignAdd (an integer
-// scalar variable plus a constant) placed with a group whose every member it
-// waits for, and for nothing else (control inputs all members, at least one;
-// data inputs a VariableV2 and a Const of their own), becomes the group's last
-// member (its `step_bump`): it still runs after every update, as the group is
-// one item. It may be a target of the step, not fetched.
+// The step's counter may join too, as PyTorch's fused optimizers and apex
+// bump their step in the update's launch: the global step's AssignAdd (an
+// integer scalar VariableV2 plus a Const of its shape, neither with inputs)
+// placed with a group, whose control inputs are members of the group (at
+// least one) and which nothing of the group waits for, becomes the group's
+// last member (its `step_bump`), where its GroupDef takes one. It may be a
+// target of the step, not fetched. Nothing outside the item sees the step
+// before every update of the group is done (the GPU kernel adds it in its
+// first launch).
 #ifndef TOWERFLOW_RUNTIME_UPDATE_GROUPS_H_
 #define TOWERFLOW_RUNTIME_UPDATE_GROUPS_H_
 
