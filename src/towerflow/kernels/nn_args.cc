@@ -27,6 +27,11 @@ Status CheckReluGrad(const TensorShape& gradients, const TensorShape& features) 
                                  features.ToString(), " differ");
 }
 
+Status CheckBiasAddReluGrad(const Tensor& gradients, const Tensor& outputs) {
+  TW_RETURN_IF_ERROR(CheckReluGrad(gradients, outputs));
+  return CheckBiasAddGrad(gradients);
+}
+
 Status CheckSoftmax(const Tensor& logits) {
   if (logits.rank() >= 1) return Status::OK();
   return errors::InvalidArgument("Softmax: logits must have rank >= 1, got a scalar");

@@ -25,6 +25,9 @@ Status CheckBiasAddGrad(const Tensor& out_backprop);
 Status CheckReluGrad(const Tensor& gradients, const Tensor& features);
 Status CheckReluGrad(const TensorShape& gradients, const TensorShape& features);
 
+// BiasAddReluGrad's: ReluGrad's, then BiasAddGrad's on the gradients.
+Status CheckBiasAddReluGrad(const Tensor& gradients, const Tensor& outputs);
+
 // "Softmax: logits must have rank >= 1, got a scalar".
 Status CheckSoftmax(const Tensor& logits);
 

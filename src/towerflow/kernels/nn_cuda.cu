@@ -266,8 +266,7 @@ class GpuBiasAddReluGradOp : public GpuOpKernel {
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
     const Tensor& g = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    TW_OP_REQUIRES_OK(ctx, CheckReluGrad(g, y));
-    TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAddReluGrad(g, y));
     Tensor* dz = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, g.shape(), &dz));
     SumColumnsOnGpu<T, true>(ctx, gpu, g, y.data<T>(), dz->data<T>(), 1);

@@ -109,8 +109,7 @@ class BiasAddReluGradOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     const Tensor& g = ctx->input(0);
     const Tensor& y = ctx->input(1);
-    TW_OP_REQUIRES_OK(ctx, CheckReluGrad(g, y));
-    TW_OP_REQUIRES_OK(ctx, CheckBiasAddGrad(g));
+    TW_OP_REQUIRES_OK(ctx, CheckBiasAddReluGrad(g, y));
     Tensor* dz = nullptr;
     // The gradient's buffer may become dz (each element read, then written).
     TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({0}, 0, g.shape(), &dz));
