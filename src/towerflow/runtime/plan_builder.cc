@@ -100,12 +100,14 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
           return placed.status.ok() ? placed.device : nullptr;
         },
         KernelRegistry::Global());
-    // Absorbed nodes run inside their consumer's item.
+    // Absorbed nodes run inside their consumer's item; the groups' ordering
+    // still follows the edges through them.
+    const std::vector<char> step_nodes = needed;
     for (const auto& [consumer, fusion] : fusions) {
       for (const FusedEdge& e : fusion.edges) needed[static_cast<size_t>(e.producer->id())] = 0;
     }
     groups = ChooseGroups(
-        graph_, needed,
+        graph_, needed, step_nodes,
         [&](const Node* n) { return fetched.count(n) > 0 || fusions.count(n->id()) > 0; },
         [&](const Node* n) { return outputs_fetched.count(n) > 0 || fusions.count(n->id()) > 0; },
         [&](const Node* n) -> Device* {

@@ -51,6 +51,7 @@ bool IsStepBump(const Node* n, const PlannedGroup& group, const std::vector<std:
 }  // namespace
 
 std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<char>& needed,
+                                       const std::vector<char>& step_nodes,
                                        const std::function<bool(const Node*)>& excluded,
                                        const std::function<bool(const Node*)>& bump_excluded,
                                        const std::function<Device*(const Node*)>& device_of,
@@ -72,10 +73,10 @@ std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<cha
     defs.push_back(def);
   }
   if (candidates.size() < 2) return {};
-  // The step's edges forward (data and control), among needed nodes.
+  // The step's edges forward (data and control), fused producers included.
   std::vector<std::vector<int>> consumers(static_cast<size_t>(graph.num_nodes()));
   for (int id = 0; id < graph.num_nodes(); ++id) {
-    if (!needed[static_cast<size_t>(id)]) continue;
+    if (!step_nodes[static_cast<size_t>(id)]) continue;
     const Node* n = graph.node(id);
     for (const Output& in : n->inputs()) consumers[static_cast<size_t>(in.node->id())].push_back(id);
     for (const Node* c : n->control_inputs()) consumers[static_cast<size_t>(c->id())].push_back(id);

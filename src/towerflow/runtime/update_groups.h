@@ -39,11 +39,15 @@ struct PlannedGroup {
   bool step_bump = false;            // members.back() is the global step's AssignAdd
 };
 
-// `needed[id]` marks the step's nodes; `excluded` the ones that may not join
-// (fetched, targeted, fused); `bump_excluded` the ones that may not join as a
-// step bump (fetched, fused: a target may); `device_of` where a needed node
-// runs (null when it could not be placed).
+// `needed[id]` marks the step's nodes that get items; `step_nodes[id]` those
+// and the producers absorbed into fusions, whose edges still order the step (a
+// path through one between two members would be a cycle through the group);
+// `excluded` the ones that may not join (fetched, targeted, fused);
+// `bump_excluded` the ones that may not join as a step bump (fetched, fused: a
+// target may); `device_of` where a needed node runs (null when it could not be
+// placed).
 std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<char>& needed,
+                                       const std::vector<char>& step_nodes,
                                        const std::function<bool(const Node*)>& excluded,
                                        const std::function<bool(const Node*)>& bump_excluded,
                                        const std::function<Device*(const Node*)>& device_of,

@@ -260,6 +260,40 @@ TEST(UpdateGroupsTest, OnlyCompatibleUnorderedUnfetchedUpdatesGroup) {
   }
 }
 
+TEST(UpdateGroupsTest, UpdatesOrderedThroughAFusedProducerStayApart) {
+  // b's delta is BiasAdd(MatMul(a's variable after a, w)): a MatMul absorbed
+  // into its BiasAdd (the pair the fake GPU borrows), so the path from a to b
+  // runs through a node without an item of its own. Grouping a and b would
+  // make the group wait for itself.
+  Graph graph;
+  Scope s = Scope(graph).WithDevice("/device:GPU:0");
+  Output alpha = Const(s.WithOpName("alpha"), 0.5f);
+  Output var_a = VariableV2(s.WithOpName("a"), TensorShape{2, 3}, kFloat32);
+  Output var_b = VariableV2(s.WithOpName("b"), TensorShape{2, 3}, kFloat32);
+  Output w = Const(s.WithOpName("w"), Random<float>({3, 3}, 1));
+  Node* init = NoOp(s.WithOpName("init").WithControlDependencies(
+      {Assign(s, var_a, Const(s, Random<float>({2, 3}, 2))), Assign(s, var_b, Const(s, Random<float>({2, 3}, 3)))}));
+  Output update_a = ApplyGradientDescent(s.WithOpName("update_a"), var_a, alpha, Const(s, Random<float>({2, 3}, 4)));
+  Output delta_b = BiasAdd(s.WithOpName("delta_b"), MatMul(s.WithOpName("product"), update_a, w),
+                           Const(s, Random<float>({3}, 5)));
+  Output update_b = ApplyGradientDescent(s.WithOpName("update_b"), var_b, alpha, delta_b);
+  Node* all = NoOp(s.WithOpName("all").WithControlDependencies({update_a, update_b}));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 1, .num_fake_gpus = 1};
+  options.collect_step_stats = true;
+  Session session(graph, options);
+  ASSERT_TRUE(session.Run(init).ok());
+  auto plan = session.impl().GetPlan({}, {}, {all});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_TRUE(Groups(**plan).empty());
+  StepStats stats;
+  auto r = session.Run({}, {}, {all}, &stats);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  bool fused = false;
+  for (const auto& t : stats.nodes) fused |= t.fused_producer != nullptr && t.fused_producer->name() == "product";
+  EXPECT_TRUE(fused) << "the MatMul runs inside its BiasAdd's item";
+}
+
 TEST(UpdateGroupsTest, AMembersErrorNamesIt) {
   Updates u;
   Node* all = NoOp(Scope(u.graph).WithOpName("all").WithControlDependencies({u.a, u.b}));
