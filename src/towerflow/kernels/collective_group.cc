@@ -113,6 +113,14 @@ void CollectiveGroup::Leave(int64_t step, const std::shared_ptr<CollectiveMeetin
 Status CollectiveGroup::CheckLists(const CollectiveMeeting& m) const {
   const CollectiveParticipant& first = m.arrived[0];
   for (const CollectiveParticipant& p : m.arrived) {
+    // One kernel reduces the group: the CPU's through host pointers, a GPU's
+    // over NCCL.
+    if (p.device->device_type() != first.device->device_type()) {
+      return errors::InvalidArgument("CollectiveAllReduce '", name_, "': ", p.node->DebugName(), " is on ",
+                                     p.device->name(), " but ", first.node->DebugName(), " is on ",
+                                     first.device->name(),
+                                     ": the participants of one group must all be on GPUs or all on CPUs");
+    }
     if (p.tensors.size() != first.tensors.size()) {
       return errors::InvalidArgument("CollectiveAllReduce '", name_, "': ", p.node->DebugName(), " on ",
                                      p.device->name(), " reduces ", p.tensors.size(), " tensors but ",

@@ -6,7 +6,8 @@
 //
 // The participants of one step meet in a CollectiveGroup, a session resource
 // named after the shared_name. The last to arrive orders them by device (then
-// node name), checks that they brought the same dtypes and shapes, and runs
+// node name), checks that they are on devices of one type and brought the
+// same dtypes and shapes, and runs
 // the kernel's completion (under the group's lock, while every other
 // participant waits): the CPU kernel allocates the shared outputs there, the
 // GPU kernel queues the all-reduce. A participant waits only for its peers:

@@ -1,7 +1,8 @@
 // CPU kernel of CollectiveAllReduce (graph/ops/collective_ops.h).
 //
-// The participants meet (collective_group.h); the last to arrive allocates
-// the outputs, shared by every participant. Then each participant reduces its
+// The participants meet (collective_group.h: all on devices of one type,
+// virtual CPUs or fake GPUs, which borrow this kernel); the last to arrive
+// allocates the outputs, shared by every participant. Then each participant reduces its
 // own 1/N of the elements of the whole list (all tensors laid end to end) into
 // them, waits until every slice is done, and leaves with them.
 #include <algorithm>
@@ -64,20 +65,6 @@ void ReduceSlice(Meeting& m, bool mean, int64_t begin, int64_t end, ThreadPool* 
   }
 }
 
-// The slices are read and written through host pointers: every participant
-// must run this kernel, on devices of this one's type (virtual CPUs, or fake
-// GPUs, which borrow it; a CUDA GPU participant runs its own, over NCCL).
-Status CheckOneDeviceType(const Meeting& m, OpKernelContext* ctx, const std::string& group) {
-  for (const CollectiveParticipant& p : m.arrived) {
-    if (p.device->device_type() == ctx->device()->device_type()) continue;
-    return errors::InvalidArgument("CollectiveAllReduce '", group, "': ", p.node->DebugName(), " is on ",
-                                   p.device->name(), " but ", ctx->node().DebugName(), " is on ",
-                                   ctx->device()->name(),
-                                   ": the participants of one group must all be on GPUs or all on CPUs");
-  }
-  return Status::OK();
-}
-
 template <typename T>
 class CollectiveAllReduceOp : public OpKernel {
  public:
@@ -99,7 +86,6 @@ class CollectiveAllReduceOp : public OpKernel {
     Allocator* allocator = ctx->device()->allocator();
     auto joined = JoinCollective(ctx, attrs_.shared_name, attrs_.num_devices, std::move(self),
                                  [&](Meeting& m) -> Status {
-                                   TW_RETURN_IF_ERROR(CheckOneDeviceType(m, ctx, attrs_.shared_name));
                                    for (const Tensor& in : m.arrived[0].tensors) {
                                      StatusOr<Tensor> out = Tensor::Allocate(allocator, in.dtype(), in.shape());
                                      if (!out.ok()) {

@@ -14,8 +14,10 @@ bool IsSource(const Node* n, const char* op) {
 }
 
 // Whether `n` is a global step's AssignAdd that may end `group` (the header's
-// rule), given the step's forward edges.
-bool IsStepBump(const Node* n, const PlannedGroup& group, const std::vector<std::vector<int>>& consumers) {
+// rule). Nothing of the group can wait for it: it waits for a member, and a
+// member reached from it would be ordered after that member, which the
+// group's members never are.
+bool IsStepBump(const Node* n, const PlannedGroup& group) {
   if (n->op() != "AssignAdd" || n->num_inputs() != 2 || n->control_inputs().empty()) return false;
   auto t = n->attrs().Get<DataType>("T");
   if (!t.ok() || (*t != kInt32 && *t != kInt64)) return false;
@@ -24,26 +26,8 @@ bool IsStepBump(const Node* n, const PlannedGroup& group, const std::vector<std:
   if (!IsSource(var.node, "VariableV2") || !IsSource(by.node, "Const")) return false;
   if (!var.shape().IsFullyDefined() || var.shape().num_elements() != 1) return false;
   if (!by.shape().IsFullyDefined() || by.shape() != var.shape()) return false;
-  std::vector<char> member(consumers.size(), 0);
-  for (const Node* m : group.members) member[static_cast<size_t>(m->id())] = 1;
   for (const Node* c : n->control_inputs()) {
-    if (!member[static_cast<size_t>(c->id())]) return false;
-  }
-  // Nothing of the group may wait for it (it would wait for itself). A guard:
-  // the members it waits for are unordered with every other member, so no
-  // path can lead from it to one today.
-  std::vector<char> seen(consumers.size(), 0);
-  std::vector<int> stack = {n->id()};
-  while (!stack.empty()) {
-    const int id = stack.back();
-    stack.pop_back();
-    for (int next : consumers[static_cast<size_t>(id)]) {
-      if (member[static_cast<size_t>(next)]) return false;
-      if (!seen[static_cast<size_t>(next)]) {
-        seen[static_cast<size_t>(next)] = 1;
-        stack.push_back(next);
-      }
-    }
+    if (std::find(group.members.begin(), group.members.end(), c) == group.members.end()) return false;
   }
   return true;
 }
@@ -131,7 +115,7 @@ std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<cha
     for (int id = 0; id < graph.num_nodes(); ++id) {
       const Node* n = graph.node(id);
       if (!needed[static_cast<size_t>(id)] || bump_excluded(n) || device_of(n) != group.device) continue;
-      if (!IsStepBump(n, group, consumers)) continue;
+      if (!IsStepBump(n, group)) continue;
       group.members.push_back(n);
       group.step_bump = true;
       break;

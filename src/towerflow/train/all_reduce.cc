@@ -4,9 +4,9 @@
 #include <functional>
 #include <type_traits>
 
+#include "towerflow/core/device_spec.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/collective_ops.h"
-#include "towerflow/core/device_spec.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/train/internal/all_reduce_checks.h"
 #include "towerflow/train/nccl_all_reduce.h"

@@ -55,18 +55,13 @@ class NcclReducerResource final : public ResourceBase {
   NcclAllReducer reducer_;
 };
 
-// Queues the meeting's reduction: every participant on a CUDA GPU, each list
-// reduced in place.
+// Queues the meeting's reduction, each list in place. The meeting checked
+// that every participant is on a GPU, as this one: a CUDA GPU (fake GPUs,
+// which run the CPU kernel, never share a process with CUDA GPUs).
 Status ReduceMeeting(OpKernelContext* ctx, const std::string& group, bool mean, CollectiveMeeting& m) {
   std::vector<GpuDevice*> gpus;
   std::string names;
   for (const CollectiveParticipant& p : m.arrived) {
-    if (p.device->device_type() != kDeviceGpu || p.device->host_memory()) {
-      return errors::InvalidArgument("CollectiveAllReduce '", group, "': ", p.node->DebugName(), " is on ",
-                                     p.device->name(), " but ", ctx->node().DebugName(), " is on ",
-                                     ctx->device()->name(),
-                                     ": the participants of one group must all be on GPUs or all on CPUs");
-    }
     // Participants are Compute's callers: their devices are theirs to use.
     gpus.push_back(static_cast<GpuDevice*>(const_cast<Device*>(p.device)));
     names += (names.empty() ? "" : ",") + p.device->name();
@@ -118,8 +113,9 @@ class GpuCollectiveAllReduceOp final : public GpuOpKernel {
       }
       self.tensors.push_back(*out);
     }
-    auto joined = JoinCollective(ctx, attrs_.shared_name, attrs_.num_devices, std::move(self),
-                                 [&](CollectiveMeeting& m) { return ReduceMeeting(ctx, attrs_.shared_name, attrs_.mean, m); });
+    auto joined = JoinCollective(
+        ctx, attrs_.shared_name, attrs_.num_devices, std::move(self),
+        [&](CollectiveMeeting& m) { return ReduceMeeting(ctx, attrs_.shared_name, attrs_.mean, m); });
     TW_OP_REQUIRES_OK(ctx, joined.status());
     if (!joined->meeting->status.ok()) ctx->SetStatus(joined->meeting->status);
     joined->Leave(ctx->step_id());
