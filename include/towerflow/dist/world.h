@@ -119,6 +119,15 @@ class World {
   Status AllReduce(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op) {
     return AllReduce(tag, dtype, {Piece{data, data, count}}, op);
   }
+  // As AllReduce of `count` elements at `data`, reduced where they are: no
+  // copy into the call's buffer and out of it (a gradient bucket whose
+  // tensors were made end to end in one block: collective_ops.h). `keep`
+  // owns that memory: the call holds it until the collective has returned,
+  // so that a call whose caller timed out (and which may still write there)
+  // never writes freed memory. After an error the caller must not hand the
+  // memory to anything else.
+  virtual Status AllReduceInPlace(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op,
+                                  std::shared_ptr<void> keep) = 0;
   // An all-reduce issued without waiting for it (StartAllReduce).
   class PendingAllReduce {
    public:
@@ -150,6 +159,8 @@ class World {
   // the backward pass was still producing gradients.
   struct GradientStats {
     int64_t rounds = 0;
+    int64_t calls = 0;
+    int64_t in_place_calls = 0;  // of `calls`, those of AllReduceInPlace
     int64_t bytes = 0;
     double seconds = 0;
     double overlapped_seconds = 0;

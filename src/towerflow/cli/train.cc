@@ -195,6 +195,8 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
     AppendJsonNumber(r.allreduce_ms_per_step, "%.3f", &out);
     out += ", \"allreduce_overlap\": ";
     AppendJsonNumber(r.allreduce_overlap, "%.3f", &out);
+    out += ", \"allreduce_in_place\": ";
+    AppendJsonNumber(r.allreduce_in_place, "%.3f", &out);
   }
   if (!r.gpus.empty()) {
     out += ", \"gpus\": [";

@@ -549,11 +549,14 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
     if (stats.rounds > 0) {
       result.allreduce_ms_per_step = stats.seconds / static_cast<double>(stats.rounds) * 1e3;
       result.allreduce_overlap = stats.seconds > 0 ? stats.overlapped_seconds / stats.seconds : 0;
-      char line[160];
+      result.allreduce_in_place =
+          stats.calls > 0 ? static_cast<double>(stats.in_place_calls) / static_cast<double>(stats.calls) : 0;
+      char line[200];
       std::snprintf(line, sizeof(line),
-                    "all-reduce: %.3f ms per step (%.2f MB in %s), %.0f%% of it overlapped with the backward pass",
+                    "all-reduce: %.3f ms per step (%.2f MB in fused buckets, %.0f%% of them in place), %.0f%% of it "
+                    "overlapped with the backward pass",
                     result.allreduce_ms_per_step, static_cast<double>(stats.bytes) / static_cast<double>(stats.rounds) / 1e6,
-                    "fused buckets", 100 * result.allreduce_overlap);
+                    100 * result.allreduce_in_place, 100 * result.allreduce_overlap);
       loop.Message(line);
     }
   }

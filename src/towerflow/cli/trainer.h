@@ -129,6 +129,9 @@ struct TrainResult {
   // the fraction of it that ran while the backward pass was still computing.
   double allreduce_ms_per_step = 0;
   double allreduce_overlap = 0;
+  // The fraction of the gradient buckets' all-reduces made in place, on the
+  // gradients' own block (no pack, no copy out: dist/internal/bucket_buffer.h).
+  double allreduce_in_place = 0;
   // With GPU towers, each tower GPU's physical description, in tower order
   // ("device: 0, name: NVIDIA H200, pci bus id: ..."; Device::physical_description).
   std::vector<std::string> gpus;

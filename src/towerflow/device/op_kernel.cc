@@ -14,10 +14,20 @@ const Tensor& OpKernelContext::input(int i) const {
 
 std::string OpKernelContext::input_name(int i) const { return node().input(i).name(); }
 
+Allocator* OpKernelContext::LentAllocator(int i) const {
+  const std::vector<Allocator*>* lent = params_.output_allocators;
+  if (lent == nullptr || i < 0 || static_cast<size_t>(i) >= lent->size()) return nullptr;
+  return (*lent)[static_cast<size_t>(i)];
+}
+
 Status OpKernelContext::allocate_output(int i, const TensorShape& shape, Tensor** out) {
   Allocator* allocator = this->allocator();
   const std::vector<int>* host = params_.host_memory_outputs;
-  if (host != nullptr && std::find(host->begin(), host->end(), i) != host->end()) allocator = CpuAllocator();
+  if (host != nullptr && std::find(host->begin(), host->end(), i) != host->end()) {
+    allocator = CpuAllocator();
+  } else if (Allocator* lent = LentAllocator(i); lent != nullptr) {
+    allocator = lent;
+  }
   auto t = Tensor::Allocate(allocator, node().output_type(i), shape);
   if (!t.ok()) {
     // The executor prefixes the node's name; this says which allocation failed.
@@ -35,6 +45,7 @@ Status OpKernelContext::forward_input_or_allocate_output(std::initializer_list<i
   const std::vector<int>* host = params_.host_memory_outputs;
   const bool host_output = host != nullptr && std::find(host->begin(), host->end(), i) != host->end();
   Allocator* allocator = host_output ? CpuAllocator() : this->allocator();
+  if (!host_output && LentAllocator(i) != nullptr) return allocate_output(i, shape, out);
   for (int c : candidates) {
     TensorValue& in = (*params_.inputs)[static_cast<size_t>(c)];
     const std::shared_ptr<TensorBuffer>& buffer = in.value.buffer();

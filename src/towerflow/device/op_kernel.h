@@ -88,6 +88,9 @@ class OpKernelContext {
     // Outputs of the context: -1, the node's. An update group's kernel
     // (kernel_registry.h's GroupDef) makes every member's outputs in turn.
     int num_outputs = -1;
+    // Per output, an allocator lent by the output's consumer
+    // (OpKernel::InputAllocator), or null. Null vector: none.
+    const std::vector<Allocator*>* output_allocators = nullptr;
   };
   explicit OpKernelContext(const Params& params);
   const Params& params() const { return params_; }
@@ -123,8 +126,9 @@ class OpKernelContext {
   std::string input_name(int i) const;
 
   // Allocates output i on this device (in host memory for the kernel's host
-  // memory outputs). ResourceExhausted naming node, shape and bytes in use when
-  // memory runs out (also recorded with SetStatus).
+  // memory outputs; from the allocator its consumer lent, if any:
+  // Params::output_allocators). ResourceExhausted naming node, shape and
+  // bytes in use when memory runs out (also recorded with SetStatus).
   Status allocate_output(int i, const TensorShape& shape, Tensor** out);
   // As allocate_output, but reuses the buffer of one of the `candidates`
   // inputs when this kernel holds its only reference (the step's last reader
@@ -132,7 +136,8 @@ class OpKernelContext {
   // or a fetch), it has output i's dtype and `shape`'s element count, and it
   // came from the allocator output i would use. The kernel then writes over
   // that input as it reads it: only for element-wise kernels that read each
-  // input element before writing the same output element. TF's
+  // input element before writing the same output element. An output whose
+  // consumer lent it an allocator is always allocated there. TF's
   // forward_input_or_allocate_output.
   Status forward_input_or_allocate_output(std::initializer_list<int> candidates, int i, const TensorShape& shape,
                                           Tensor** out);
@@ -152,6 +157,9 @@ class OpKernelContext {
   const Status& status() const { return status_; }
 
  private:
+  // Params::output_allocators' entry for output i, or null.
+  Allocator* LentAllocator(int i) const;
+
   Params params_;
   std::vector<TensorValue> outputs_;
   Status status_;
@@ -202,6 +210,22 @@ class OpKernel {
   // buffers and its host-memory inputs (a random kernel with a host-side
   // counter). Kernels that may block never are.
   virtual bool Capturable() const { return !MayBlock(); }
+  // True for kernels that lend the producers of their inputs where to
+  // allocate them (InputAllocator), as TF's scoped allocator does: a gradient
+  // bucket's all-reduce (dist/collective_ops.h) has its gradients made end to
+  // end in one buffer, which it reduces in place instead of packing them into
+  // one and copying the result out. The plan (plan.h's Item::output_sinks)
+  // asks only for inputs its producer makes on the same device.
+  virtual bool LendsInputBuffers() const { return false; }
+  // The allocator input `i`'s producer makes that input with, in the step
+  // about to run it, or null for the producer's own. Asked on the producer's
+  // thread each time it runs; thread-safe. The allocator must outlive every
+  // buffer it hands out, whatever the consumer's lifetime, and serve any
+  // size (a request it did not plan for goes to the device's allocator).
+  virtual Allocator* InputAllocator(int i) {
+    (void)i;
+    return nullptr;
+  }
   const Node& node() const { return node_; }
 
  private:

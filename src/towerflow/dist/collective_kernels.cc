@@ -1,9 +1,15 @@
 // CPU kernels of ProcessAllReduce and ProcessBroadcast (collective_ops.h):
 // pack the input list into one buffer, hand it to the world (world.h), unpack
 // the result into the outputs. Without a world, the inputs pass through.
+// ProcessAllReduce lends its inputs' producers the slots of one block
+// (internal/bucket_buffer.h): once they make its inputs there, the block is
+// reduced in place (World::AllReduceInPlace) and the outputs are the inputs.
 #include <cstring>
+#include <memory>
+#include <vector>
 
 #include "towerflow/device/kernel_registry.h"
+#include "towerflow/dist/internal/bucket_buffer.h"
 #include "towerflow/dist/register.h"
 #include "towerflow/dist/world.h"
 
@@ -30,10 +36,14 @@ class ProcessCollectiveOp : public OpKernel {
     tag_.channel = reduce ? Channel::kGradients : Channel::kControl;
     tag_.bucket = static_cast<int>(bucket);
     tag_.num_buckets = static_cast<int>(num_buckets);
+    // Lending only pays across processes (alone, the inputs pass through).
+    if (reduce && World::Current() != nullptr) lender_ = std::make_unique<internal::BucketLender>(node().name());
   }
 
   bool MayBlock() const override { return true; }
   bool WaitsForPeers() const override { return true; }
+  bool LendsInputBuffers() const override { return lender_ != nullptr; }
+  Allocator* InputAllocator(int i) override { return lender_ != nullptr ? lender_->SlotAllocator(i) : nullptr; }
 
   void Compute(OpKernelContext* ctx) override {
     const int n = ctx->num_inputs();
@@ -43,6 +53,28 @@ class ProcessCollectiveOp : public OpKernel {
       return;
     }
     CollectiveTag tag = tag_;
+    if (reduce_ && lender_ != nullptr) {
+      std::vector<const Tensor*> inputs(static_cast<size_t>(n));
+      std::vector<size_t> sizes(static_cast<size_t>(n));
+      for (int k = 0; k < n; ++k) {
+        inputs[static_cast<size_t>(k)] = &ctx->input(k);
+        sizes[static_cast<size_t>(k)] = ctx->input(k).TotalBytes();
+      }
+      internal::BucketLender::InPlace in_place = lender_->Contiguous(inputs);
+      lender_->Observe(sizes, DataTypeSize(dtype_), ctx->device()->allocator());
+      if (in_place.data != nullptr) {
+        tag.what = StrCat(node().name(), " (", n, " tensors, ", in_place.count * static_cast<int64_t>(DataTypeSize(dtype_)),
+                          " bytes, in place)");
+        Status s = world->AllReduceInPlace(tag, dtype_, in_place.data, in_place.count,
+                                           mean_ ? ReduceOp::kMean : ReduceOp::kSum, in_place.keep);
+        if (!s.ok()) {
+          lender_->Failed(in_place);
+          TW_OP_REQUIRES_OK(ctx, s);
+        }
+        for (int k = 0; k < n; ++k) ctx->set_output(k, ctx->input(k));
+        return;
+      }
+    }
     if (reduce_) {
       // Each output over its input's buffer where this op holds the only
       // reference: the world reads every input before it writes any output.
@@ -84,6 +116,7 @@ class ProcessCollectiveOp : public OpKernel {
   int64_t root_ = 0;
   DataType dtype_ = kFloat32;
   CollectiveTag tag_;
+  std::unique_ptr<internal::BucketLender> lender_;  // ProcessAllReduce in a multi-process job
 };
 
 class ProcessAllReduceOp final : public ProcessCollectiveOp {

@@ -97,6 +97,26 @@ class MpiWorld final : public World {
     return s;
   }
 
+  Status AllReduceInPlace(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op,
+                          std::shared_ptr<void> keep) override {
+    TW_RETURN_IF_ERROR(MpiType(dtype).status());
+    if (count < 0 || count > std::numeric_limits<int>::max()) {
+      return errors::InvalidArgument("all-reduce of ", count, " elements (at most 2^31 - 1)");
+    }
+    auto call = std::make_shared<Call>();
+    call->kind = Kind::kAllReduce;
+    call->tag = tag;
+    call->dtype = dtype;
+    call->op = op;
+    call->count = count;
+    call->bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
+    call->external = static_cast<char*>(data);
+    call->keep = std::move(keep);
+    Status s = Run(call);
+    if (s.ok() && op == ReduceOp::kMean) DivideInPlace(dtype, data, count, size());
+    return s;
+  }
+
   StatusOr<std::unique_ptr<PendingAllReduce>> StartAllReduce(const CollectiveTag& tag, DataType dtype,
                                                              const void* data, int64_t count, ReduceOp op) override {
     auto pending = std::make_unique<Pending>(this);
@@ -407,6 +427,8 @@ class MpiWorld final : public World {
     Clock::time_point last_submit = round_.front()->submitted;
     for (const CallPtr& c : round_) last_submit = std::max(last_submit, c->submitted);
     for (const CallPtr& c : round_) {
+      ++stats_.calls;
+      if (c->external != nullptr) ++stats_.in_place_calls;
       stats_.seconds += std::chrono::duration<double>(c->finished - c->started).count();
       stats_.bytes += static_cast<int64_t>(c->bytes);
       if (last_submit > c->started) {

@@ -21,6 +21,7 @@
 #include "towerflow/dist/mpirun_test_util.h"
 #include "towerflow/dist/sharding.h"
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/runtime/session.h"
 
@@ -221,6 +222,85 @@ TEST(WorldRanks, DISABLED_GraphOps) {
   w.Finalize();
 }
 
+// A gradient bucket made by kernels every step: from the second step its
+// producers make the gradients end to end in the bucket's block, reduced in
+// place (internal/bucket_buffer.h). The same bits on every rank, and as the
+// packed path (the same gradients with another reader, which keeps the
+// kernel from writing over them) for 2 ranks; for 3, within rounding: MPI
+// may add three terms in another order for a call of another length (the
+// block's gaps). World::AllReduceInPlace on its own.
+TEST(WorldRanks, DISABLED_InPlaceBuckets) {
+  auto started = World::Start({.collective_timeout_seconds = 60});
+  ASSERT_TRUE(started.ok()) << started.status().ToString();
+  World& w = **started;
+  const int r = w.rank(), n = w.size();
+
+  {
+    auto block = std::make_shared<std::vector<double>>(1000, r + 0.25);
+    ASSERT_TRUE(w.AllReduceInPlace({.what = "direct"}, kFloat64, block->data(), 1000, ReduceOp::kMean, block).ok());
+    const double expected = (n * (n - 1) / 2.0 + 0.25 * n) / n;
+    EXPECT_DOUBLE_EQ((*block)[999], expected);
+  }
+
+  Graph graph;
+  Scope root(graph);
+  auto x = Placeholder(root.WithOpName("x"), kFloat32, PartialShape({}));
+  // Sizes that leave gaps between the 64-byte aligned slots.
+  const std::vector<TensorShape> shapes = {TensorShape{3}, TensorShape{1001}, TensorShape{17, 5}, TensorShape{16}};
+  std::vector<Output> grads, packed_grads, other_readers;
+  for (size_t k = 0; k < shapes.size(); ++k) {
+    std::vector<float> v(static_cast<size_t>(shapes[k].num_elements()));
+    for (size_t i = 0; i < v.size(); ++i) v[i] = 0.1f * static_cast<float>(r + 1) + 0.01f * static_cast<float>(i % 97 + k);
+    Output c = Const(root, Tensor::FromVector(v, shapes[k]));
+    grads.push_back(Mul(root, c, x));
+    packed_grads.push_back(Mul(root, c, x));
+    other_readers.push_back(Identity(root, packed_grads.back()));
+  }
+  std::vector<Output> in_place = CrossProcessMean(root.NewSubScope("a"), grads);
+  std::vector<Output> packed = CrossProcessMean(root.NewSubScope("b"), packed_grads);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph);
+  const int64_t calls_before = w.gradient_stats().calls, in_place_before = w.gradient_stats().in_place_calls;
+  constexpr int kSteps = 4;
+  for (int step = 0; step < kSteps; ++step) {
+    const FeedList feed = {{x, Tensor::Scalar<float>(1.0f + 0.37f * static_cast<float>(step))}};
+    // One bucket per run: the two means are two calls of bucket 0.
+    auto a = session.Run(feed, in_place, {});
+    ASSERT_TRUE(a.ok()) << a.status().ToString();
+    std::vector<Output> fetch_b = packed;
+    fetch_b.insert(fetch_b.end(), other_readers.begin(), other_readers.end());
+    auto b = session.Run(feed, fetch_b, {});
+    ASSERT_TRUE(b.ok()) << b.status().ToString();
+    std::string bits;
+    for (size_t k = 0; k < shapes.size(); ++k) {
+      const Tensor& ta = (*a)[k];
+      const Tensor& tb = (*b)[k];
+      ASSERT_EQ(ta.shape(), shapes[k]);
+      if (n == 2) {  // a + b: one sum whatever MPI's algorithm
+        ASSERT_EQ(std::memcmp(ta.raw_data(), tb.raw_data(), ta.TotalBytes()), 0) << "gradient " << k << ", step " << step;
+      } else {  // MPI's order of three terms depends on the call's length (the block's gaps count)
+        for (int64_t i = 0; i < ta.NumElements(); ++i) {
+          ASSERT_NEAR(ta.data<float>()[i], tb.data<float>()[i], 1e-6f * std::abs(tb.data<float>()[i]))
+              << "gradient " << k << " element " << i << ", step " << step;
+        }
+      }
+      bits += Bytes(ta.raw_data(), ta.TotalBytes());
+      // The other reader saw this rank's own gradient, not the mean.
+      const Tensor& own = (*b)[shapes.size() + k];
+      EXPECT_NEAR(own.data<float>()[0], (0.1f * static_cast<float>(r + 1) + 0.01f * static_cast<float>(k)) *
+                                            (1.0f + 0.37f * static_cast<float>(step)), 1e-5);
+    }
+    auto all = w.AllGather({}, bits);
+    ASSERT_TRUE(all.ok()) << all.status().ToString();
+    for (int k = 1; k < n; ++k) EXPECT_TRUE((*all)[static_cast<size_t>(k)] == (*all)[0]) << "rank " << k;
+  }
+  const World::GradientStats stats = w.gradient_stats();
+  EXPECT_EQ(stats.calls - calls_before, 2 * kSteps);
+  EXPECT_EQ(stats.in_place_calls - in_place_before, kSteps - 1) << "every step of the first bucket after its first";
+  session.Close();
+  w.Finalize();
+}
+
 // DistributeDataset: each rank reads its part of a dataset through a graph
 // iterator with two GetNext (two towers), each rank shuffling with a seed of
 // its own; every element is read once in the job.
@@ -301,6 +381,14 @@ TEST(WorldMpiTest, RanksReadDisjointPartsOfADistributedDataset) {
   EXPECT_NE(r.output.find("[  PASSED  ] 1 test"), std::string::npos) << r.output;
 }
 
+TEST(WorldMpiTest, BucketsMadeEndToEndAreReducedInPlaceAsWhenPacked) {
+  for (const int np : {2, 3}) {
+    auto r = RunRanks(np, "InPlaceBuckets");
+    EXPECT_EQ(r.exit_code, 0) << np << " ranks: " << r.output;
+    EXPECT_NE(r.output.find("[  PASSED  ] 1 test"), std::string::npos) << r.output;
+  }
+}
+
 TEST(WorldMpiTest, AHungRankIsNamedAndTheJobEndsWithinTheTimeout) {
   auto r = RunRanks(3, "Timeout", 60);
   EXPECT_NE(r.exit_code, 0) << r.output;
@@ -340,6 +428,9 @@ void ExpectTheDivisionsBits(uint64_t seed) {
     std::memcpy(c.buffer.get(), sums.data(), c.bytes);
     std::vector<T> out(sums.size());
     internal::CopyResult(c, ranks, {World::Piece{nullptr, out.data(), static_cast<int64_t>(out.size())}});
+    // In place (a bucket reduced in its own block): the same bits.
+    std::vector<T> in_place = sums;
+    internal::DivideInPlace(c.dtype, in_place.data(), static_cast<int64_t>(in_place.size()), ranks);
     // Read back through a volatile: the compiler may not turn the expected
     // division by a known power of two into the multiplication under test.
     volatile T opaque = static_cast<T>(ranks);
@@ -348,10 +439,13 @@ void ExpectTheDivisionsBits(uint64_t seed) {
       const T expected = sums[i] / divisor;
       if (std::isnan(expected)) {
         ASSERT_TRUE(std::isnan(out[i])) << i;
+        ASSERT_TRUE(std::isnan(in_place[i])) << i;
         continue;
       }
       ASSERT_EQ(std::memcmp(&out[i], &expected, sizeof(T)), 0)
           << sums[i] << " / " << ranks << ": " << out[i] << " != " << expected;
+      ASSERT_EQ(std::memcmp(&in_place[i], &expected, sizeof(T)), 0)
+          << sums[i] << " / " << ranks << " in place: " << in_place[i] << " != " << expected;
     }
   }
 }

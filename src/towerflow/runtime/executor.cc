@@ -409,6 +409,15 @@ class StepState {
     params.may_wait = may_wait;
     if ((item.fused != nullptr && item.fused->group) || item.region != nullptr) params.num_outputs = item.NumOutputs();
     if (arena_ != nullptr) params.allocator = arena_->ItemAllocator(id);
+    std::vector<Allocator*> lent;
+    if (!item.output_sinks.empty()) {
+      lent.assign(static_cast<size_t>(item.NumOutputs()), nullptr);
+      for (const ExecutorPlan::Item::OutputSink& sink : item.output_sinks) {
+        lent[static_cast<size_t>(sink.output)] =
+            plan_.items[static_cast<size_t>(sink.consumer)].kernel->InputAllocator(sink.input);
+      }
+      params.output_allocators = &lent;
+    }
     OpKernelContext ctx(params);
     const bool sample = item.kernel->IsExpensive() && plan_.costs != nullptr && plan_.costs->Sample(static_cast<size_t>(id));
     const bool timed = collect_stats_ || sample;

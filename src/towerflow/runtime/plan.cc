@@ -56,6 +56,41 @@ void CountEntryUses(ExecutorPlan* plan) {
   }
 }
 
+void AddOutputSinks(ExecutorPlan* plan) {
+  // The node item and output that writes each entry.
+  std::vector<std::pair<int, int>> writer(static_cast<size_t>(plan->num_entries), {-1, -1});
+  for (size_t p = 0; p < plan->items.size(); ++p) {
+    ExecutorPlan::Item& item = plan->items[p];
+    item.output_sinks.clear();
+    if (item.kernel == nullptr || item.is_transfer() || item.resolved || item.absorbed || item.region != nullptr) {
+      continue;
+    }
+    for (int o = 0; o < item.NumOutputs(); ++o) {
+      const int entry = item.OutputEntry(o);
+      if (entry >= 0 && entry < plan->num_entries) writer[static_cast<size_t>(entry)] = {static_cast<int>(p), o};
+    }
+  }
+  for (size_t c = 0; c < plan->items.size(); ++c) {
+    const ExecutorPlan::Item& consumer = plan->items[c];
+    if (consumer.kernel == nullptr || consumer.absorbed || consumer.region != nullptr ||
+        !consumer.kernel->LendsInputBuffers()) {
+      continue;
+    }
+    for (size_t i = 0; i < consumer.inputs.size(); ++i) {
+      const ExecutorPlan::Input& in = consumer.inputs[i];
+      if (in.entry < 0 || in.is_ref) continue;
+      const auto [p, o] = writer[static_cast<size_t>(in.entry)];
+      if (p < 0) continue;
+      ExecutorPlan::Item& producer = plan->items[static_cast<size_t>(p)];
+      if (producer.device != consumer.device ||
+          OutputInHostMemory(producer, o) != InputInHostMemory(consumer, static_cast<int>(i))) {
+        continue;
+      }
+      producer.output_sinks.push_back({o, static_cast<int>(c), static_cast<int>(i)});
+    }
+  }
+}
+
 bool OutputInHostMemory(const ExecutorPlan::Item& item, int o) {
   return item.device->host_memory() || (item.kernel_def != nullptr && item.kernel_def->HostMemoryOutput(o));
 }

@@ -95,6 +95,16 @@ struct ExecutorPlan {
     };
     std::shared_ptr<const Region> region;
     bool absorbed = false;
+    // Outputs of this node item read by a kernel that lends its inputs'
+    // allocators (OpKernel::LendsInputBuffers) on the same device: output
+    // `output` is input `input` of item `consumer`, whose kernel's
+    // InputAllocator(input) it is allocated from (AddOutputSinks).
+    struct OutputSink {
+      int output = 0;
+      int consumer = 0;
+      int input = 0;
+    };
+    std::vector<OutputSink> output_sinks;
     // The entry that output `o` is written to.
     int OutputEntry(int o) const {
       return region != nullptr ? region->outputs[static_cast<size_t>(o)] : entry_base + o;
@@ -178,6 +188,12 @@ struct ExecutorPlan {
 // Fills plan->entry_uses from the items' inputs and the fetches. Call once
 // the plan's items, transfers and fetches are final.
 void CountEntryUses(ExecutorPlan* plan);
+
+// Fills each node item's output_sinks: its outputs that a lending kernel
+// (OpKernel::LendsInputBuffers) reads as a value on the same device. Items
+// run by a step graph, resolved items and transfers lend and borrow nothing.
+// Call once the plan's items are final.
+void AddOutputSinks(ExecutorPlan* plan);
 
 // Whether output `o` of a node item is in host memory (its device's memory is
 // host memory, or its kernel keeps that output on the host:

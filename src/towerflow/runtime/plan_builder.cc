@@ -265,6 +265,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
   }
   plan->costs = std::make_shared<ExecutorPlan::Costs>(plan->items.size());
   CountEntryUses(plan.get());
+  AddOutputSinks(plan.get());
   if (options_.arena != PlanOptions::Arena::kOff) {
     plan->arena = std::make_shared<ArenaPool>(plan.get(), options_.arena == PlanOptions::Arena::kDeviceMemory);
     if (!plan->arena->serves_any()) plan->arena.reset();

@@ -29,9 +29,10 @@ enum class Kind { kAllReduce, kBroadcast, kAllGather, kTask };
 
 // One collective call. Shared by the caller and the channel thread: a caller
 // that times out leaves, and the call lives on until MPI returns, if ever. MPI
-// works on the call's own buffer, never on the caller's memory: the caller
-// fills it before submitting the call and reads the result once the call is
-// done; the channel thread uses it in between.
+// works on the call's own buffer, or on memory the call holds (`keep`), never
+// on memory the caller may free: the caller fills it before submitting the
+// call and reads the result once the call is done; the channel thread uses
+// it in between.
 struct Call {
   Kind kind = Kind::kAllReduce;
   CollectiveTag tag;
@@ -43,6 +44,11 @@ struct Call {
   std::unique_ptr<char[]> buffer;  // `capacity` bytes, the first `bytes` in use; none for 0 bytes
   size_t capacity = 0;
   size_t bytes = 0;
+  // An in-place all-reduce (World::AllReduceInPlace): MPI works on the
+  // caller's `bytes` at `external`, whose memory `keep` holds, not on `buffer`.
+  char* external = nullptr;
+  std::shared_ptr<void> keep;
+  char* data() const { return external != nullptr ? external : buffer.get(); }
   std::vector<std::string> gathered;
   std::function<Status()> work;  // kTask
   std::chrono::steady_clock::time_point submitted, started, finished;
@@ -67,6 +73,9 @@ void CopyPieces(Call& c, const std::vector<World::Piece>& pieces);
 // element divided by `size` as it is written: the same division of the same
 // bits on every rank.
 void CopyResult(const Call& c, int size, const std::vector<World::Piece>& pieces);
+// `count` elements of `dtype` at `data` divided by `size` where they are: the
+// same bits as CopyResult's division.
+void DivideInPlace(DataType dtype, void* data, int64_t count, int size);
 
 }  // namespace tw::dist::internal
 

@@ -41,6 +41,19 @@ void CopyResultAs(const Call& c, int n, const std::vector<World::Piece>& pieces)
   }
 }
 
+template <typename T>
+void DivideInPlaceAs(T* data, int64_t count, int n) {
+  const T divisor = static_cast<T>(n);
+  if constexpr (std::is_floating_point_v<T>) {
+    if ((n & (n - 1)) == 0) {  // as Divided: the exact inverse, the same bits
+      const T inverse = T(1) / divisor;
+      for (int64_t i = 0; i < count; ++i) data[i] *= inverse;
+      return;
+    }
+  }
+  for (int64_t i = 0; i < count; ++i) data[i] = static_cast<T>(data[i] / divisor);
+}
+
 }  // namespace
 
 Status MpiStatus(const char* call, int rc) {
@@ -68,7 +81,7 @@ StatusOr<MPI_Datatype> MpiType(DataType t) {
 }
 
 Status RunCollective(MPI_Comm comm, int size, Call& c) {
-  char* buffer = c.buffer.get();
+  char* buffer = c.data();
   if (c.kind == Kind::kTask) return c.work();  // ranks of one process too
   if (size == 1) return Status::OK();
   switch (c.kind) {
@@ -88,6 +101,7 @@ Status RunCollective(MPI_Comm comm, int size, Call& c) {
             // The request may still write into the buffer: it is left to
             // MPI, never reused nor freed.
             (void)c.buffer.release();
+            if (c.keep != nullptr) (void)new std::shared_ptr<void>(std::move(c.keep));
             return s;
           }
           if (finished) return Status::OK();
@@ -152,6 +166,22 @@ void CopyResult(const Call& c, int size, const std::vector<World::Piece>& pieces
       return CopyResultAs<int32_t>(c, n, pieces);
     case kInt64:
       return CopyResultAs<int64_t>(c, n, pieces);
+    default:  // MpiType refused it before the call was made
+      return;
+  }
+}
+
+void DivideInPlace(DataType dtype, void* data, int64_t count, int size) {
+  if (size == 1 || count <= 0) return;  // x / 1 == x
+  switch (dtype) {
+    case kFloat32:
+      return DivideInPlaceAs(static_cast<float*>(data), count, size);
+    case kFloat64:
+      return DivideInPlaceAs(static_cast<double*>(data), count, size);
+    case kInt32:
+      return DivideInPlaceAs(static_cast<int32_t*>(data), count, size);
+    case kInt64:
+      return DivideInPlaceAs(static_cast<int64_t*>(data), count, size);
     default:  // MpiType refused it before the call was made
       return;
   }
