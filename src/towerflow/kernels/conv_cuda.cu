@@ -38,8 +38,14 @@
 // cudnnConvolutionBiasActivationForward (runtime/fusion.h; the CPU twin is
 // conv_kernels.cc's FusedConv2DOp): the bias and the ReLU applied while each
 // output tile is in registers, where the unfused step wrote the convolution's
-// output and read it back twice. Inputs (input, filter, bias); NaN propagates,
-// as BiasAddRelu's kernel does. Conv2D -> BiasAdd is not fused: cuDNN runs an
+// output and read it back twice. Inputs (input, filter, bias). The fused
+// call supports a ReLU that does not propagate NaN only (CUDNN_NOT_PROPAGATE_NAN,
+// as TF and ONNX Runtime set it): a NaN sum may come out 0 where BiasAddRelu's
+// kernel keeps it, as with the dense layers' cuBLASLt epilogue
+// (matmul_epilogue_cuda.cu); a step that makes NaNs still shows them in its
+// loss. Where cuDNN refuses the fused call for every algorithm (not
+// supported, or a bad parameter for its engines), the convolution and a bias
+// + ReLU kernel run apart. Conv2D -> BiasAdd is not fused: cuDNN runs an
 // identity activation with one algorithm only.
 //
 // The descriptors, plans and the heuristic query are cuDNN's side of it:
@@ -206,15 +212,26 @@ class ConvGpuKernelBase : public GpuOpKernel {
     plan->timed = true;
     size_t bytes = 0;
     for (const Candidate& c : plan->candidates) bytes = std::max(bytes, c.workspace_bytes);
+    // Timing is an optimisation: where it cannot run (no memory for the
+    // largest workspace, cuDNN's search refusing), the heuristic order stays.
     Tensor workspace;
     if (bytes > 0) {
-      TW_RETURN_IF_ERROR(ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(bytes)}, &workspace));
+      if (Status s = ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(bytes)}, &workspace); !s.ok()) {
+        TW_LOG(WARNING) << node().name() << ": cuDNN's algorithms not timed, in cuDNN's heuristic order: "
+                        << s.ToString();
+        return Status::OK();
+      }
     }
     TW_CUDNN_RETURN_IF_ERROR(
         cudnnSetConvolutionMathType(plan->conv.d, gpu.allow_tf32() ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
     std::vector<Perf> perf(kMaxTimedAlgorithms);
     int returned = 0;
-    TW_CUDNN_RETURN_IF_ERROR(find(static_cast<int>(perf.size()), &returned, perf.data(), workspace.raw_data(), bytes));
+    if (const cudnnStatus_t found = find(static_cast<int>(perf.size()), &returned, perf.data(), workspace.raw_data(), bytes);
+        found != CUDNN_STATUS_SUCCESS) {
+      TW_LOG(WARNING) << node().name() << ": cuDNN's algorithms not timed (" << cudnnGetErrorString(found)
+                      << "), in cuDNN's heuristic order";
+      return Status::OK();
+    }
     perf.resize(static_cast<size_t>(std::clamp(returned, 0, static_cast<int>(perf.size()))));
     if (dir_ != Direction::kForward) {
       std::stable_partition(perf.begin(), perf.end(),
@@ -238,9 +255,11 @@ class ConvGpuKernelBase : public GpuOpKernel {
   // Runs call(algo, workspace, bytes) for the plan's first candidate cuDNN
   // accepts. REQUIRES: the device's cuDNN lease is held (it guards plan->next
   // and the descriptor's math type).
+  // `fused`: the fused call, which a bad parameter (a combination its
+  // engines do not take) also refuses.
   template <typename Call>
   Status RunPlan(OpKernelContext* ctx, ConvPlan* plan, const ConvGeometry& g, const char* call_name,
-                 Call&& call) {
+                 Call&& call, bool fused = false) {
     cudnnStatus_t last = CUDNN_STATUS_NOT_SUPPORTED;
     for (; plan->next < plan->candidates.size(); ++plan->next) {
       const Candidate& c = plan->candidates[plan->next];
@@ -251,7 +270,8 @@ class ConvGpuKernelBase : public GpuOpKernel {
             ctx->allocate_temp(kUInt8, TensorShape{static_cast<int64_t>(c.workspace_bytes)}, &workspace));
       }
       last = call(c.algo, workspace.raw_data(), c.workspace_bytes);
-      if (!NotSupported(last)) return CudnnStatus(last, call_name, __FILE__, __LINE__);
+      const bool refused = NotSupported(last) || (fused && CUDNN_STATUS_CATEGORY(last) == CUDNN_STATUS_BAD_PARAM);
+      if (!refused) return CudnnStatus(last, call_name, __FILE__, __LINE__);
     }
     return errors::Internal(node().op(), ": cuDNN has no algorithm for input ", g.input_shape().ToString(),
                             ", filter ", g.filter_shape().ToString(), ", strides ",
@@ -326,7 +346,7 @@ class Conv2DGpuOp : public ConvGpuKernelBase {
                                                           static_cast<int>(g.o), 1, 1));
       TW_CUDNN_RETURN_IF_ERROR(cudnnCreateActivationDescriptor(&plan->relu.d));
       TW_CUDNN_RETURN_IF_ERROR(
-          cudnnSetActivationDescriptor(plan->relu.d, CUDNN_ACTIVATION_RELU, CUDNN_PROPAGATE_NAN, 0.0));
+          cudnnSetActivationDescriptor(plan->relu.d, CUDNN_ACTIVATION_RELU, CUDNN_NOT_PROPAGATE_NAN, 0.0));
     }
     float* y = out->data<float>();
     TW_RETURN_IF_ERROR(TimeCandidates<cudnnConvolutionFwdAlgoPerf_t>(
@@ -349,7 +369,7 @@ class Conv2DGpuOp : public ConvGpuKernelBase {
             lease.get(), &one, plan->x.d, x, plan->w.d, w.data<float>(), plan->conv.d,
             static_cast<cudnnConvolutionFwdAlgo_t>(algo), ws, bytes, &zero, plan->y.d, y, plan->bias.d, bias,
             plan->relu.d, plan->y.d, y);
-      });
+      }, /*fused=*/true);
       if (plan->next < plan->candidates.size()) return fused;  // ran, or failed otherwise than "not supported"
       // Every candidate refused the fused call (an engine without it for
       // this shape): from now on the convolution, then the bias and ReLU.

@@ -14,7 +14,9 @@
 // per column of ours. An empty sum (k = 0) gives the bias, rectified for
 // BiasAddRelu, without a GEMM. One difference from the unfused pair: the
 // epilogue's ReLU may turn a NaN into 0 where BiasAddRelu keeps it (a NaN
-// weight still reaches the loss: the next layer multiplies by it).
+// weight still reaches the loss: the next layer multiplies by it). A shape
+// for which cuBLASLt offers no algorithm with the epilogue runs as a plain
+// cuBLASLt GEMM and a bias (+ ReLU) kernel, with one warning.
 //
 // Per shape, and per alignment of the three matrices' pointers, the kernel
 // keeps the matrix layouts and the algorithm cuBLASLt's heuristic picks for
@@ -61,6 +63,16 @@ __global__ void BroadcastBiasKernel(const float* __restrict__ b, float* __restri
   }
 }
 
+// o[i] = o[i] + b[i % n], rectified with kRelu (NaN kept): the bias of a GEMM
+// whose epilogue cuBLASLt could not take, as the BiasAdd / BiasAddRelu kernels.
+template <bool kRelu>
+__global__ void AddBiasKernel(const float* __restrict__ b, float* __restrict__ o, int64_t count, int64_t n) {
+  for (int64_t i = GridThreadIndex(); i < count; i += GridThreadCount()) {
+    const float s = o[i] + b[i % n];
+    o[i] = kRelu && s < 0.0f ? 0.0f : s;
+  }
+}
+
 // The largest power of two up to 256 that divides p's address.
 uint32_t Alignment(const void* p) {
   const uintptr_t v = reinterpret_cast<uintptr_t>(p);
@@ -88,6 +100,9 @@ struct LtPlan {
   Layout a, b, d;  // cuBLASLt's A (our b), B (our a), C = D
   cublasLtMatmulAlgo_t algo{};
   size_t workspace_bytes = 0;
+  // cuBLASLt offered no algorithm with the bias epilogue for this shape:
+  // `algo` is a plain GEMM's, and a kernel adds the bias after it.
+  bool epilogue_apart = false;
 };
 
 class MatMulBiasGpuOp : public GpuOpKernel {
@@ -120,14 +135,16 @@ class MatMulBiasGpuOp : public GpuOpKernel {
   }
 
  private:
-  // A new operation descriptor for this call.
+  // A new operation descriptor for this call: with the bias epilogue, or
+  // (`bias` null) a plain GEMM.
   Status Operation(const GpuDevice& gpu, const float* bias, OperationDesc* op) const {
     const cublasComputeType_t compute = gpu.allow_tf32() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
     TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescCreate(&op->h, compute, CUDA_R_32F));
     const cublasOperation_t op_a = tb_ ? CUBLAS_OP_T : CUBLAS_OP_N, op_b = ta_ ? CUBLAS_OP_T : CUBLAS_OP_N;
-    const cublasLtEpilogue_t epilogue = relu_ ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op->h, CUBLASLT_MATMUL_DESC_TRANSA, &op_a, sizeof(op_a)));
     TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulDescSetAttribute(op->h, CUBLASLT_MATMUL_DESC_TRANSB, &op_b, sizeof(op_b)));
+    if (bias == nullptr) return Status::OK();  // CUBLASLT_EPILOGUE_DEFAULT
+    const cublasLtEpilogue_t epilogue = relu_ ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
     TW_CUBLAS_RETURN_IF_ERROR(
         cublasLtMatmulDescSetAttribute(op->h, CUBLASLT_MATMUL_DESC_EPILOGUE, &epilogue, sizeof(epilogue)));
     TW_CUBLAS_RETURN_IF_ERROR(
@@ -164,14 +181,27 @@ class MatMulBiasGpuOp : public GpuOpKernel {
                                       std::pair{CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, align_d}}) {
       TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulPreferenceSetAttribute(pref.h, attr, &align, sizeof(align)));
     }
+    // cuBLASLt says "none" either by its status (NOT_SUPPORTED) or by no result.
     cublasLtMatmulHeuristicResult_t result{};
-    int returned = 0;
-    TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmulAlgoGetHeuristic(gpu.cublas_lt(), op.h, plan->a.h, plan->b.h, plan->d.h,
-                                                             plan->d.h, pref.h, 1, &result, &returned));
-    if (returned < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
-      return errors::Internal(node().op(), "+", relu_ ? "BiasAddRelu" : "BiasAdd",
-                              ": cuBLASLt has no algorithm for [", m, ",", n, "] = ", a.shape().ToString(), " x ",
-                              b.shape().ToString(), " with a bias epilogue");
+    auto heuristic = [&](const OperationDesc& desc) {
+      int returned = 0;
+      const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(gpu.cublas_lt(), desc.h, plan->a.h, plan->b.h,
+                                                               plan->d.h, plan->d.h, pref.h, 1, &result, &returned);
+      return st == CUBLAS_STATUS_SUCCESS && returned >= 1 && result.state == CUBLAS_STATUS_SUCCESS;
+    };
+    if (!heuristic(op)) {
+      // A shape the epilogue's kernels do not cover: a plain GEMM, then the
+      // bias kernel (the pair's results, one kernel more).
+      OperationDesc plain;
+      TW_RETURN_IF_ERROR(Operation(gpu, nullptr, &plain));
+      if (!heuristic(plain)) {
+        return errors::Internal(node().op(), "+", relu_ ? "BiasAddRelu" : "BiasAdd",
+                                ": cuBLASLt has no algorithm for [", m, ",", n, "] = ", a.shape().ToString(), " x ",
+                                b.shape().ToString(), ", with or without a bias epilogue");
+      }
+      TW_LOG(WARNING) << node().name() << ": cuBLASLt has no bias epilogue for [" << m << "," << n << "] = "
+                      << a.shape().ToString() << " x " << b.shape().ToString() << ": the bias runs after the GEMM";
+      plan->epilogue_apart = true;
     }
     plan->algo = result.algo;
     plan->workspace_bytes = result.workspaceSize;
@@ -182,9 +212,12 @@ class MatMulBiasGpuOp : public GpuOpKernel {
 
   Status Run(OpKernelContext* ctx, const GpuDevice& gpu, const Tensor& a, const Tensor& b, const Tensor& bias,
              int64_t m, int64_t n, float* d) {
-    OperationDesc op;
-    TW_RETURN_IF_ERROR(Operation(gpu, bias.data<float>(), &op));
-    TW_ASSIGN_OR_RETURN(const LtPlan* plan, PlanFor(gpu, op, a, b, d, m, n));
+    OperationDesc fused;
+    TW_RETURN_IF_ERROR(Operation(gpu, bias.data<float>(), &fused));
+    TW_ASSIGN_OR_RETURN(const LtPlan* plan, PlanFor(gpu, fused, a, b, d, m, n));
+    OperationDesc plain;
+    if (plan->epilogue_apart) TW_RETURN_IF_ERROR(Operation(gpu, nullptr, &plain));
+    const OperationDesc& op = plan->epilogue_apart ? plain : fused;
     // cublasLtMatmul wants its workspace 256-byte aligned; a step arena's
     // buffers are 64-byte aligned: 255 bytes more, and the pointer rounded up.
     Tensor workspace;
@@ -198,7 +231,9 @@ class MatMulBiasGpuOp : public GpuOpKernel {
     TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(gpu.cublas_lt(), op.h, &one, b.data<float>(), plan->a.h,
                                              a.data<float>(), plan->b.h, &zero, d, plan->d.h, d, plan->d.h,
                                              &plan->algo, ws, plan->workspace_bytes, gpu.stream()));
-    return Status::OK();
+    if (!plan->epilogue_apart) return Status::OK();
+    return relu_ ? LaunchGridStride(gpu, m * n, AddBiasKernel<true>, bias.data<float>(), d, m * n, n)
+                 : LaunchGridStride(gpu, m * n, AddBiasKernel<false>, bias.data<float>(), d, m * n, n);
   }
 
   const bool relu_;

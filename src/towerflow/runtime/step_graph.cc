@@ -80,7 +80,8 @@ void StepGraphKernel::Compute(OpKernelContext* ctx) {
     switch (CheckReplay(ctx, &why)) {
       case Check::kReplay:
         shape_changes_in_a_row_ = 0;
-        return Replay(ctx);
+        if (Replay(ctx)) return;
+        return RunEager(ctx);  // the graph failed to run and is off
       case Check::kShapes:
         ++stats_.shape_changes;
         if (++shape_changes_in_a_row_ >= kMaxShapeChanges) {
@@ -154,9 +155,8 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
     graph_inputs_[k].value = std::move(t).value();
   }
   if (Status copied = CopyInputs(ctx); !copied.ok()) {
-    DropCapture();
-    ctx->SetStatus(copied);
-    return true;
+    TurnOff("copying its inputs failed: " + copied.ToString());
+    return false;
   }
   memory_ = CaptureMemory::Create(device->allocator(), sizes_);
   if (memory_ == nullptr) {
@@ -190,9 +190,10 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
       return false;
     }
     if (Status launched = work_->Launch(); !launched.ok()) {
-      DropCapture();
-      ctx->SetStatus(launched.WithContext("launching the " + name_));
-      return true;
+      // Nothing of this step ran: it runs kernel by kernel, as every later
+      // one (a graph that failed once would fail each step).
+      TurnOff("launching it failed: " + launched.ToString());
+      return false;
     }
   } else {
     // A device that cannot record runs the members now, over the graph's
@@ -217,12 +218,25 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
   ++stats_.captures;
   if (recapture) ++stats_.recaptures;
   stats_.graph_bytes = input_bytes + static_cast<int64_t>(memory_->bytes());
-  // The buffers of the graph's memory that slots hold, and by how many slots.
+  // The buffers the next replay writes that slots hold, and by how many
+  // holders: the graph's memory, and the input buffers it copies each step
+  // into (a pass-through member, such as Identity or Reshape, outputs one),
+  // each also held by graph_inputs_. One held by anything else (a queue, a fetch still alive)
+  // makes the step run kernel by kernel.
+  std::map<const TensorBuffer*, long> input_holders;  // the inputs CopyInputs writes
+  for (size_t k = 0; k < graph_inputs_.size(); ++k) {
+    const Tensor& in = graph_inputs_[k].value;
+    if (spec_.input_constant[k] || spec_.input_host_memory[k] || in.buffer() == nullptr) continue;
+    ++input_holders[in.buffer().get()];
+  }
   std::map<const TensorBuffer*, std::pair<int, long>> uses;
   for (size_t i = 0; i < slots_.size(); ++i) {
     const TensorValue& v = slots_[i];
-    if (v.is_ref() || !v.value.buffer() || !memory_->Owns(v.value.raw_data())) continue;
-    auto [it, added] = uses.emplace(v.value.buffer().get(), std::make_pair(static_cast<int>(i), 0L));
+    if (v.is_ref() || !v.value.buffer()) continue;
+    const auto input = input_holders.find(v.value.buffer().get());
+    if (input == input_holders.end() && !memory_->Owns(v.value.raw_data())) continue;
+    const long others = input != input_holders.end() ? input->second : 0;
+    auto [it, added] = uses.emplace(v.value.buffer().get(), std::make_pair(static_cast<int>(i), others));
     ++it->second.second;
   }
   expected_uses_.clear();
@@ -261,25 +275,34 @@ Status StepGraphKernel::CopyInputs(OpKernelContext* ctx) {
   return Status::OK();
 }
 
-void StepGraphKernel::Replay(OpKernelContext* ctx) {
-  Status s = CopyInputs(ctx);
-  if (s.ok() && work_ != nullptr) {
-    s = work_->Launch();
-  } else if (s.ok()) {
+bool StepGraphKernel::Replay(OpKernelContext* ctx) {
+  if (Status copied = CopyInputs(ctx); !copied.ok()) {
+    TurnOff("copying its inputs failed: " + copied.ToString());
+    return false;
+  }
+  if (work_ != nullptr) {
+    if (Status launched = work_->Launch(); !launched.ok()) {
+      // As in Capture: this step and the later ones run kernel by kernel.
+      TurnOff("replaying it failed: " + launched.ToString());
+      return false;
+    }
+  } else {
     memory_->Rewind();
-    s = RunMembers(ctx, graph_inputs_, memory_, &slots_);
-    if (s.ok() && !memory_->exact()) {
+    Status s = RunMembers(ctx, graph_inputs_, memory_, &slots_);
+    if (!s.ok()) {  // a kernel's own error (its inputs): the step fails, the graph stays
+      DropCapture();
+      ctx->SetStatus(s.WithContext("replaying the " + name_));
+      return true;
+    }
+    if (!memory_->exact()) {
       SetOutputs(ctx, slots_);
       TurnOff("its kernels allocate differently from run to run");
-      return;
+      return true;
     }
-  }
-  if (!s.ok()) {
-    DropCapture();
-    return ctx->SetStatus(s.WithContext("replaying the " + name_));
   }
   ++stats_.replays;
   SetOutputs(ctx, slots_);
+  return true;
 }
 
 void StepGraphKernel::DropCapture() {

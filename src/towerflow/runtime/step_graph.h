@@ -112,7 +112,9 @@ class StepGraphKernel : public OpKernel {
   // Records the members (and runs this step's work); false when the graph
   // went off instead and the step still has to run.
   bool Capture(OpKernelContext* ctx);
-  void Replay(OpKernelContext* ctx);
+  // Replays the graph; false when it failed to run and went off instead,
+  // and the step still has to run.
+  bool Replay(OpKernelContext* ctx);
   // Whether a replay can serve this step, or the check that failed (`why`).
   enum class Check { kReplay, kShapes, kMoved, kHeld };
   Check CheckReplay(OpKernelContext* ctx, std::string* why) const;
