@@ -289,6 +289,9 @@ class Loop {
   void Finish(const TrainResult& result) {
     if (chief_ && result.steps > 0) progress_.Finish(State(result, result.examples_per_sec));
   }
+  // The input's autotune choices last reported above the progress bar.
+  const std::string& reported_input_autotune() const { return input_autotune_; }
+
   void Message(const std::string& line) {
     if (chief_) progress_.Message(line);
   }
@@ -540,7 +543,10 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   if (!joined.ok()) status = joined;
   if (result.interrupted && (errors::IsCancelled(status) || errors::IsOutOfRange(status) || errors::IsAborted(status))) status = Status::OK();
   result.input_autotune = InputAutotune(session, g.input);
-  if (!result.input_autotune.empty()) loop.Message("input autotune: " + result.input_autotune);
+  // The final choices, unless the line above the bar already says them.
+  if (!result.input_autotune.empty() && result.input_autotune != loop.reported_input_autotune()) {
+    loop.Message("input autotune: " + result.input_autotune);
+  }
   loop.Finish(result);
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
   if (world != nullptr) {

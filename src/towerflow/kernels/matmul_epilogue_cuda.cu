@@ -22,7 +22,7 @@
 // keeps the matrix layouts and the algorithm cuBLASLt's heuristic picks for
 // them (host calls, once): the heuristic assumes 256-byte aligned buffers
 // unless told, and a step arena's tensors are 64-byte aligned, so it is told
-// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES). The operation descriptor,
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, at most 64). The operation descriptor,
 // which carries the bias pointer, is made per call, so that threads running
 // the kernel at once never share it. The workspace (up to kWorkspaceBytes)
 // comes from allocate_temp on the compute stream. Precision as MatMul's:
@@ -73,10 +73,16 @@ __global__ void AddBiasKernel(const float* __restrict__ b, float* __restrict__ o
   }
 }
 
-// The largest power of two up to 256 that divides p's address.
+// The largest power of two up to kTensorAlignment (64) that divides p's
+// address: every tensor's buffer is at least that aligned (the pool's are
+// 256-byte aligned, a step arena's 64), so a layer's plan is the same
+// whichever of them its buffers come from. A plan keyed by the finer
+// alignment could pick another algorithm, and another workspace size, when a
+// warm-up step's buffers move from the pool to the arena, and a step graph
+// recording allocations that differ from run to run turns itself off.
 uint32_t Alignment(const void* p) {
   const uintptr_t v = reinterpret_cast<uintptr_t>(p);
-  uint32_t a = 256;
+  uint32_t a = static_cast<uint32_t>(kTensorAlignment);
   while (a > 1 && v % a != 0) a /= 2;
   return a;
 }

@@ -100,9 +100,20 @@ void* GpuAllocator::AllocateOn(size_t bytes, cudaStream_t stream) {
   cudaError_t err = device.error();
   void* ptr = nullptr;
   {
-    // Not into another thread's capture of the stream (HoldFrees).
+    // Not into a capture of the stream (HoldFrees): another thread's waits
+    // for it to end; the capturing thread's own is refused. Recorded, it
+    // would be an allocation node of the graph, which the held free would
+    // give back before the graph's first launch had made it. A step graph's
+    // kernels allocate from its own buffers (CaptureMemory), made before the
+    // capture: a request that reaches the pool fails the capture, and the
+    // graph turns off.
     std::unique_lock<std::mutex> lock(held_mu_);
-    released_.wait(lock, [&] { return !holding_.load(std::memory_order_relaxed) || capturing_ == std::this_thread::get_id(); });
+    if (holding_.load(std::memory_order_relaxed) && capturing_ == std::this_thread::get_id()) {
+      TW_LOG(WARNING) << name_ << ": an allocation of " << size << " bytes while its stream is captured is refused";
+      in_use_.fetch_sub(size, std::memory_order_relaxed);
+      return nullptr;
+    }
+    released_.wait(lock, [&] { return !holding_.load(std::memory_order_relaxed); });
     if (err == cudaSuccess) err = cudaMallocAsync(&ptr, size, stream);
     if (err == cudaSuccess && poison_) {
       // 0xFF bytes: a NaN in every float and double, -1 in every integer.

@@ -56,9 +56,10 @@ class GpuAllocator final : public Allocator {
   // BeginCapture, from the calling thread of HoldFrees), a stream-ordered
   // free or allocation would be recorded into the graph: frees wait in a
   // list instead, and EndCapture frees them; allocations from other threads
-  // wait for the capture to end (the capturing thread's own are the
-  // capture's). A free or allocation under way when HoldFrees is called has
-  // been queued when it returns.
+  // wait for the capture to end, and the capturing thread's own fail
+  // (nullptr: a step graph's kernels take their memory from buffers made
+  // before the capture). A free or allocation under way when HoldFrees is
+  // called has been queued when it returns.
   void HoldFrees();
   void ReleaseHeldFrees();
   // "GPU:0 (ordinal 0): 1.2 GiB in use of a 70.0 GiB limit, peak 3.4 GiB"

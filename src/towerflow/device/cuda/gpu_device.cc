@@ -452,8 +452,16 @@ class GpuGraph final : public CapturedWork {
   GpuGraph(const GpuDevice* device, cudaGraphExec_t exec) : device_(device), exec_(exec) {}
   ~GpuGraph() override {
     // A replay still queued keeps running; wait for it before the graph goes.
-    if (device_->Activate().ok()) (void)cudaStreamSynchronize(device_->stream());
-    (void)cudaGraphExecDestroy(exec_);
+    // A failure is logged and cleared: the thread's next launch check would
+    // otherwise report it against an unrelated kernel.
+    if (device_->Activate().ok()) {
+      if (const cudaError_t err = cudaStreamSynchronize(device_->stream()); err != cudaSuccess) {
+        (void)cudaGetLastError();
+        TW_LOG(ERROR) << device_->name() << ": waiting for a step graph's replays: " << cudaGetErrorName(err) << ": "
+                      << cudaGetErrorString(err);
+      }
+    }
+    if (cudaGraphExecDestroy(exec_) != cudaSuccess) (void)cudaGetLastError();
   }
   Status Launch() override {
     TW_RETURN_IF_ERROR(device_->Activate());
