@@ -40,6 +40,11 @@ struct ProcessAllReduceAttrs {
 std::vector<Output> ProcessAllReduce(const Scope& scope, const std::vector<Output>& inputs,
                                      const ProcessAllReduceAttrs& attrs = {});
 
+// The number of processes of the job (1 without a world) as a scalar of
+// `dtype` (float, double, int32, int64), read when a plan of it is built (a
+// constant of each plan: the world must be started before the first run).
+Output ProcessSize(const Scope& scope, DataType dtype);
+
 struct ProcessBroadcastAttrs {
   int root = 0;
   int bucket = 0;
@@ -59,7 +64,10 @@ struct GradientBucketOptions {
 };
 // The mean over every process of each gradient (same order; a null stays
 // null), in buckets of one dtype each (ProcessAllReduce). One call per step
-// graph: its buckets are numbered 0..B-1.
+// graph: its buckets are numbered 0..B-1. On a CPU device each mean is the
+// bucket's sum divided by ProcessSize (Div), which a momentum update reading
+// it alone does in its own loop (the same bits as a reduction "mean"); on
+// other devices the bucket reduces to the mean itself (NCCL's average).
 std::vector<Output> CrossProcessMean(const Scope& scope, const std::vector<Output>& gradients,
                                      const GradientBucketOptions& options = {});
 

@@ -129,11 +129,45 @@ class ProcessBroadcastOp final : public ProcessCollectiveOp {
   explicit ProcessBroadcastOp(OpKernelConstruction* c) : ProcessCollectiveOp(c, /*reduce=*/false) {}
 };
 
+// The job's process count, made once per plan (OutputsFixed).
+class ProcessSizeOp final : public OpKernel {
+ public:
+  explicit ProcessSizeOp(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, c->GetAttr("T", &dtype_)); }
+  bool IsExpensive() const override { return false; }
+  bool OutputsFixed() const override { return true; }
+  void Compute(OpKernelContext* ctx) override {
+    const World* world = World::Current();
+    const int64_t n = world != nullptr ? world->size() : 1;
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &out));
+    switch (dtype_) {
+      case kFloat32:
+        out->data<float>()[0] = static_cast<float>(n);
+        return;
+      case kFloat64:
+        out->data<double>()[0] = static_cast<double>(n);
+        return;
+      case kInt32:
+        out->data<int32_t>()[0] = static_cast<int32_t>(n);
+        return;
+      case kInt64:
+        out->data<int64_t>()[0] = n;
+        return;
+      default:
+        ctx->SetStatus(errors::InvalidArgument("ProcessSize: no ", DataTypeName(dtype_)));
+    }
+  }
+
+ private:
+  DataType dtype_ = kFloat32;
+};
+
 }  // namespace
 
 void RegisterProcessCollectiveKernels(KernelRegistry& kernels) {
   kernels.RegisterUntyped<ProcessAllReduceOp>("ProcessAllReduce", kDeviceCpu);
   kernels.RegisterUntyped<ProcessBroadcastOp>("ProcessBroadcast", kDeviceCpu);
+  kernels.RegisterUntyped<ProcessSizeOp>("ProcessSize", kDeviceCpu);
 }
 
 }  // namespace tw::dist

@@ -4,7 +4,9 @@
 
 #include <map>
 
+#include "towerflow/core/device_spec.h"
 #include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/register.h"
 #include "towerflow/dist/register.h"
 
@@ -93,6 +95,30 @@ void RegisterProcessCollectiveOps(OpRegistry& ops, GradientRegistry& grads) {
       .Check();
   grads.RegisterNoGradient("ProcessAllReduce");
   grads.RegisterNoGradient("ProcessBroadcast");
+  ops.Register(OpDefBuilder("ProcessSize")
+                   .Output("size", "T")
+                   .TypeAttr("T", {kFloat32, kFloat64, kInt32, kInt64})
+                   .Stateful()
+                   .Shape([](InferenceContext* c) {
+                     c->set_output(0, PartialShape(std::vector<int64_t>{}));
+                     return Status::OK();
+                   })
+                   .Doc("The number of processes of the job (1 without a world), as a scalar of T.")
+                   .Build())
+      .Check();
+  grads.RegisterNoGradient("ProcessSize");
+}
+
+Output ProcessSize(const Scope& scope, DataType dtype) {
+  EnsureDistRegistered();
+  if (!scope.ok()) return Output();
+  if (dtype != kFloat32 && dtype != kFloat64 && dtype != kInt32 && dtype != kInt64) {
+    scope.UpdateStatus(errors::InvalidArgument("ProcessSize: no ", DataTypeName(dtype),
+                                               " (float, double, int32, int64)"));
+    return Output();
+  }
+  Node* node = NodeBuilder(scope, "ProcessSize").Attr("T", dtype).Finalize();
+  return node != nullptr ? Output(node, 0) : Output();
 }
 
 std::vector<Output> ProcessAllReduce(const Scope& scope, const std::vector<Output>& inputs,
@@ -146,14 +172,21 @@ std::vector<Output> CrossProcessMean(const Scope& scope, const std::vector<Outpu
     if (b.bytes >= cap) open.erase(it);
   }
   Scope s = scope.NewSubScope("cross_process").WithDevice(options.device);
+  // On a CPU: the sum, then a Div per gradient that the update may fuse.
+  auto spec = DeviceSpec::Parse(options.device);
+  const bool on_cpu = spec.ok() && spec->has_type() && spec->type() == kDeviceCpu;
   const int num = static_cast<int>(buckets.size());
   for (int i = 0; i < num; ++i) {
     const Bucket& b = buckets[static_cast<size_t>(i)];
     std::vector<Output> inputs;
     for (size_t k : b.members) inputs.push_back(gradients[k]);
-    std::vector<Output> reduced = ProcessAllReduce(s.WithOpName("bucket_" + std::to_string(i)), inputs,
-                                                   {.reduction = "mean", .bucket = i, .num_buckets = num});
-    for (size_t j = 0; j < b.members.size(); ++j) out[b.members[j]] = reduced[j];
+    const std::string name = "bucket_" + std::to_string(i);
+    std::vector<Output> reduced = ProcessAllReduce(s.WithOpName(name), inputs,
+                                                   {.reduction = on_cpu ? "sum" : "mean", .bucket = i, .num_buckets = num});
+    Output ranks = on_cpu ? ProcessSize(s.WithOpName(name + "/ranks"), b.dtype) : Output();
+    for (size_t j = 0; j < b.members.size(); ++j) {
+      out[b.members[j]] = on_cpu ? Div(s.WithOpName(name + "/mean_" + std::to_string(j)), reduced[j], ranks) : reduced[j];
+    }
   }
   return out;
 }

@@ -22,8 +22,12 @@
 #include "towerflow/dist/sharding.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/ops/random_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
+#include "towerflow/graph/ops/training_ops.h"
+#include "towerflow/runtime/plan.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/runtime/session_impl.h"
 
 namespace tw::dist {
 namespace {
@@ -210,6 +214,10 @@ TEST(WorldRanks, DISABLED_GraphOps) {
     }
     EXPECT_DOUBLE_EQ((*out)[5].scalar<double>(), 1.0);
   }
+  auto sizes = session.Run({ProcessSize(root, kFloat32), ProcessSize(root, kInt64)});
+  ASSERT_TRUE(sizes.ok()) << sizes.status().ToString();
+  EXPECT_EQ((*sizes)[0].scalar<float>(), 3.0f);
+  EXPECT_EQ((*sizes)[1].scalar<int64_t>(), 3);
   ASSERT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
   ASSERT_TRUE(session.Run(set_v).ok());
   ASSERT_TRUE(session.Run(set_step).ok());
@@ -469,6 +477,48 @@ TEST(WorldMpiTest, OneProcessHasNoWorldAndTheOpsAreTheIdentity) {
   ASSERT_TRUE(out.ok()) << out.status().ToString();
   EXPECT_EQ((*out)[0].scalar<float>(), 2.0f);
   EXPECT_EQ((*out)[1].scalar<float>(), 3.0f);
+  auto size = session.Run({ProcessSize(root, kInt32)});
+  ASSERT_TRUE(size.ok()) << size.status().ToString();
+  EXPECT_EQ((*size)[0].scalar<int32_t>(), 1);
+  ProcessSize(root, kUInt8);
+  EXPECT_EQ(root.status().code(), Code::kInvalidArgument);
+}
+
+// On a CPU the mean is the bucket's sum divided by ProcessSize, and a
+// momentum update that alone reads it divides in its own loop: one fused
+// item per variable, no Div of its own.
+TEST(WorldMpiTest, TheMeanIsDividedInTheMomentumUpdate) {
+  Graph graph;
+  Scope root(graph);
+  auto x = Placeholder(root.WithOpName("x"), kFloat32, PartialShape({4}));
+  std::vector<Output> grads = {Mul(root, x, Const(root, 2.0f)), Mul(root, x, Const(root, 3.0f))};
+  std::vector<Output> mean = CrossProcessMean(root, grads);
+  std::vector<Output> updates;
+  for (int k = 0; k < 2; ++k) {
+    Variable v = GetVariable(root, "v" + std::to_string(k), TensorShape{4}, {.initializer = ZerosInitializer()});
+    Variable a = GetVariable(root, "a" + std::to_string(k), TensorShape{4},
+                             {.initializer = ZerosInitializer(), .trainable = false});
+    updates.push_back(ApplyMomentum(root, v.ref, a.ref, Const(root, 0.5f), mean[static_cast<size_t>(k)],
+                                    Const(root, 0.9f)));
+  }
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(graph)).ok());
+  const FeedList feed = {{x, Tensor::FromVector<float>({1, 2, 3, 4}, TensorShape{4})}};
+  auto out = session.Run(feed, updates, {});
+  ASSERT_TRUE(out.ok()) << out.status().ToString();
+  EXPECT_EQ((*out)[0].ToVector<float>(), (std::vector<float>{-1, -2, -3, -4}));  // -0.5 * 2x
+  EXPECT_EQ((*out)[1].ToVector<float>(), (std::vector<float>{-1.5f, -3, -4.5f, -6}));
+  auto plan = session.impl().GetPlan(feed, updates, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  int divs = 0, fused_updates = 0;
+  for (const ExecutorPlan::Item& item : (*plan)->items) {
+    if (item.kernel == nullptr || item.resolved) continue;
+    divs += item.node->op() == "Div";
+    fused_updates += item.node->op() == "ApplyMomentum" && item.fused != nullptr;
+  }
+  EXPECT_EQ(divs, 0);
+  EXPECT_EQ(fused_updates, 2);
 }
 
 }  // namespace
