@@ -99,16 +99,7 @@ class MpiWorld final : public World {
 
   Status AllReduceInPlace(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op,
                           std::shared_ptr<void> keep) override {
-    TW_RETURN_IF_ERROR(MpiType(dtype).status());
-    if (count < 0 || count > std::numeric_limits<int>::max()) {
-      return errors::InvalidArgument("all-reduce of ", count, " elements (at most 2^31 - 1)");
-    }
-    auto call = std::make_shared<Call>();
-    call->kind = Kind::kAllReduce;
-    call->tag = tag;
-    call->dtype = dtype;
-    call->op = op;
-    call->count = count;
+    TW_ASSIGN_OR_RETURN(CallPtr call, AllReduceCall(tag, dtype, count, op));
     call->bytes = static_cast<size_t>(count) * DataTypeSize(dtype);
     call->external = static_cast<char*>(data);
     call->keep = std::move(keep);
@@ -206,16 +197,11 @@ class MpiWorld final : public World {
     bool waited = false;
   };
 
-  // An all-reduce of `pieces`, their elements copied into the call's buffer.
-  StatusOr<CallPtr> NewAllReduce(const CollectiveTag& tag, DataType dtype, const std::vector<Piece>& pieces,
-                                 ReduceOp op) {
+  // An all-reduce of `count` elements, without its data yet.
+  StatusOr<CallPtr> AllReduceCall(const CollectiveTag& tag, DataType dtype, int64_t count, ReduceOp op) {
     TW_RETURN_IF_ERROR(MpiType(dtype).status());
-    int64_t count = 0;
-    for (const Piece& p : pieces) {
-      if (p.count < 0 || count + p.count > std::numeric_limits<int>::max()) {
-        return errors::InvalidArgument("all-reduce of ", count + p.count, " elements (at most 2^31 - 1)");
-      }
-      count += p.count;
+    if (count < 0 || count > std::numeric_limits<int>::max()) {
+      return errors::InvalidArgument("all-reduce of ", count, " elements (at most 2^31 - 1)");
     }
     auto call = std::make_shared<Call>();
     call->kind = Kind::kAllReduce;
@@ -223,6 +209,20 @@ class MpiWorld final : public World {
     call->dtype = dtype;
     call->op = op;
     call->count = count;
+    return call;
+  }
+
+  // An all-reduce of `pieces`, their elements copied into the call's buffer.
+  StatusOr<CallPtr> NewAllReduce(const CollectiveTag& tag, DataType dtype, const std::vector<Piece>& pieces,
+                                 ReduceOp op) {
+    int64_t count = 0;
+    for (const Piece& p : pieces) {
+      if (p.count < 0 || count + p.count > std::numeric_limits<int>::max()) {
+        return errors::InvalidArgument("all-reduce of ", count + p.count, " elements (at most 2^31 - 1)");
+      }
+      count += p.count;
+    }
+    TW_ASSIGN_OR_RETURN(CallPtr call, AllReduceCall(tag, dtype, count, op));
     Acquire(*call, static_cast<size_t>(count) * DataTypeSize(dtype));
     CopyPieces(*call, pieces);
     return call;

@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <functional>
 #include <thread>
 
 #include "towerflow/graph/ops/array_ops.h"
@@ -217,6 +218,33 @@ TEST(StepGraphTest, AVariableWhoseBufferMovedIsRecordedAgain) {
   EXPECT_FALSE(s.off);
 }
 
+// Two threads run `steps` steps each, feeding x = v (thread * 1000 + step) in
+// every element of [256]: the number of fetched elements that are not
+// expected(o, v) for fetch o, plus failed steps.
+int WrongValuesFromTwoThreads(Session& session, const Output& x, const std::vector<Output>& fetches, int steps,
+                              const std::function<float(size_t, float)>& expected) {
+  std::atomic<int> wrong{0};
+  auto run = [&](int thread) {
+    for (int step = 0; step < steps; ++step) {
+      const float v = static_cast<float>(thread * 1000 + step);
+      Tensor in(kFloat32, TensorShape{256});
+      for (float& e : in.flat<float>()) e = v;
+      auto r = session.Run({{x, in}}, fetches, {});
+      if (!r.ok()) {
+        ++wrong;
+        continue;
+      }
+      for (size_t o = 0; o < fetches.size(); ++o) {
+        for (float e : (*r)[o].flat<float>()) wrong += e != expected(o, v);
+      }
+    }
+  };
+  std::thread a(run, 0), b(run, 1);
+  a.join();
+  b.join();
+  return wrong.load();
+}
+
 TEST(StepGraphTest, AnOutputHeldPastItsStepIsNeverWrittenOver) {
   // y = x * 2 + 1 on GPU:0, run by two threads at once: a step's fetch holds
   // the graph's output buffer (a host-memory GPU's fetch is that buffer until
@@ -230,24 +258,8 @@ TEST(StepGraphTest, AnOutputHeldPastItsStepIsNeverWrittenOver) {
   ASSERT_TRUE(root.ok()) << root.status().ToString();
   Session session(graph, FakeGpuOptions(Mode::kOn, false));
   constexpr int kSteps = 60;
-  std::atomic<int> wrong{0};
-  auto run = [&](int thread) {
-    for (int step = 0; step < kSteps; ++step) {
-      const float v = static_cast<float>(thread * 1000 + step);
-      Tensor in(kFloat32, TensorShape{256});
-      for (float& e : in.flat<float>()) e = v;
-      auto r = session.Run({{x, in}}, {y}, {});
-      if (!r.ok()) {
-        ++wrong;
-        continue;
-      }
-      for (float e : (*r)[0].flat<float>()) wrong += e != 2 * v + 1;
-    }
-  };
-  std::thread a(run, 0), b(run, 1);
-  a.join();
-  b.join();
-  EXPECT_EQ(wrong.load(), 0) << "every step's output as its own input makes it";
+  EXPECT_EQ(WrongValuesFromTwoThreads(session, x, {y}, kSteps, [](size_t, float v) { return 2 * v + 1; }), 0)
+      << "every step's output as its own input makes it";
   auto plan = session.impl().GetPlan({{x, Tensor(kFloat32, TensorShape{256})}}, {y}, {});
   ASSERT_TRUE(plan.ok());
   const StepGraphStats s = GraphStats(**plan);
@@ -273,25 +285,10 @@ TEST(StepGraphTest, AHeldOutputThatIsAnInputBufferIsNeverWrittenOver) {
   ASSERT_TRUE(root.ok()) << root.status().ToString();
   Session session(graph, FakeGpuOptions(Mode::kOn, true));
   constexpr int kSteps = 60;
-  std::atomic<int> wrong{0};
-  auto run = [&](int thread) {
-    for (int step = 0; step < kSteps; ++step) {
-      const float v = static_cast<float>(thread * 1000 + step);
-      Tensor in(kFloat32, TensorShape{256});
-      for (float& e : in.flat<float>()) e = v;
-      auto r = session.Run({{x, in}}, {same, y}, {});
-      if (!r.ok()) {
-        ++wrong;
-        continue;
-      }
-      for (float e : (*r)[0].flat<float>()) wrong += e != v;
-      for (float e : (*r)[1].flat<float>()) wrong += e != 2 * v;
-    }
-  };
-  std::thread a(run, 0), b(run, 1);
-  a.join();
-  b.join();
-  EXPECT_EQ(wrong.load(), 0) << "every step's outputs as its own input makes them";
+  EXPECT_EQ(WrongValuesFromTwoThreads(session, x, {same, y}, kSteps,
+                                      [](size_t o, float v) { return o == 0 ? v : 2 * v; }),
+            0)
+      << "every step's outputs as its own input makes them";
   auto plan = session.impl().GetPlan({{x, Tensor(kFloat32, TensorShape{256})}}, {same, y}, {});
   ASSERT_TRUE(plan.ok());
   const StepGraphStats s = GraphStats(**plan);
