@@ -61,13 +61,19 @@ struct GradientBucketOptions {
   int64_t first_bucket_bytes = int64_t{1} << 20;
   int64_t bucket_bytes = int64_t{25} << 20;
   std::string device = "/device:CPU:0";  // where the reductions run
+  // On a CPU device: each mean as the bucket's sum divided by ProcessSize
+  // (Div), for a consumer that divides as it reads (a momentum update that
+  // alone reads its gradient fuses the Div into its loop: one pass fewer).
+  // Otherwise the bucket is divided where it was reduced, which costs
+  // another consumer (SGD, Adam, mirrored copies) no pass of its own.
+  bool divide_in_consumer = false;
 };
 // The mean over every process of each gradient (same order; a null stays
 // null), in buckets of one dtype each (ProcessAllReduce). One call per step
-// graph: its buckets are numbered 0..B-1. On a CPU device each mean is the
-// bucket's sum divided by ProcessSize (Div), which a momentum update reading
-// it alone does in its own loop (the same bits as a reduction "mean"); on
-// other devices the bucket reduces to the mean itself (NCCL's average).
+// graph: its buckets are numbered 0..B-1. With divide_in_consumer on a CPU
+// device each mean is the bucket's sum divided by ProcessSize (the same bits
+// as a reduction "mean"); otherwise the bucket reduces to the mean itself
+// (MPI's sum divided in place, NCCL's average).
 std::vector<Output> CrossProcessMean(const Scope& scope, const std::vector<Output>& gradients,
                                      const GradientBucketOptions& options = {});
 

@@ -100,7 +100,9 @@ class World {
   int64_t step() const { return step_.load(std::memory_order_relaxed); }
 
   // A part of an all-reduce: `count` elements read at `in`, their reduction
-  // written to `out` (which may be `in`).
+  // written to `out` (which may be `in`). A null `in` sends zeros and a null
+  // `out` drops the result: a gap, which keeps the other pieces where
+  // another rank's call has them.
   struct Piece {
     const void* in = nullptr;
     void* out = nullptr;

@@ -42,6 +42,8 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, dist::World* world,
     // gradients are, CPU towers with MPI.
     dist::GradientBucketOptions buckets;
     buckets.device = c.variable_device;
+    // Momentum's update of a variable kept once divides its mean in its loop.
+    buckets.divide_in_consumer = c.optimizer == "momentum" && !c.mirrored_variables;
     cross_process_mean = [buckets](const Scope& s, const std::vector<Output>& grads) {
       return dist::CrossProcessMean(s, grads, buckets);
     };

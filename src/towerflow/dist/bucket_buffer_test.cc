@@ -111,6 +111,50 @@ TEST(BucketBufferTest, NewSizesMakeANewBlockAndTooManyStopLending) {
   EXPECT_EQ(lender.SlotAllocator(0), nullptr);
 }
 
+// The layout depends on the sizes alone: a rank without memory for the
+// block, or after a failed reduction, keeps it (and packs by it).
+class NoMemory final : public Allocator {
+ public:
+  std::string Name() const override { return "none"; }
+  void* Allocate(size_t) override { return nullptr; }
+  void Deallocate(void*, size_t) override {}
+  size_t BytesInUse() const override { return 0; }
+};
+
+TEST(BucketBufferTest, TheLayoutIsTheSizesAloneWhateverTheBlock) {
+  NoMemory none;
+  BucketLender lender("b");
+  std::vector<size_t> offsets;
+  size_t total = 0;
+  EXPECT_FALSE(lender.Layout(kBytes, &offsets, &total));
+  lender.Observe(kBytes, sizeof(float), &none);
+  EXPECT_FALSE(lender.lending());
+  ASSERT_TRUE(lender.Layout(kBytes, &offsets, &total));
+  EXPECT_EQ(offsets, (std::vector<size_t>{0, 64, 4096}));
+  EXPECT_EQ(total, 4160u);
+  EXPECT_FALSE(lender.Layout({12, 4004}, &offsets, &total)) << "other sizes";
+
+  BucketLender failing("c");
+  failing.Observe(kBytes, sizeof(float), CpuAllocator());
+  EXPECT_TRUE(failing.lending());
+  failing.Failed();
+  EXPECT_FALSE(failing.lending());
+  EXPECT_TRUE(failing.Layout(kBytes, &offsets, &total));
+  failing.Observe({8}, sizeof(float), CpuAllocator());  // a new layout, still nothing lent
+  EXPECT_FALSE(failing.lending());
+  EXPECT_TRUE(failing.Layout({8}, &offsets, &total));
+}
+
+TEST(BucketBufferTest, AnEmptySlotThatIsNoLongerEmptyIsNotInPlace) {
+  BucketLender lender("b");
+  lender.Observe({0, 8}, sizeof(float), CpuAllocator());
+  Tensor grown = Make(CpuAllocator(), 1);
+  Tensor second = Make(lender.SlotAllocator(1), 2);
+  EXPECT_EQ(lender.Contiguous({&grown, &second}).data, nullptr);
+  Tensor empty = Make(CpuAllocator(), 0);
+  EXPECT_NE(lender.Contiguous({&empty, &second}).data, nullptr);
+}
+
 TEST(BucketBufferTest, SizesThatAreNotWholeElementsAreNotLent) {
   BucketLender lender("b");
   lender.Observe({6}, sizeof(float), CpuAllocator());
@@ -126,7 +170,7 @@ TEST(BucketBufferTest, AFailedReductionRetiresTheBlockAndItsMemoryOutlivesTheLen
     for (int i = 0; i < 3; ++i) in.push_back(Make(lender.SlotAllocator(i), kCounts[static_cast<size_t>(i)]));
     ip = lender.Contiguous(Pointers(in));
     ASSERT_NE(ip.data, nullptr);
-    lender.Failed(ip);
+    lender.Failed();
     EXPECT_FALSE(lender.lending());
     EXPECT_EQ(lender.SlotAllocator(0), nullptr);
   }

@@ -4,6 +4,8 @@
 // ProcessAllReduce lends its inputs' producers the slots of one block
 // (internal/bucket_buffer.h): once they make its inputs there, the block is
 // reduced in place (World::AllReduceInPlace) and the outputs are the inputs.
+// Once a layout is fixed, a step whose inputs are not all in the block packs
+// them with the layout's gaps: every rank's call is the layout's.
 #include <cstring>
 #include <memory>
 #include <vector>
@@ -53,41 +55,52 @@ class ProcessCollectiveOp : public OpKernel {
       return;
     }
     CollectiveTag tag = tag_;
-    if (reduce_ && lender_ != nullptr) {
-      std::vector<const Tensor*> inputs(static_cast<size_t>(n));
-      std::vector<size_t> sizes(static_cast<size_t>(n));
-      for (int k = 0; k < n; ++k) {
-        inputs[static_cast<size_t>(k)] = &ctx->input(k);
-        sizes[static_cast<size_t>(k)] = ctx->input(k).TotalBytes();
-      }
-      internal::BucketLender::InPlace in_place = lender_->Contiguous(inputs);
-      lender_->Observe(sizes, DataTypeSize(dtype_), ctx->device()->allocator());
-      if (in_place.data != nullptr) {
-        tag.what = StrCat(node().name(), " (", n, " tensors, ", in_place.count * static_cast<int64_t>(DataTypeSize(dtype_)),
-                          " bytes, in place)");
-        Status s = world->AllReduceInPlace(tag, dtype_, in_place.data, in_place.count,
-                                           mean_ ? ReduceOp::kMean : ReduceOp::kSum, in_place.keep);
-        if (!s.ok()) {
-          lender_->Failed(in_place);
-          TW_OP_REQUIRES_OK(ctx, s);
-        }
-        for (int k = 0; k < n; ++k) ctx->set_output(k, ctx->input(k));
-        return;
-      }
-    }
     if (reduce_) {
-      // Each output over its input's buffer where this op holds the only
-      // reference: the world reads every input before it writes any output.
-      std::vector<World::Piece> pieces(static_cast<size_t>(n));
-      int64_t bytes = 0;
+      const ReduceOp op = mean_ ? ReduceOp::kMean : ReduceOp::kSum;
+      const size_t elem = DataTypeSize(dtype_);
+      std::vector<size_t> sizes(static_cast<size_t>(n)), offsets;
+      size_t total = 0;
+      bool laid_out = false;
+      if (lender_ != nullptr) {
+        std::vector<const Tensor*> inputs(static_cast<size_t>(n));
+        for (int k = 0; k < n; ++k) {
+          inputs[static_cast<size_t>(k)] = &ctx->input(k);
+          sizes[static_cast<size_t>(k)] = ctx->input(k).TotalBytes();
+        }
+        // Both as of the steps before this one: the layout is every rank's,
+        // the block and what is in it this rank's.
+        internal::BucketLender::InPlace in_place = lender_->Contiguous(inputs);
+        laid_out = lender_->Layout(sizes, &offsets, &total);
+        lender_->Observe(sizes, elem, ctx->device()->allocator());
+        if (in_place.data != nullptr) {
+          tag.what = StrCat(node().name(), " (", n, " tensors, ", total, " bytes, in place)");
+          Status s = world->AllReduceInPlace(tag, dtype_, in_place.data, in_place.count, op, in_place.keep);
+          if (!s.ok()) {
+            lender_->Failed();
+            TW_OP_REQUIRES_OK(ctx, s);
+          }
+          for (int k = 0; k < n; ++k) ctx->set_output(k, ctx->input(k));
+          return;
+        }
+      }
+      // Packed: each output over its input's buffer where this op holds the
+      // only reference (the world reads every input before it writes any
+      // output). Once a layout is fixed, with its gaps, so that this rank's
+      // call has the length and the element places of the others' (which
+      // may be in place).
+      std::vector<World::Piece> pieces;
+      size_t end = 0;
       for (int k = 0; k < n; ++k) {
+        if (laid_out && offsets[static_cast<size_t>(k)] > end) {
+          pieces.push_back({nullptr, nullptr, static_cast<int64_t>((offsets[static_cast<size_t>(k)] - end) / elem)});
+        }
         Tensor* out = nullptr;
         TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({k}, k, ctx->input(k).shape(), &out));
-        pieces[static_cast<size_t>(k)] = {ctx->input(k).raw_data(), out->raw_data(), out->NumElements()};
-        bytes += static_cast<int64_t>(out->TotalBytes());
+        pieces.push_back({ctx->input(k).raw_data(), out->raw_data(), out->NumElements()});
+        end = (laid_out ? offsets[static_cast<size_t>(k)] : end) + out->TotalBytes();
       }
-      tag.what = StrCat(node().name(), " (", n, " tensors, ", bytes, " bytes)");
-      TW_OP_REQUIRES_OK(ctx, world->AllReduce(tag, dtype_, pieces, mean_ ? ReduceOp::kMean : ReduceOp::kSum));
+      tag.what = StrCat(node().name(), " (", n, " tensors, ", end, " bytes)");
+      TW_OP_REQUIRES_OK(ctx, world->AllReduce(tag, dtype_, pieces, op));
       return;
     }
     int64_t total = 0;

@@ -172,9 +172,11 @@ std::vector<Output> CrossProcessMean(const Scope& scope, const std::vector<Outpu
     if (b.bytes >= cap) open.erase(it);
   }
   Scope s = scope.NewSubScope("cross_process").WithDevice(options.device);
-  // On a CPU: the sum, then a Div per gradient that the update may fuse.
+  // On a CPU, for a consumer that divides as it reads: the sum, then a Div
+  // per gradient.
   auto spec = DeviceSpec::Parse(options.device);
-  const bool on_cpu = spec.ok() && spec->has_type() && spec->type() == kDeviceCpu;
+  const bool on_cpu =
+      options.divide_in_consumer && spec.ok() && spec->has_type() && spec->type() == kDeviceCpu;
   const int num = static_cast<int>(buckets.size());
   for (int i = 0; i < num; ++i) {
     const Bucket& b = buckets[static_cast<size_t>(i)];

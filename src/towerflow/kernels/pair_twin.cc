@@ -49,6 +49,7 @@ void SequentialPairKernel::Compute(OpKernelContext* ctx) {
   params.inputs = &producer_inputs;
   params.host_memory_outputs = nullptr;
   params.num_outputs = -1;
+  params.output_allocators = nullptr;  // the item's outputs are the consumer's
   OpKernelContext first(params);
   producer_->Compute(&first);
   TW_OP_REQUIRES_OK(ctx, first.status());

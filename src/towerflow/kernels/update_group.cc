@@ -23,6 +23,7 @@ MemberContexts::MemberContexts(OpKernelContext* group, const std::vector<const N
     params.node = members[m];
     params.inputs = &inputs_[m];
     params.num_outputs = -1;
+    params.output_allocators = nullptr;  // indexed by the group's outputs, not the member's
     contexts_.push_back(std::make_unique<OpKernelContext>(params));
   }
 }

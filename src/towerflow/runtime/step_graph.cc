@@ -53,6 +53,7 @@ Status StepGraphKernel::RunMembers(OpKernelContext* ctx, const std::vector<Tenso
         m.kernel_def != nullptr && !m.kernel_def->host_memory_outputs.empty() ? &m.kernel_def->host_memory_outputs
                                                                                : nullptr;
     params.allocator = allocator;
+    params.output_allocators = nullptr;  // a region lends nothing (plan.h's AddOutputSinks)
     OpKernelContext mc(params);
     m.kernel->Compute(&mc);
     if (!mc.status().ok()) return mc.status().WithContext("node " + m.node->DebugName() + " in the " + name_);

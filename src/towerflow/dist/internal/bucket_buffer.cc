@@ -8,18 +8,14 @@ namespace tw::dist::internal {
 // One layout's block: slot i at offsets_[i], sizes_[i] bytes.
 class BucketBlock {
  public:
-  // Null when `base` has no memory for it. The caller holds one reference.
-  static BucketBlock* Create(const std::string& name, const std::vector<size_t>& sizes, Allocator* base) {
-    std::vector<size_t> offsets(sizes.size());
-    size_t end = 0;
-    for (size_t i = 0; i < sizes.size(); ++i) {
-      offsets[i] = (end + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
-      end = offsets[i] + sizes[i];
-    }
-    void* data = base->Allocate(end);
+  // A block of the layout (`offsets`, `total` bytes, from LayoutOf); null
+  // when `base` has no memory for it. The caller holds one reference.
+  static BucketBlock* Create(const std::string& name, const std::vector<size_t>& sizes, std::vector<size_t> offsets,
+                             size_t total, Allocator* base) {
+    void* data = base->Allocate(total);
     if (data == nullptr) return nullptr;
-    std::memset(data, 0, end);  // the gaps are reduced too: defined values
-    return new BucketBlock(name, sizes, std::move(offsets), end, static_cast<char*>(data), base);
+    std::memset(data, 0, total);  // the gaps are reduced too: defined values
+    return new BucketBlock(name, sizes, std::move(offsets), total, static_cast<char*>(data), base);
   }
 
   Allocator* slot(int i) { return &slots_[static_cast<size_t>(i)]; }
@@ -67,7 +63,9 @@ class BucketBlock {
     const size_t k = static_cast<size_t>(i);
     if (bytes > 0 && bytes == sizes_[k] && !retired_.load(std::memory_order_acquire) &&
         !taken_[k].exchange(true, std::memory_order_acq_rel)) {
-      return data_ + offsets_[k];
+      // Retired meanwhile (a failed call may still write here): not served.
+      if (!retired_.load(std::memory_order_acquire)) return data_ + offsets_[k];
+      taken_[k].store(false, std::memory_order_release);
     }
     void* p = base_->Allocate(bytes);
     if (p == nullptr) Unref();
@@ -93,6 +91,21 @@ class BucketBlock {
   std::atomic<bool> retired_{false};
 };
 
+namespace {
+
+// Input i at a 64-byte aligned offset, end to end; the message's bytes.
+size_t LayoutOf(const std::vector<size_t>& sizes, std::vector<size_t>* offsets) {
+  offsets->assign(sizes.size(), 0);
+  size_t end = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    (*offsets)[i] = (end + kTensorAlignment - 1) / kTensorAlignment * kTensorAlignment;
+    end = (*offsets)[i] + sizes[i];
+  }
+  return end;
+}
+
+}  // namespace
+
 BucketLender::BucketLender(std::string name) : name_(std::move(name)) {}
 
 BucketLender::~BucketLender() {
@@ -101,14 +114,20 @@ BucketLender::~BucketLender() {
   for (BucketBlock* b : retired_) b->Unref();
 }
 
+void BucketLender::RetireCurrent() {
+  if (current_ == nullptr) return;
+  current_->Retire();
+  retired_.push_back(current_);  // producers may still hold its slots' pointers
+  current_ = nullptr;
+}
+
 void BucketLender::Observe(const std::vector<size_t>& bytes, size_t element_bytes, Allocator* base) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_ || (current_ != nullptr && bytes == sizes_ && element_bytes == element_bytes_)) return;
-  if (current_ != nullptr) {
-    current_->Retire();
-    retired_.push_back(current_);  // producers may still hold its slots' pointers
-    current_ = nullptr;
-  }
+  if (stopped_ || (!sizes_.empty() && bytes == sizes_ && element_bytes == element_bytes_)) return;
+  // Decided by the sizes alone, alike on every rank.
+  RetireCurrent();
+  sizes_.clear();
+  offsets_.clear();
   bool lendable = element_bytes > 0 && kTensorAlignment % element_bytes == 0 && !bytes.empty();
   for (size_t b : bytes) lendable = lendable && b % element_bytes == 0;
   if (!lendable || layouts_ >= kMaxLayouts) {
@@ -116,30 +135,37 @@ void BucketLender::Observe(const std::vector<size_t>& bytes, size_t element_byte
     return;
   }
   ++layouts_;
-  current_ = BucketBlock::Create(name_, bytes, base);
-  if (current_ == nullptr) {  // no memory for it: the kernel packs, as it did
-    stopped_ = true;
-    return;
-  }
   sizes_ = bytes;
   element_bytes_ = element_bytes;
+  total_ = LayoutOf(sizes_, &offsets_);
+  // This rank's block (none after a failure, or without memory for it).
+  if (!failed_) current_ = BucketBlock::Create(name_, sizes_, offsets_, total_, base);
+}
+
+bool BucketLender::Layout(const std::vector<size_t>& bytes, std::vector<size_t>* offsets, size_t* total) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (sizes_.empty() || bytes != sizes_) return false;
+  *offsets = offsets_;
+  *total = total_;
+  return true;
 }
 
 Allocator* BucketLender::SlotAllocator(int i) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_ || current_ == nullptr || i < 0 || static_cast<size_t>(i) >= sizes_.size()) return nullptr;
+  if (current_ == nullptr || i < 0 || static_cast<size_t>(i) >= sizes_.size()) return nullptr;
   return current_->slot(i);
 }
 
 BucketLender::InPlace BucketLender::Contiguous(const std::vector<const Tensor*>& inputs) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (stopped_ || current_ == nullptr || inputs.size() != sizes_.size()) return {};
+  if (current_ == nullptr || inputs.size() != sizes_.size()) return {};
   for (size_t k = 0; k < inputs.size(); ++k) {
+    if (inputs[k]->TotalBytes() != sizes_[k]) return {};
     if (sizes_[k] == 0) continue;  // nothing of it is read or written
     const int i = static_cast<int>(k);
     const std::shared_ptr<TensorBuffer>& buffer = inputs[k]->buffer();
     if (buffer == nullptr || buffer.use_count() != 1 || buffer->allocator() != current_->slot(i) ||
-        buffer->data() != current_->data() + current_->offset(i) || inputs[k]->TotalBytes() != sizes_[k]) {
+        buffer->data() != current_->data() + current_->offset(i)) {
       return {};
     }
   }
@@ -152,14 +178,10 @@ BucketLender::InPlace BucketLender::Contiguous(const std::vector<const Tensor*>&
   return in_place;
 }
 
-void BucketLender::Failed(const InPlace& in_place) {
+void BucketLender::Failed() {
   std::lock_guard<std::mutex> lock(mu_);
-  stopped_ = true;
-  if (current_ != nullptr && current_->data() == in_place.data) {
-    current_->Retire();
-    retired_.push_back(current_);
-    current_ = nullptr;
-  }
+  failed_ = true;
+  RetireCurrent();
 }
 
 int BucketLender::layouts() const {
@@ -169,7 +191,7 @@ int BucketLender::layouts() const {
 
 bool BucketLender::lending() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return !stopped_ && current_ != nullptr;
+  return current_ != nullptr;
 }
 
 }  // namespace tw::dist::internal

@@ -6,9 +6,15 @@
 //
 // How a bucket's kernel uses it (BucketLender, one per kernel):
 //   - Each run, the kernel tells it its inputs' sizes (Observe). The first
-//     run fixes a layout: input i at a 64-byte aligned offset of one block,
-//     the gaps zero-filled. Sizes that change make a new block (at most
-//     kMaxLayouts; after that, nothing is lent again).
+//     run fixes a layout: input i at a 64-byte aligned offset, the gaps
+//     zero-filled, and a block of that layout. Sizes that change make a new
+//     layout (at most kMaxLayouts; after that, none: nothing is lent again).
+//   - The layout, which depends on the sizes alone, is the same on every
+//     rank at every step; the block, and whether a step's inputs are in it,
+//     are this rank's. So every rank sends MPI the layout's message (the
+//     gaps included) whether it reduces its block in place or packs its
+//     inputs into a buffer of the layout (Layout): the ranks' calls always
+//     have one length, and each element one place.
 //   - The executor asks it, for each input's producer as it runs, for the
 //     allocator of that input (SlotAllocator, through
 //     OpKernel::InputAllocator): the block's slot i. A slot serves one
@@ -54,8 +60,14 @@ class BucketLender {
 
   // After a run whose inputs held `bytes` each (elements of `element_bytes`),
   // requests sent to `base` (the kernel's device's allocator): keeps the
-  // layout, or makes the block of a new one.
+  // layout, or makes a new one and its block (no memory for the block: the
+  // layout stays, and this rank packs by it).
   void Observe(const std::vector<size_t>& bytes, size_t element_bytes, Allocator* base);
+
+  // The current layout when it is the layout of inputs of `bytes`: each
+  // input's offset and the message's bytes (gaps included). False before the
+  // first Observe, for other sizes, and once layouts stopped.
+  bool Layout(const std::vector<size_t>& bytes, std::vector<size_t>* offsets, size_t* total) const;
 
   // Input i's allocator for a producer about to run; null before the first
   // Observe, past the inputs, or once lending stopped. Valid as long as the
@@ -73,23 +85,29 @@ class BucketLender {
   };
   InPlace Contiguous(const std::vector<const Tensor*>& inputs);
 
-  // The in-place reduction of `in_place` failed: its block is retired and
-  // nothing is lent any more.
-  void Failed(const InPlace& in_place);
+  // An in-place reduction failed (MPI may still write into its block): the
+  // block is retired and nothing is lent any more (the layout stays).
+  void Failed();
 
-  // For tests: blocks made so far, and whether slots are being lent.
+  // For tests: layouts made so far, and whether slots are being lent.
   int layouts() const;
   bool lending() const;
 
  private:
+  void RetireCurrent();  // REQUIRES: mu_
+
   const std::string name_;
   mutable std::mutex mu_;
-  std::vector<size_t> sizes_;          // guarded by mu_: the current layout's
-  size_t element_bytes_ = 0;           // guarded by mu_
-  BucketBlock* current_ = nullptr;     // guarded by mu_: one reference held
-  std::vector<BucketBlock*> retired_;  // guarded by mu_: one reference each (SlotAllocator's pointers stay valid)
-  int layouts_ = 0;                    // guarded by mu_
-  bool stopped_ = false;               // guarded by mu_
+  // The layout (guarded by mu_): empty sizes_ for none.
+  std::vector<size_t> sizes_, offsets_;
+  size_t total_ = 0;
+  size_t element_bytes_ = 0;
+  int layouts_ = 0;
+  bool stopped_ = false;  // no layout ever again
+  // This rank's block of the layout (guarded by mu_).
+  BucketBlock* current_ = nullptr;     // one reference held; null: nothing lent
+  std::vector<BucketBlock*> retired_;  // one reference each (SlotAllocator's pointers stay valid)
+  bool failed_ = false;                // nothing lent ever again
 };
 
 }  // namespace tw::dist::internal

@@ -67,7 +67,7 @@ using CallPtr = std::shared_ptr<Call>;
 Status RunCollective(MPI_Comm comm, int size, Call& c);
 
 // The all-reduce's input: the pieces, end to end, into c.buffer (which holds
-// c.bytes).
+// c.bytes); zeros for a gap (a piece without input).
 void CopyPieces(Call& c, const std::vector<World::Piece>& pieces);
 // The all-reduce's result from c.buffer to the pieces' outputs, for kMean each
 // element divided by `size` as it is written: the same division of the same

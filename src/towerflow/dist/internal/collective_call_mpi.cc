@@ -36,7 +36,7 @@ void CopyResultAs(const Call& c, int n, const std::vector<World::Piece>& pieces)
   const T* from = reinterpret_cast<const T*>(c.buffer.get());
   for (const World::Piece& p : pieces) {
     if (p.count <= 0) continue;
-    Divided(from, static_cast<T*>(p.out), p.count, n);
+    if (p.out != nullptr) Divided(from, static_cast<T*>(p.out), p.count, n);
     from += p.count;
   }
 }
@@ -149,8 +149,12 @@ void CopyPieces(Call& c, const std::vector<World::Piece>& pieces) {
   const size_t elem = DataTypeSize(c.dtype);
   char* to = c.buffer.get();
   for (const World::Piece& p : pieces) {
-    const size_t n = static_cast<size_t>(p.count) * elem;
-    if (n > 0) std::memcpy(to, p.in, n);
+    const size_t n = p.count > 0 ? static_cast<size_t>(p.count) * elem : 0;
+    if (n > 0 && p.in != nullptr) {
+      std::memcpy(to, p.in, n);
+    } else if (n > 0) {
+      std::memset(to, 0, n);  // a gap
+    }
     to += n;
   }
 }
