@@ -260,7 +260,12 @@ StepGraphKernel::Check StepGraphKernel::CheckReplay(OpKernelContext* ctx, std::s
     }
   }
   for (const auto& [slot, count] : expected_uses_) {
-    if (slots_[static_cast<size_t>(slot)].value.buffer().use_count() != count) return Check::kHeld;
+    // Counted through a copy: taking a reference is an acquiring update of
+    // the count (libstdc++'s acq_rel add), so the last reader's release of
+    // the buffer happens before the replay writes it; use_count() alone is
+    // a relaxed load, which orders nothing.
+    const std::shared_ptr<TensorBuffer> probe = slots_[static_cast<size_t>(slot)].value.buffer();
+    if (probe.use_count() != count + 1) return Check::kHeld;
   }
   return Check::kReplay;
 }

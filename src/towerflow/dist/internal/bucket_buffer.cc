@@ -163,8 +163,12 @@ BucketLender::InPlace BucketLender::Contiguous(const std::vector<const Tensor*>&
     if (inputs[k]->TotalBytes() != sizes_[k]) return {};
     if (sizes_[k] == 0) continue;  // nothing of it is read or written
     const int i = static_cast<int>(k);
-    const std::shared_ptr<TensorBuffer>& buffer = inputs[k]->buffer();
-    if (buffer == nullptr || buffer.use_count() != 1 || buffer->allocator() != current_->slot(i) ||
+    // Counted through a copy: taking a reference is an acquiring update of
+    // the count, so whatever another reader did with the buffer before
+    // letting it go happens before the reduction writes it (use_count()
+    // alone is a relaxed load).
+    const std::shared_ptr<TensorBuffer> buffer = inputs[k]->buffer();
+    if (buffer == nullptr || buffer.use_count() != 2 || buffer->allocator() != current_->slot(i) ||
         buffer->data() != current_->data() + current_->offset(i)) {
       return {};
     }
