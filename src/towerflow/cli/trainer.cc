@@ -289,8 +289,14 @@ class Loop {
   void Finish(const TrainResult& result) {
     if (chief_ && result.steps > 0) progress_.Finish(State(result, result.examples_per_sec));
   }
-  // The input's autotune choices last reported above the progress bar.
-  const std::string& reported_input_autotune() const { return input_autotune_; }
+  // The input's autotune choices, in a line above the progress bar when
+  // they differ from those last reported (a thread added or retired, a
+  // buffer grown).
+  void ReportInputAutotune(std::string tuned) {
+    if (tuned == input_autotune_) return;
+    input_autotune_ = std::move(tuned);
+    if (!input_autotune_.empty()) Message("input autotune: " + input_autotune_);
+  }
 
   void Message(const std::string& line) {
     if (chief_) progress_.Message(line);
@@ -328,12 +334,7 @@ class Loop {
     s.queue_fill = InputFill(session_, g_.input, nullptr);
     if (g_.input.dataset) {
       s.queue_label = "shuffle buffer";
-      // A line each time autotuning changes its mind (a thread added or
-      // retired, a buffer grown), above the progress bar.
-      if (std::string tuned = InputAutotune(session_, g_.input); tuned != input_autotune_) {
-        input_autotune_ = std::move(tuned);
-        if (!input_autotune_.empty()) Message("input autotune: " + input_autotune_);
-      }
+      ReportInputAutotune(InputAutotune(session_, g_.input));
     }
     return s;
   }
@@ -543,10 +544,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   if (!joined.ok()) status = joined;
   if (result.interrupted && (errors::IsCancelled(status) || errors::IsOutOfRange(status) || errors::IsAborted(status))) status = Status::OK();
   result.input_autotune = InputAutotune(session, g.input);
-  // The final choices, unless the line above the bar already says them.
-  if (!result.input_autotune.empty() && result.input_autotune != loop.reported_input_autotune()) {
-    loop.Message("input autotune: " + result.input_autotune);
-  }
+  loop.ReportInputAutotune(result.input_autotune);  // the final choices, unless already said
   loop.Finish(result);
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
   if (world != nullptr) {
