@@ -9,12 +9,12 @@
 namespace tw::dist::internal {
 namespace {
 
-// out[i] = sum[i] / n (restrict: `out` is the caller's, `sum` the call's
-// buffer), or a copy when n is 1 (x / 1 == x).
+// out[i] = sum[i] / n, or a copy when n is 1 (x / 1 == x). `out` is `sum`
+// (a bucket divided where it was reduced) or does not overlap it.
 template <typename T>
-void Divided(const T* __restrict sum, T* __restrict out, int64_t count, int n) {
+void Divided(const T* sum, T* out, int64_t count, int n) {
   if (n == 1) {
-    std::memcpy(out, sum, static_cast<size_t>(count) * sizeof(T));
+    if (out != sum) std::memcpy(out, sum, static_cast<size_t>(count) * sizeof(T));
     return;
   }
   const T divisor = static_cast<T>(n);
@@ -39,19 +39,6 @@ void CopyResultAs(const Call& c, int n, const std::vector<World::Piece>& pieces)
     if (p.out != nullptr) Divided(from, static_cast<T*>(p.out), p.count, n);
     from += p.count;
   }
-}
-
-template <typename T>
-void DivideInPlaceAs(T* data, int64_t count, int n) {
-  const T divisor = static_cast<T>(n);
-  if constexpr (std::is_floating_point_v<T>) {
-    if ((n & (n - 1)) == 0) {  // as Divided: the exact inverse, the same bits
-      const T inverse = T(1) / divisor;
-      for (int64_t i = 0; i < count; ++i) data[i] *= inverse;
-      return;
-    }
-  }
-  for (int64_t i = 0; i < count; ++i) data[i] = static_cast<T>(data[i] / divisor);
 }
 
 }  // namespace
@@ -179,13 +166,13 @@ void DivideInPlace(DataType dtype, void* data, int64_t count, int size) {
   if (size == 1 || count <= 0) return;  // x / 1 == x
   switch (dtype) {
     case kFloat32:
-      return DivideInPlaceAs(static_cast<float*>(data), count, size);
+      return Divided(static_cast<float*>(data), static_cast<float*>(data), count, size);
     case kFloat64:
-      return DivideInPlaceAs(static_cast<double*>(data), count, size);
+      return Divided(static_cast<double*>(data), static_cast<double*>(data), count, size);
     case kInt32:
-      return DivideInPlaceAs(static_cast<int32_t*>(data), count, size);
+      return Divided(static_cast<int32_t*>(data), static_cast<int32_t*>(data), count, size);
     case kInt64:
-      return DivideInPlaceAs(static_cast<int64_t*>(data), count, size);
+      return Divided(static_cast<int64_t*>(data), static_cast<int64_t*>(data), count, size);
     default:  // MpiType refused it before the call was made
       return;
   }
