@@ -22,9 +22,9 @@
 // keeps the matrix layouts and the algorithm cuBLASLt's heuristic picks for
 // them (host calls, once): the heuristic assumes 256-byte aligned buffers
 // unless told, and a step arena's tensors are 64-byte aligned, so it is told
-// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, at most 64). The operation descriptor,
-// which carries the bias pointer, is made per call, so that threads running
-// the kernel at once never share it. The workspace (up to kWorkspaceBytes)
+// (CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_*_BYTES, at most 64). The operation
+// descriptor, which carries the bias pointer, is made per call, so that
+// threads running the kernel at once never share it. The workspace (up to kWorkspaceBytes)
 // comes from allocate_temp on the compute stream. Precision as MatMul's:
 // CUBLAS_COMPUTE_32F, or CUBLAS_COMPUTE_32F_FAST_TF32 with allow_tf32.
 #include <array>

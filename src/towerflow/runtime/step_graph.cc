@@ -222,8 +222,8 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
   // The buffers the next replay writes that slots hold, and by how many
   // holders: the graph's memory, and the input buffers it copies each step
   // into (a pass-through member, such as Identity or Reshape, outputs one),
-  // each also held by graph_inputs_. One held by anything else (a queue, a fetch still alive)
-  // makes the step run kernel by kernel.
+  // each also held by graph_inputs_. One held by anything else (a queue, a
+  // fetch still alive) makes the step run kernel by kernel.
   std::map<const TensorBuffer*, long> input_holders;  // the inputs CopyInputs writes
   for (size_t k = 0; k < graph_inputs_.size(); ++k) {
     const Tensor& in = graph_inputs_[k].value;
