@@ -2,13 +2,16 @@
 
 #include <utility>
 
+#include "towerflow/runtime/arena_layout.h"
+
 namespace tw {
 
 void* AllocationRecorder::Allocate(size_t bytes) {
   void* p = base_->Allocate(bytes);
   if (p != nullptr) {
     std::lock_guard<std::mutex> lock(mu_);
-    sizes_.push_back(bytes);
+    open_[p] = requests_.size();
+    requests_.push_back({.bytes = bytes});
     ++live_;
   }
   return p;
@@ -16,17 +19,24 @@ void* AllocationRecorder::Allocate(size_t bytes) {
 
 void AllocationRecorder::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
-  base_->Deallocate(ptr, bytes);
   {
+    // Noted before the base has it back: another request could get the
+    // same address as soon as it does.
     std::lock_guard<std::mutex> lock(mu_);
+    if (auto it = open_.find(ptr); it != open_.end()) {
+      requests_[it->second].freed_after = requests_.size();
+      open_.erase(it);
+    }
     --live_;
   }
+  base_->Deallocate(ptr, bytes);
   MaybeDelete();
 }
 
-std::vector<size_t> AllocationRecorder::TakeSizes() {
+std::vector<CaptureRequest> AllocationRecorder::TakeRequests() {
   std::lock_guard<std::mutex> lock(mu_);
-  return std::move(sizes_);
+  open_.clear();
+  return std::move(requests_);
 }
 
 void AllocationRecorder::Release() {
@@ -46,29 +56,56 @@ void AllocationRecorder::MaybeDelete() {
   if (done) delete this;
 }
 
-CaptureMemory* CaptureMemory::Create(Allocator* base, const std::vector<size_t>& sizes) {
-  std::vector<void*> buffers;
-  for (size_t bytes : sizes) {
-    void* p = base->Allocate(bytes);
-    if (p == nullptr) {
-      for (size_t i = 0; i < buffers.size(); ++i) base->Deallocate(buffers[i], sizes[i]);
-      return nullptr;
-    }
-    buffers.push_back(p);
+CaptureMemory* CaptureMemory::Create(Allocator* base, const std::vector<CaptureRequest>& requests) {
+  // The requests in the order they were made, a chain of events: request i
+  // is born at event i and dead after event freed_after - 1 (one that lived
+  // past the run, after the last event, n).
+  const int n = static_cast<int>(requests.size());
+  std::vector<std::vector<int>> next(static_cast<size_t>(n) + 1);
+  for (int e = 0; e < n; ++e) next[static_cast<size_t>(e)].push_back(e + 1);
+  std::vector<ArenaBuffer> buffers(requests.size());
+  std::vector<size_t> sizes(requests.size());
+  for (int i = 0; i < n; ++i) {
+    const CaptureRequest& r = requests[static_cast<size_t>(i)];
+    ArenaBuffer& b = buffers[static_cast<size_t>(i)];
+    b.bytes = sizes[static_cast<size_t>(i)] = r.bytes;
+    b.producer = i;
+    const bool freed = r.freed_after != CaptureRequest::kLive && r.freed_after > static_cast<size_t>(i) &&
+                       r.freed_after <= requests.size();
+    b.readers = {freed ? static_cast<int>(r.freed_after) - 1 : n};
   }
-  return new CaptureMemory(base, sizes, std::move(buffers));
+  ArenaLayout layout = PlanArena(buffers, PlanOrder(next));
+  char* block = nullptr;
+  if (layout.total_bytes > 0) {
+    block = static_cast<char*>(base->Allocate(layout.total_bytes));
+    if (block == nullptr) return nullptr;
+  }
+  return new CaptureMemory(base, std::move(sizes), std::move(layout.offsets), std::move(layout.overlaps), block,
+                           layout.total_bytes);
 }
 
-CaptureMemory::CaptureMemory(Allocator* base, std::vector<size_t> sizes, std::vector<void*> buffers)
-    : base_(base), sizes_(std::move(sizes)), buffers_(std::move(buffers)) {
-  for (size_t i = 0; i < buffers_.size(); ++i) {
-    index_[buffers_[i]] = i;
-    total_bytes_ += sizes_[i];
+CaptureMemory::CaptureMemory(Allocator* base, std::vector<size_t> sizes, std::vector<size_t> offsets,
+                             std::vector<std::vector<int>> overlaps, char* block, size_t block_bytes)
+    : base_(base),
+      sizes_(std::move(sizes)),
+      offsets_(std::move(offsets)),
+      overlaps_(std::move(overlaps)),
+      block_(block),
+      block_bytes_(block_bytes),
+      out_(sizes_.size(), 0) {
+  for (size_t i = 0; i < sizes_.size(); ++i) {
+    index_.emplace(block_ + offsets_[i], i);
+    requested_bytes_ += sizes_[i];
   }
 }
 
 CaptureMemory::~CaptureMemory() {
-  for (size_t i = 0; i < buffers_.size(); ++i) base_->Deallocate(buffers_[i], sizes_[i]);
+  if (block_ != nullptr) base_->Deallocate(block_, block_bytes_);
+}
+
+bool CaptureMemory::Owns(const void* ptr) const {
+  const char* p = static_cast<const char*>(ptr);
+  return block_ != nullptr && p >= block_ && p < block_ + block_bytes_;
 }
 
 void CaptureMemory::Release() {
@@ -92,8 +129,14 @@ void* CaptureMemory::Allocate(size_t bytes) {
   {
     std::lock_guard<std::mutex> lock(mu_);
     if (next_ < sizes_.size() && sizes_[next_] == bytes) {
-      ++live_;
-      return buffers_[next_++];
+      // Its bytes are free: no request over them is out, itself included.
+      bool free = !out_[next_];
+      for (int other : overlaps_[next_]) free = free && !out_[static_cast<size_t>(other)];
+      if (free) {
+        out_[next_] = 1;
+        ++live_;
+        return block_ + offsets_[next_++];
+      }
     }
     mismatch_ = true;
     if (strict_) return nullptr;
@@ -116,6 +159,15 @@ void CaptureMemory::Deallocate(void* ptr, size_t bytes) {
   if (!Owns(ptr)) base_->Deallocate(ptr, bytes);
   {
     std::lock_guard<std::mutex> lock(mu_);
+    // The request out at this address (requests over the same bytes are
+    // never out at once).
+    auto [first, last] = index_.equal_range(ptr);
+    for (auto it = first; it != last; ++it) {
+      if (out_[it->second]) {
+        out_[it->second] = 0;
+        break;
+      }
+    }
     --live_;
   }
   MaybeDelete();

@@ -14,6 +14,24 @@ StepGraphKernel::StepGraphKernel(OpKernelConstruction* c, StepGraphSpec spec)
       name_(StrCat(spec_.device->short_name(), " step graph (", spec_.members.size(), " kernels)")) {
   stats_.members = static_cast<int>(spec_.members.size());
   stats_.device_graph = spec_.device->CanCaptureWork();
+  // Each slot's last reader; -2 for the item's outputs (kept).
+  std::vector<int> last(static_cast<size_t>(spec_.num_slots), -1);
+  for (size_t m = 0; m < spec_.members.size(); ++m) {
+    for (const StepGraphSpec::Source& src : spec_.members[m].inputs) {
+      if (src.slot >= 0) last[static_cast<size_t>(src.slot)] = static_cast<int>(m);
+    }
+  }
+  for (int slot : spec_.output_slots) last[static_cast<size_t>(slot)] = -2;
+  done_after_.assign(spec_.members.size(), {});
+  for (size_t m = 0; m < spec_.members.size(); ++m) {
+    const StepGraphSpec::Member& member = spec_.members[m];
+    for (int slot = member.first_slot; slot < member.first_slot + member.outputs; ++slot) {
+      const int reader = last[static_cast<size_t>(slot)];
+      if (reader == -2) continue;
+      // Read by nothing: dropped once its producer has run.
+      done_after_[reader >= 0 ? static_cast<size_t>(reader) : m].push_back(slot);
+    }
+  }
 }
 
 StepGraphKernel::~StepGraphKernel() { DropCapture(); }
@@ -27,7 +45,8 @@ Status StepGraphKernel::RunMembers(OpKernelContext* ctx, const std::vector<Tenso
                                    Allocator* allocator, std::vector<TensorValue>* slots) const {
   slots->assign(static_cast<size_t>(spec_.num_slots), TensorValue());
   std::vector<TensorValue> in;
-  for (const StepGraphSpec::Member& m : spec_.members) {
+  for (size_t k = 0; k < spec_.members.size(); ++k) {
+    const StepGraphSpec::Member& m = spec_.members[k];
     in.assign(m.inputs.size(), TensorValue());
     for (size_t i = 0; i < m.inputs.size(); ++i) {
       const StepGraphSpec::Source& src = m.inputs[i];
@@ -64,6 +83,8 @@ Status StepGraphKernel::RunMembers(OpKernelContext* ctx, const std::vector<Tenso
       }
       (*slots)[static_cast<size_t>(m.first_slot + o)] = std::move(out);
     }
+    in.clear();
+    for (int slot : done_after_[k]) (*slots)[static_cast<size_t>(slot)] = TensorValue();
   }
   return Status::OK();
 }
@@ -94,7 +115,7 @@ void StepGraphKernel::Compute(OpKernelContext* ctx) {
         return RunEager(ctx);
       case Check::kMoved:
         TW_LOG(INFO) << name_ << ": recording again: " << why;
-        DropCapture();  // and record it again now, with the sizes it had
+        DropCapture();  // and record it again now, with the requests it had
         break;
     }
   }
@@ -104,24 +125,24 @@ void StepGraphKernel::Compute(OpKernelContext* ctx) {
 
 void StepGraphKernel::RunEager(OpKernelContext* ctx) {
   ++stats_.eager_runs;
-  // Warm-up runs note the sizes their kernels ask for.
+  // Warm-up runs note what their kernels ask for.
   const bool warm_up = !stats_.off && memory_ == nullptr;
   AllocationRecorder* recorder = warm_up ? AllocationRecorder::Create(ctx->allocator()) : nullptr;
   std::vector<TensorValue> slots;
   Status s = RunMembers(ctx, *ctx->params().inputs, warm_up ? recorder : ctx->allocator(), &slots);
-  std::vector<size_t> sizes;
+  std::vector<CaptureRequest> requests;
   if (recorder != nullptr) {
-    sizes = recorder->TakeSizes();
+    requests = recorder->TakeRequests();
     recorder->Release();
   }
   if (!s.ok()) return ctx->SetStatus(s);
   SetOutputs(ctx, slots);
   if (!warm_up) return;
-  // Two runs in a row asking for the same sizes arm the capture.
-  if (sizes == sizes_) {
+  // Two runs in a row making the same requests arm the capture.
+  if (requests == requests_) {
     ++same_sizes_;
   } else {
-    sizes_ = std::move(sizes);
+    requests_ = std::move(requests);
     same_sizes_ = 1;
   }
   armed_ = same_sizes_ >= kWarmupRuns;
@@ -159,9 +180,9 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
     TurnOff("copying its inputs failed: " + copied.ToString());
     return false;
   }
-  memory_ = CaptureMemory::Create(device->allocator(), sizes_);
+  memory_ = CaptureMemory::Create(device->allocator(), requests_);
   if (memory_ == nullptr) {
-    TurnOff(StrCat("no memory for its ", sizes_.size(), " buffers"));
+    TurnOff(StrCat("no memory for its ", requests_.size(), " buffers"));
     return false;
   }
   const bool recapture = stats_.captures > 0;
@@ -219,6 +240,7 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
   ++stats_.captures;
   if (recapture) ++stats_.recaptures;
   stats_.graph_bytes = input_bytes + static_cast<int64_t>(memory_->bytes());
+  stats_.requested_bytes = input_bytes + static_cast<int64_t>(memory_->requested_bytes());
   // The buffers the next replay writes that slots hold, and by how many
   // holders: the graph's memory, and the input buffers it copies each step
   // into (a pass-through member, such as Identity or Reshape, outputs one),

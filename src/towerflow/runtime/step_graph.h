@@ -6,12 +6,15 @@
 // one GPU that can be recorded to one plan item, whose kernel is a
 // StepGraphKernel. Each step the kernel runs its members in an order their
 // edges allow, on the launcher thread of the GPU, reading the item's inputs
-// and their own outputs (kept for the step), and returns the outputs other
-// items read. Its runs go through states:
+// and their own outputs (each kept until its last reader has run, unless
+// the item outputs it), and returns the outputs other items read. Its runs
+// go through states:
 //   - warm-up: the members run as kernels, through an allocator that notes
-//     the sizes they ask for. Two runs in a row with the same sizes (the
-//     plan's shapes are settled, lazy library set-up is done) arm a capture;
-//   - capture: buffers for that sequence of sizes are made (CaptureMemory),
+//     the sizes they ask for and when each is freed. Two runs in a row with
+//     the same requests (the plan's shapes are settled, lazy library set-up
+//     is done) arm a capture;
+//   - capture: that sequence of requests is laid out in one block, buffers
+//     that are never live at once sharing bytes (CaptureMemory),
 //     the inputs other than the plan's constants and variables get buffers
 //     of the graph's own (each step copies its inputs there, on the device),
 //     and the members run once more over them: on a device that can capture
@@ -46,10 +49,10 @@
 
 #include "towerflow/device/kernel_registry.h"
 #include "towerflow/device/op_kernel.h"
+#include "towerflow/runtime/capture_memory.h"
 
 namespace tw {
 
-class CaptureMemory;
 
 // What a step graph runs: its members and where their inputs come from.
 struct StepGraphSpec {
@@ -88,6 +91,7 @@ struct StepGraphStats {
   int64_t shape_changes = 0;  // steps whose inputs had other shapes
   int64_t held_outputs = 0;   // steps run one by one because an output was held
   int64_t graph_bytes = 0;    // the graph's buffers (kernels' and inputs')
+  int64_t requested_bytes = 0;  // the same with one buffer per kernel's request
   bool off = false;
   std::string off_reason;
 };
@@ -125,10 +129,13 @@ class StepGraphKernel : public OpKernel {
 
   const StepGraphSpec spec_;
   const std::string name_;
+  // Per member: the slots no later member reads and the item does not
+  // output, dropped once it has run (their buffers free for later requests).
+  std::vector<std::vector<int>> done_after_;
   mutable std::mutex mu_;  // one run at a time; guards everything below
   std::vector<TensorValue> slots_;
-  std::vector<size_t> sizes_;  // the last warm-up run's requests
-  int same_sizes_ = 0;         // warm-up runs in a row with sizes_
+  std::vector<CaptureRequest> requests_;  // the last warm-up run's
+  int same_sizes_ = 0;                    // warm-up runs in a row with requests_
   bool armed_ = false;
   // The capture: its memory, device graph, input buffers and what it read.
   CaptureMemory* memory_ = nullptr;
