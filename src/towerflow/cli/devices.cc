@@ -200,6 +200,39 @@ StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int l
   return devices;
 }
 
+Status ChooseCrossProcessDevice(dist::World& world, int logical_gpus, TrainConfig* c, std::string* note) {
+  // Every rank takes part in the all-gather, GPU towers or not: a collective
+  // that some ranks skip would wait for them until the timeout.
+  const std::string& device = c->variable_device;
+  std::string mine = "cpu";
+  if (device.rfind("/device:GPU:", 0) == 0) {
+    const int index = static_cast<int>(std::strtol(device.c_str() + device.rfind(':') + 1, nullptr, 10));
+    const int ordinal = index / std::max(1, logical_gpus);
+    const std::string bus = CudaGpuPciBusId(ordinal);
+    mine = world.hosts()[static_cast<size_t>(world.rank())] + " " +
+           (bus.empty() ? "CUDA device " + std::to_string(ordinal) : bus);
+  }
+  TW_ASSIGN_OR_RETURN(std::vector<std::string> all,
+                      world.AllGather({.channel = dist::Channel::kControl, .bucket = 0, .num_buckets = 1,
+                                       .what = "the ranks' GPUs"},
+                                      mine));
+  *note = SharedGpuNote(all);
+  if (!note->empty()) c->cross_process_device = "/device:CPU:0";
+  return Status::OK();
+}
+
+std::string SharedGpuNote(const std::vector<std::string>& gpus) {
+  for (size_t r = 0; r < gpus.size(); ++r) {
+    if (gpus[r] == "cpu") continue;
+    for (size_t q = r + 1; q < gpus.size(); ++q) {
+      if (gpus[q] != gpus[r]) continue;
+      return "ranks " + std::to_string(r) + " and " + std::to_string(q) + " share a GPU (" + gpus[r] +
+             "), which NCCL refuses: the gradients are reduced between the ranks by MPI, through the CPU";
+    }
+  }
+  return "";
+}
+
 std::string DescribeWorld(const dist::World& world, const TrainConfig& c, const std::string& binding) {
   std::vector<std::pair<std::string, std::vector<int>>> hosts;  // in order of first rank
   for (int r = 0; r < world.size(); ++r) {

@@ -58,6 +58,20 @@ std::string BindToHostShare(HostShare* share, bool bind);
 StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,
                                                   int* num_cpu_devices, bool* uses_gpus);
 
+// Where the gradient buckets are reduced between the ranks
+// (c->cross_process_device): the variables' device, so GPU towers reduce with
+// NCCL where the gradients are, unless two ranks would be on one physical GPU
+// (NCCL refuses two ranks of a communicator on one GPU: ranks sharing a host's
+// GPUs, logical GPUs of one card split between ranks). The ranks compare
+// their GPUs' hosts and PCI bus ids (an all-gather: every rank decides alike);
+// then the buckets go through the CPU, reduced by MPI, and `note` says why.
+// No change for CPU towers.
+Status ChooseCrossProcessDevice(dist::World& world, int logical_gpus, TrainConfig* c, std::string* note);
+// The decision from the gathered identities, one per rank ("cpu", or
+// "<host> <PCI bus id>"): a note naming the first two ranks on one GPU, or
+// empty when no two share one.
+std::string SharedGpuNote(const std::vector<std::string>& gpus);
+
 // The job, printed once by rank 0: "world: 3 ranks on 1 host (vm: ranks
 // 0-2), 2 tower(s) per rank, global batch 600 = 100 x 2 tower(s) x 3 ranks;
 // input: 8 files split by rank (2-3 each)" (dist/sharding.h's split).

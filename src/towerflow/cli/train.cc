@@ -473,6 +473,10 @@ int RunTrain(int argc, char** argv) {
     return finish(1);
   };
 
+  std::string shared_gpu;
+  if (world != nullptr) {
+    if (Status s = ChooseCrossProcessDevice(*world, f.logical_gpus, &config, &shared_gpu); !s.ok()) return fail(s);
+  }
   std::signal(SIGINT, OnSignal);
   std::signal(SIGTERM, OnSignal);
   if (chief) {
@@ -483,6 +487,7 @@ int RunTrain(int argc, char** argv) {
                                      std::to_string(config.records) + " records)").c_str()
                                   : "");
     if (world != nullptr) std::printf("%s\n", DescribeWorld(*world, config, binding).c_str());
+    if (!shared_gpu.empty()) std::printf("note: %s\n", shared_gpu.c_str());
     std::fflush(stdout);
   }
   auto result = Train(config);

@@ -39,9 +39,9 @@ Status BuildGraph(const TrainConfig& c, int64_t resume_step, dist::World* world,
   std::function<std::vector<Output>(const Scope&, const std::vector<Output>&)> cross_process_mean;
   if (world != nullptr) {
     // On the variables' device: GPU towers reduce with NCCL where the
-    // gradients are, CPU towers with MPI.
+    // gradients are, CPU towers with MPI (or the CPU's, for ranks sharing a GPU).
     dist::GradientBucketOptions buckets;
-    buckets.device = c.variable_device;
+    buckets.device = c.cross_process_device.empty() ? c.variable_device : c.cross_process_device;
     // Momentum's update of a variable kept once divides its mean in its loop.
     buckets.divide_in_consumer = c.optimizer == "momentum" && !c.mirrored_variables;
     cross_process_mean = [buckets](const Scope& s, const std::vector<Output>& grads) {

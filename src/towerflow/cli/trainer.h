@@ -55,6 +55,9 @@ struct TrainConfig {
   // `variable_device` shared by every tower (kSingleDevice).
   bool mirrored_variables = false;
   std::string variable_device = "/device:CPU:0";
+  // Several processes: where the gradient buckets are reduced between them
+  // (ChooseCrossProcessDevice, devices.h); empty: `variable_device`.
+  std::string cross_process_device;
   int64_t batch_size = 100;          // per tower
   int64_t total_steps = 0;           // global step to reach
   int64_t records = 0;               // per epoch; 0: not counted

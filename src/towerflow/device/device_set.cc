@@ -71,6 +71,7 @@ int DeviceFactory::DevicePriority(const std::string& device_type) {
 
 #if !TOWERFLOW_HAVE_CUDA
 int VisibleCudaGpuCount() { return 0; }
+std::string CudaGpuPciBusId(int) { return ""; }
 #endif
 
 void EnsureDeviceFactoriesRegistered() {

@@ -53,6 +53,10 @@ Status RegisterCudaDeviceFactory();
 // How many GPUs the CUDA backend sees (after CUDA_VISIBLE_DEVICES): 0 in a
 // build without it, without a driver, or without a GPU. Never fails; cached.
 int VisibleCudaGpuCount();
+// The PCI bus id of visible CUDA GPU `ordinal` ("0000:3b:00.0"), which names
+// the physical GPU whatever CUDA_VISIBLE_DEVICES renumbered; empty where there
+// is no such GPU (or no CUDA backend).
+std::string CudaGpuPciBusId(int ordinal);
 
 class DeviceSet {
  public:

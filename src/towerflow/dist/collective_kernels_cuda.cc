@@ -100,7 +100,12 @@ class GpuProcessAllReduceOp : public GpuOpKernel {
     tag.what = StrCat(node().name(), " (", n, " tensors, ", offset, " bytes, NCCL)");
     const ncclDataType_t type = dtype_ == kFloat64 ? ncclFloat64 : ncclFloat32;
     const ncclRedOp_t op = mean_ ? ncclAvg : ncclSum;
-    TW_OP_REQUIRES_OK(ctx, world->RunInOrder(tag, [&]() -> Status {
+    // The task holds what it uses by value, `flat` included: a call that
+    // timed out returns here and frees this frame, while its task may still
+    // be waiting inside ncclCommInitRank for a late rank, and then enqueue.
+    GpuDevice* device = &gpu;  // the session's: outlives the world's calls
+    TW_OP_REQUIRES_OK(ctx, world->RunInOrder(tag, [world, device, flat, total, type, op]() -> Status {
+      GpuDevice& gpu = *device;
       TW_ASSIGN_OR_RETURN(ncclComm_t comm, CommFor(*world, gpu));
       TW_RETURN_IF_ERROR(gpu.Activate());  // the channel's thread
       auto exclusion = gpu.CaptureExclusion();  // off the launcher: not into a capture

@@ -2,6 +2,7 @@
 
 #include <mutex>
 
+#include "towerflow/device/device_set.h"
 #include "towerflow/kernels/register_all.h"
 
 namespace tw::dist {
@@ -13,7 +14,9 @@ void EnsureDistRegistered() {
     RegisterProcessCollectiveOps(OpRegistry::Global(), GradientRegistry::Global());
     RegisterProcessCollectiveKernels(KernelRegistry::Global());
 #if TOWERFLOW_HAVE_CUDA
-    RegisterProcessCollectiveCudaKernels(KernelRegistry::Global());
+    // As EnsureKernelsRegistered: GPU kernels only where a GPU is visible (a
+    // fake GPU would pick this kernel, which needs a CUDA device).
+    if (VisibleCudaGpuCount() > 0) RegisterProcessCollectiveCudaKernels(KernelRegistry::Global());
 #endif
   });
 }

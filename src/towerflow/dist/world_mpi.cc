@@ -35,6 +35,7 @@
 // divides those identical sums alike everywhere as they are copied out (for a
 // power of two ranks a multiplication by the exact inverse: the same bits).
 #include <mpi.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -81,8 +82,12 @@ class MpiWorld final : public World {
     for (int c = 0; c < kNumChannels; ++c) {
       channels_[c].comm = channels[c];
       channels_[c].thread = std::thread([this, c] { Serve(c); });
+      // "tw_mpi/gradients" cut to Linux's 15 characters.
+      const std::string name = std::string("tw_mpi/") + ChannelName(static_cast<dist::Channel>(c));
+      pthread_setname_np(channels_[c].thread.native_handle(), name.substr(0, 15).c_str());
     }
     monitor_ = std::thread([this] { Monitor(); });
+    pthread_setname_np(monitor_.native_handle(), "tw_mpi/monitor");
   }
 
   ~MpiWorld() override { StopThreads(); }

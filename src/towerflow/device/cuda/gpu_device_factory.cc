@@ -45,6 +45,39 @@ Status KeepFreedMemoryInPool(int ordinal, uint64_t threshold) {
   return Status::OK();
 }
 
+// Lets every GPU that can reach another's memory read and write the blocks of
+// its pool. A pool's blocks are visible to their own GPU only, whatever
+// cudaDeviceEnablePeerAccess says; NCCL's communicators within one process
+// (the towers' all-reduce, ncclCommInitAll) may read a peer's buffers
+// directly, which would otherwise fault (as TF's and XLA's cudaMallocAsync
+// allocators found). Best effort: a pair that cannot be joined keeps its
+// copies through the driver, with a warning.
+void ShareMemoryPoolsWithPeers(int physical) {
+  for (int owner = 0; owner < physical; ++owner) {
+    cudaMemPool_t pool = nullptr;
+    if (cudaDeviceGetDefaultMemPool(&pool, owner) != cudaSuccess) {
+      (void)cudaGetLastError();
+      continue;
+    }
+    for (int peer = 0; peer < physical; ++peer) {
+      int can = 0;
+      if (peer == owner || cudaDeviceCanAccessPeer(&can, peer, owner) != cudaSuccess || !can) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      cudaMemAccessDesc access{};
+      access.location.type = cudaMemLocationTypeDevice;
+      access.location.id = peer;
+      access.flags = cudaMemAccessFlagsProtReadWrite;
+      if (const cudaError_t err = cudaMemPoolSetAccess(pool, &access, 1); err != cudaSuccess) {
+        (void)cudaGetLastError();
+        TW_LOG(WARNING) << "CUDA device " << peer << " cannot access the memory pool of CUDA device " << owner
+                        << ": cudaMemPoolSetAccess: " << cudaGetErrorName(err);
+      }
+    }
+  }
+}
+
 class CudaDeviceFactory final : public DeviceFactory {
  public:
   Status CreateDevices(const SessionOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
@@ -106,6 +139,7 @@ class CudaDeviceFactory final : public DeviceFactory {
         devices->push_back(std::move(device));
       }
     }
+    ShareMemoryPoolsWithPeers(physical);
     return Status::OK();
   }
 };
@@ -126,6 +160,16 @@ int VisibleCudaGpuCount() {
     return std::max(n, 0);
   }();
   return count;
+}
+
+std::string CudaGpuPciBusId(int ordinal) {
+  if (ordinal < 0 || ordinal >= VisibleCudaGpuCount()) return "";
+  char id[32] = {};
+  if (cudaDeviceGetPCIBusId(id, sizeof(id), ordinal) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "";
+  }
+  return id;
 }
 
 Status RegisterCudaDeviceFactory() {
