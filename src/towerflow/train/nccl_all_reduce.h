@@ -57,6 +57,10 @@ struct NcclAllReducerOptions {
   // on its own, and packs the smaller ones, in order and by dtype, into buckets
   // of at most this many bytes.
   int64_t bucket_bytes = 4 << 20;
+  // Reduce across physical GPUs through NCCL even when the devices are all
+  // on one (a communicator of one rank, whose all-reduce copies): tests run
+  // the NCCL calls on a machine with one GPU.
+  bool nccl_with_one_gpu = false;
 };
 
 class NcclAllReducer : public AllReducer {

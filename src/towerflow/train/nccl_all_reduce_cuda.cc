@@ -85,7 +85,7 @@ Status NcclAllReducer::InitLocked() {
     TW_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&st->events[i], cudaEventDisableTiming));
   }
   for (const State::Group& g : st->groups) st->all_physical &= g.members.size() == 1;
-  if (st->groups.size() > 1) {
+  if (st->groups.size() > 1 || options_.nccl_with_one_gpu) {
     std::vector<int> ordinals;
     for (const State::Group& g : st->groups) ordinals.push_back(g.ordinal);
     std::vector<ncclComm_t> comms(ordinals.size(), nullptr);
@@ -238,7 +238,7 @@ Status NcclAllReducer::ReduceLocked(const std::vector<void*>& buffers, DataType 
     }
   }
   // 2. Across physical GPUs: one NCCL rank each, on the lead's stream.
-  if (st.groups.size() > 1) {
+  if (st.groups[0].comm != nullptr) {
     ncclRedOp_t nccl_op = ncclSum;
     if (op == Reduction::kMax) nccl_op = ncclMax;
     if (op == Reduction::kMin) nccl_op = ncclMin;
@@ -255,8 +255,16 @@ Status NcclAllReducer::ReduceLocked(const std::vector<void*>& buffers, DataType 
     }
     // The group must be closed even when a call in it failed.
     const Status end = NcclStatus(ncclGroupEnd(), "ncclGroupEnd()", __FILE__, __LINE__);
-    TW_RETURN_IF_ERROR(status);
-    TW_RETURN_IF_ERROR(end);
+    if (!status.ok() || !end.ok()) {
+      // The communicators may hold a half-issued collective that the others
+      // wait on: aborted (their kernels stop), and made anew by the next call.
+      for (State::Group& g : st.groups) {
+        if (g.comm != nullptr) (void)ncclCommAbort(g.comm);
+        g.comm = nullptr;
+      }
+      state_.reset();
+      return !status.ok() ? status : end;
+    }
   }
   // 3. The mean, unless NCCL averaged.
   if (op == Reduction::kMean && !nccl_mean) {

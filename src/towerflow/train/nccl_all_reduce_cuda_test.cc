@@ -81,10 +81,10 @@ void ExpectMatchesCpu(NcclAllReducer& gpu, const std::vector<GpuDevice*>& device
 }
 
 // Every dtype, size and reduction over `devices`.
-void CheckDevices(const std::vector<GpuDevice*>& devices) {
+void CheckDevices(const std::vector<GpuDevice*>& devices, NcclAllReducerOptions options = {}) {
   ASSERT_FALSE(devices.empty());
   parity::SeededRng rng;
-  NcclAllReducer reducer(devices);
+  NcclAllReducer reducer(devices, options);
   std::vector<TensorShape> shapes;
   for (int64_t n : parity::OddSizes()) shapes.push_back(TensorShape{n});
   shapes.push_back(TensorShape{33, 7});
@@ -112,6 +112,17 @@ TEST(NcclAllReduceCudaTest, TwoAndThreeLogicalGpusOfOnePhysicalGpu) {
     ASSERT_EQ(g.devices.size(), static_cast<size_t>(logical));
     CheckDevices(g.devices);
   }
+}
+
+// The NCCL calls on a machine with one GPU: the two logical GPUs' sum goes
+// through a communicator of one rank (ncclCommInitAll, ncclGroupStart/End,
+// ncclAllReduce on the lead's stream, every dtype), as it would between
+// physical GPUs.
+TEST(NcclAllReduceCudaTest, OneRankCommunicatorOnOneGpu) {
+  TW_SKIP_WITHOUT_GPU();
+  Gpus g = MakeGpus(1, 2);
+  ASSERT_EQ(g.devices.size(), 2u);
+  CheckDevices(g.devices, {.nccl_with_one_gpu = true});
 }
 
 TEST(NcclAllReduceCudaTest, PhysicalGpus) {
