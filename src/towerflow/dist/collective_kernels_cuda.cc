@@ -13,6 +13,18 @@
 // enqueues the buckets in one order whatever order its executor runs them.
 // Mean: ncclAvg (float and double only; the CPU kernel covers the integers).
 //
+// The watchdog. A task returns once NCCL has the all-reduce queued, so the
+// world's collective timeout never sees the GPU wait for a peer. NCCL's kernels
+// spin until every rank joins, and a stopped or dead peer (or a network error,
+// an asynchronous NCCL error) would leave this rank's host blocked forever in
+// its next synchronisation. Each queued all-reduce is followed by an event;
+// a thread polls the events, and NCCL's asynchronous error of their
+// communicators, every 50 ms (as PyTorch's NCCL watchdog does). One still
+// pending after the collective timeout, or an NCCL error, aborts the
+// communicator (which stops its kernels), prints why, naming this rank, the
+// bucket and the step, and ends the job (World::Abort: the launcher stops
+// every rank): the collective timeout, kept for the GPU's part too.
+//
 // CPU twin: ProcessAllReduce's CPU kernel (collective_kernels.cc). No parity
 // test runs yet: it needs two processes on two physical GPUs (NCCL refuses two
 // ranks on one GPU), which neither CI nor this project's one-GPU device
@@ -26,8 +38,16 @@
 #ifdef TOWERFLOW_HAVE_MPI
 #include <nccl.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <list>
 #include <map>
 #include <mutex>
+#include <thread>
+
+#include "towerflow/core/logging.h"
 
 namespace tw::dist {
 namespace {
@@ -59,6 +79,102 @@ StatusOr<ncclComm_t> CommFor(World& world, const GpuDevice& gpu) {
   state.comms[gpu.ordinal()] = comm;
   return comm;
 }
+
+// Watches the queued all-reduces (see the top of the file). Lives until the
+// process ends, as the communicators do.
+class NcclWatchdog {
+ public:
+  static NcclWatchdog& Get() {
+    static auto* watchdog = new NcclWatchdog();
+    return *watchdog;
+  }
+
+  // Follows the work queued on `gpu`'s stream so far (the all-reduce just
+  // queued on `comm`) until it has run. REQUIRES: `gpu` is current.
+  Status Watch(World& world, const GpuDevice& gpu, ncclComm_t comm, std::string what) {
+    cudaEvent_t event = nullptr;
+    TW_CUDA_RETURN_IF_ERROR(cudaEventCreateWithFlags(&event, cudaEventDisableTiming));
+    if (const cudaError_t err = cudaEventRecord(event, gpu.stream()); err != cudaSuccess) {
+      (void)cudaEventDestroy(event);
+      TW_CUDA_RETURN_IF_ERROR(err);
+    }
+    const double limit = world.options().collective_timeout_seconds;
+    Pending p{event,      comm,         std::move(what), world.step(), world.rank(),
+              world.size(), limit, Clock::now(), Clock::time_point::max()};
+    if (limit > 0 && limit <= 1e9) {
+      p.deadline = p.queued + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(limit));
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    pending_.push_back(std::move(p));
+    if (!thread_.joinable()) thread_ = std::thread([this] { Run(); });
+    watched_.notify_one();
+    return Status::OK();
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Pending {
+    cudaEvent_t event;
+    ncclComm_t comm;
+    std::string what;
+    int64_t step;
+    int rank, size;
+    double timeout;
+    Clock::time_point queued, deadline;
+  };
+
+  void Run() {
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        watched_.wait(lock, [this] { return !pending_.empty(); });
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      std::lock_guard<std::mutex> lock(mu_);
+      for (auto it = pending_.begin(); it != pending_.end();) {
+        const cudaError_t state = cudaEventQuery(it->event);
+        if (state == cudaSuccess) {
+          (void)cudaEventDestroy(it->event);
+          it = pending_.erase(it);
+          continue;
+        }
+        std::string why;
+        if (state != cudaErrorNotReady) {
+          (void)cudaGetLastError();
+          why = StrCat("the GPU failed (", cudaGetErrorName(state), ": ", cudaGetErrorString(state), ")");
+        }
+        ncclResult_t async = ncclSuccess;
+        if (why.empty() && ncclCommGetAsyncError(it->comm, &async) == ncclSuccess && async != ncclSuccess &&
+            async != ncclInProgress) {
+          why = StrCat("NCCL reported ", ncclGetErrorString(async));
+        }
+        if (why.empty() && Clock::now() >= it->deadline) {
+          why = StrCat("it had not finished after the collective timeout (", it->timeout,
+                       " s): a rank stopped, or never joined");
+        }
+        if (!why.empty()) Fail(*it, why);  // does not return
+        ++it;
+      }
+    }
+  }
+
+  [[noreturn]] static void Fail(const Pending& p, const std::string& why) {
+    const double waited = std::chrono::duration<double>(Clock::now() - p.queued).count();
+    std::fprintf(stderr,
+                 "towerflow: rank %d of %d: %s, step %lld, queued on the GPU %.1f s ago: %s; aborting its NCCL "
+                 "communicator and the job\n",
+                 p.rank, p.size, p.what.c_str(), static_cast<long long>(p.step), waited, why.c_str());
+    std::fflush(stderr);
+    (void)ncclCommAbort(p.comm);  // stops its kernels; the job ends below
+    if (World* world = World::Current(); world != nullptr) world->Abort(1);
+    std::abort();  // the world already finalized: this process alone
+  }
+
+  std::mutex mu_;
+  std::condition_variable watched_;
+  std::list<Pending> pending_;  // guarded by mu_
+  std::thread thread_;          // started with the first watch; never joined
+};
 
 class GpuProcessAllReduceOp : public GpuOpKernel {
  public:
@@ -104,14 +220,14 @@ class GpuProcessAllReduceOp : public GpuOpKernel {
     // timed out returns here and frees this frame, while its task may still
     // be waiting inside ncclCommInitRank for a late rank, and then enqueue.
     GpuDevice* device = &gpu;  // the session's: outlives the world's calls
-    TW_OP_REQUIRES_OK(ctx, world->RunInOrder(tag, [world, device, flat, total, type, op]() -> Status {
+    TW_OP_REQUIRES_OK(ctx, world->RunInOrder(tag, [world, device, flat, total, type, op, what = tag.what]() -> Status {
       GpuDevice& gpu = *device;
       TW_ASSIGN_OR_RETURN(ncclComm_t comm, CommFor(*world, gpu));
       TW_RETURN_IF_ERROR(gpu.Activate());  // the channel's thread
       auto exclusion = gpu.CaptureExclusion();  // off the launcher: not into a capture
       TW_NCCL_RETURN_IF_ERROR(ncclAllReduce(flat.raw_data(), flat.raw_data(), static_cast<size_t>(total), type, op,
                                             comm, gpu.stream()));
-      return Status::OK();
+      return NcclWatchdog::Get().Watch(*world, gpu, comm, what);
     }));
     offset = 0;
     for (int k = 0; k < n; ++k) {
