@@ -222,6 +222,15 @@ Status ChooseCrossProcessDevice(dist::World& world, int logical_gpus, TrainConfi
 }
 
 std::string SharedGpuNote(const std::vector<std::string>& gpus) {
+  // Ranks on CPUs beside ranks on GPUs: MPI's path is the one all can take
+  // (one rank's NCCL call would wait for ranks that never make it).
+  const auto cpu = std::find(gpus.begin(), gpus.end(), "cpu");
+  const auto gpu = std::find_if(gpus.begin(), gpus.end(), [](const std::string& g) { return g != "cpu"; });
+  if (cpu != gpus.end() && gpu != gpus.end()) {
+    return "rank " + std::to_string(cpu - gpus.begin()) + " trains on CPUs and rank " +
+           std::to_string(gpu - gpus.begin()) + " on a GPU (" + *gpu +
+           "): the gradients are reduced between the ranks by MPI, through the CPU";
+  }
   for (size_t r = 0; r < gpus.size(); ++r) {
     if (gpus[r] == "cpu") continue;
     for (size_t q = r + 1; q < gpus.size(); ++q) {

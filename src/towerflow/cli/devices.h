@@ -62,14 +62,16 @@ StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int l
 // (c->cross_process_device): the variables' device, so GPU towers reduce with
 // NCCL where the gradients are, unless two ranks would be on one physical GPU
 // (NCCL refuses two ranks of a communicator on one GPU: ranks sharing a host's
-// GPUs, logical GPUs of one card split between ranks). The ranks compare
+// GPUs, logical GPUs of one card split between ranks) or some ranks have no
+// GPU. The ranks compare
 // their GPUs' hosts and PCI bus ids (an all-gather: every rank decides alike);
 // then the buckets go through the CPU, reduced by MPI, and `note` says why.
 // No change for CPU towers.
 Status ChooseCrossProcessDevice(dist::World& world, int logical_gpus, TrainConfig* c, std::string* note);
 // The decision from the gathered identities, one per rank ("cpu", or
-// "<host> <PCI bus id>"): a note naming the first two ranks on one GPU, or
-// empty when no two share one.
+// "<host> <PCI bus id>"): a note naming the first two ranks on one GPU, or a
+// rank on CPUs and one on a GPU (hosts with and without GPUs under
+// --devices auto); empty when every rank has a GPU of its own, or none has.
 std::string SharedGpuNote(const std::vector<std::string>& gpus);
 
 // The job, printed once by rank 0: "world: 3 ranks on 1 host (vm: ranks

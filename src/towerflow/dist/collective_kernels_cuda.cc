@@ -20,10 +20,13 @@
 // its next synchronisation. Each queued all-reduce is followed by an event;
 // a thread polls the events, and NCCL's asynchronous error of their
 // communicators, every 50 ms (as PyTorch's NCCL watchdog does). One still
-// pending after the collective timeout, or an NCCL error, aborts the
-// communicator (which stops its kernels), prints why, naming this rank, the
-// bucket and the step, and ends the job (World::Abort: the launcher stops
-// every rank): the collective timeout, kept for the GPU's part too.
+// pending after the collective timeout, or an NCCL error, prints why, naming
+// this rank, the bucket and the step, and ends the job (World::Abort: the
+// launcher stops every rank, and their kernels with them): the collective
+// timeout, kept for the GPU's part too. A call that times out on the host
+// (a rank that never queued its part) ends the job from the kernel as well:
+// its task may still be waiting in ncclCommInitRank, holding the GPU device
+// that the session would destroy on the way out.
 //
 // CPU twin: ProcessAllReduce's CPU kernel (collective_kernels.cc). No parity
 // test runs yet: it needs two processes on two physical GPUs (NCCL refuses two
@@ -124,19 +127,28 @@ class NcclWatchdog {
   };
 
   void Run() {
+    std::list<Pending> polled;
     for (;;) {
       {
         std::unique_lock<std::mutex> lock(mu_);
         watched_.wait(lock, [this] { return !pending_.empty(); });
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
-      std::lock_guard<std::mutex> lock(mu_);
-      for (auto it = pending_.begin(); it != pending_.end();) {
+      // Polled without the lock: a query that blocks must not block the
+      // channel's thread queueing the next all-reduce.
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        polled.splice(polled.end(), pending_);
+      }
+      for (auto it = polled.begin(); it != polled.end();) {
         const cudaError_t state = cudaEventQuery(it->event);
         if (state == cudaSuccess) {
           (void)cudaEventDestroy(it->event);
-          it = pending_.erase(it);
+          it = polled.erase(it);
           continue;
+        }
+        if (state == cudaErrorCudartUnloading || state == cudaErrorContextIsDestroyed || World::Current() == nullptr) {
+          return;  // the process is ending (the world finalized, CUDA unloading): nothing left to watch
         }
         std::string why;
         if (state != cudaErrorNotReady) {
@@ -155,19 +167,21 @@ class NcclWatchdog {
         if (!why.empty()) Fail(*it, why);  // does not return
         ++it;
       }
+      std::lock_guard<std::mutex> lock(mu_);
+      pending_.splice(pending_.begin(), polled);  // still running: ahead of the newer ones
     }
   }
 
   [[noreturn]] static void Fail(const Pending& p, const std::string& why) {
     const double waited = std::chrono::duration<double>(Clock::now() - p.queued).count();
-    std::fprintf(stderr,
-                 "towerflow: rank %d of %d: %s, step %lld, queued on the GPU %.1f s ago: %s; aborting its NCCL "
-                 "communicator and the job\n",
+    std::fprintf(stderr, "towerflow: rank %d of %d: %s, step %lld, queued on the GPU %.1f s ago: %s; ending the job\n",
                  p.rank, p.size, p.what.c_str(), static_cast<long long>(p.step), waited, why.c_str());
     std::fflush(stderr);
-    (void)ncclCommAbort(p.comm);  // stops its kernels; the job ends below
+    // MPI_Abort ends every rank, and with them their kernels: the
+    // communicator is left as it is (its abort may itself block).
     if (World* world = World::Current(); world != nullptr) world->Abort(1);
-    std::abort();  // the world already finalized: this process alone
+    (void)ncclCommAbort(p.comm);  // the world already finalized: this process alone
+    std::abort();
   }
 
   std::mutex mu_;
@@ -217,10 +231,12 @@ class GpuProcessAllReduceOp : public GpuOpKernel {
     const ncclDataType_t type = dtype_ == kFloat64 ? ncclFloat64 : ncclFloat32;
     const ncclRedOp_t op = mean_ ? ncclAvg : ncclSum;
     // The task holds what it uses by value, `flat` included: a call that
-    // timed out returns here and frees this frame, while its task may still
+    // failed returns here and frees this frame, while its task may still
     // be waiting inside ncclCommInitRank for a late rank, and then enqueue.
-    GpuDevice* device = &gpu;  // the session's: outlives the world's calls
-    TW_OP_REQUIRES_OK(ctx, world->RunInOrder(tag, [world, device, flat, total, type, op, what = tag.what]() -> Status {
+    // The device is the session's, which outlives the task but on a timeout
+    // (handled below).
+    GpuDevice* device = &gpu;
+    Status queued = world->RunInOrder(tag, [world, device, flat, total, type, op, what = tag.what]() -> Status {
       GpuDevice& gpu = *device;
       TW_ASSIGN_OR_RETURN(ncclComm_t comm, CommFor(*world, gpu));
       TW_RETURN_IF_ERROR(gpu.Activate());  // the channel's thread
@@ -228,7 +244,13 @@ class GpuProcessAllReduceOp : public GpuOpKernel {
       TW_NCCL_RETURN_IF_ERROR(ncclAllReduce(flat.raw_data(), flat.raw_data(), static_cast<size_t>(total), type, op,
                                             comm, gpu.stream()));
       return NcclWatchdog::Get().Watch(*world, gpu, comm, what);
-    }));
+    });
+    if (queued.code() == Code::kDeadlineExceeded) {
+      std::fprintf(stderr, "towerflow: rank %d of %d: %s\n", world->rank(), world->size(), queued.ToString().c_str());
+      std::fflush(stderr);
+      world->Abort(1);
+    }
+    TW_OP_REQUIRES_OK(ctx, queued);
     offset = 0;
     for (int k = 0; k < n; ++k) {
       Tensor* out = nullptr;

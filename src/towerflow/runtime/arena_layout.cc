@@ -38,6 +38,13 @@ PlanOrder::PlanOrder(const std::vector<std::vector<int>>& successors)
   }
 }
 
+PlanOrder PlanOrder::Chain(int n) {
+  PlanOrder order;
+  order.chain_ = true;
+  order.n_ = n;
+  return order;
+}
+
 namespace {
 
 // Every reader of `a`, and its producer, precede b's producer.

@@ -27,13 +27,19 @@ class PlanOrder {
   // successors[i]: the items that wait for item i (one entry per edge, as
   // ExecutorPlan::Item::successors). The graph must be acyclic.
   explicit PlanOrder(const std::vector<std::vector<int>>& successors);
+  // Items 0..n-1 in one chain (a precedes b when a < b), without a table: a
+  // sequence of events, such as a step graph's requests (capture_memory.h).
+  static PlanOrder Chain(int n);
   // True when a path leads from `a` to `b` (a != b).
   bool Precedes(int a, int b) const {
+    if (chain_) return a < b;
     return (reach_[static_cast<size_t>(a) * words_ + static_cast<size_t>(b) / 64] >> (b % 64)) & 1;
   }
   int size() const { return n_; }
 
  private:
+  PlanOrder() = default;
+  bool chain_ = false;
   int n_ = 0;
   size_t words_ = 0;
   std::vector<uint64_t> reach_;  // row a: the items a precedes

@@ -19,6 +19,8 @@ void* AllocationRecorder::Allocate(size_t bytes) {
 
 void AllocationRecorder::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
+  Allocator* base = base_;
+  bool last;
   {
     // Noted before the base has it back: another request could get the
     // same address as soon as it does.
@@ -27,10 +29,12 @@ void AllocationRecorder::Deallocate(void* ptr, size_t bytes) {
       requests_[it->second].freed_after = requests_.size();
       open_.erase(it);
     }
-    --live_;
+    // Decided in the same section as the count: two threads freeing the last
+    // buffers at once must not both see "nothing left".
+    last = --live_ == 0 && released_;
   }
-  base_->Deallocate(ptr, bytes);
-  MaybeDelete();
+  base->Deallocate(ptr, bytes);
+  if (last) delete this;
 }
 
 std::vector<CaptureRequest> AllocationRecorder::TakeRequests() {
@@ -40,20 +44,13 @@ std::vector<CaptureRequest> AllocationRecorder::TakeRequests() {
 }
 
 void AllocationRecorder::Release() {
+  bool last;
   {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
+    last = live_ == 0;
   }
-  MaybeDelete();
-}
-
-void AllocationRecorder::MaybeDelete() {
-  bool done;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done = released_ && live_ == 0;
-  }
-  if (done) delete this;
+  if (last) delete this;
 }
 
 CaptureMemory* CaptureMemory::Create(Allocator* base, const std::vector<CaptureRequest>& requests) {
@@ -61,8 +58,6 @@ CaptureMemory* CaptureMemory::Create(Allocator* base, const std::vector<CaptureR
   // is born at event i and dead after event freed_after - 1 (one that lived
   // past the run, after the last event, n).
   const int n = static_cast<int>(requests.size());
-  std::vector<std::vector<int>> next(static_cast<size_t>(n) + 1);
-  for (int e = 0; e < n; ++e) next[static_cast<size_t>(e)].push_back(e + 1);
   std::vector<ArenaBuffer> buffers(requests.size());
   std::vector<size_t> sizes(requests.size());
   for (int i = 0; i < n; ++i) {
@@ -74,7 +69,7 @@ CaptureMemory* CaptureMemory::Create(Allocator* base, const std::vector<CaptureR
                        r.freed_after <= requests.size();
     b.readers = {freed ? static_cast<int>(r.freed_after) - 1 : n};
   }
-  ArenaLayout layout = PlanArena(buffers, PlanOrder(next));
+  ArenaLayout layout = PlanArena(buffers, PlanOrder::Chain(n + 1));
   char* block = nullptr;
   if (layout.total_bytes > 0) {
     block = static_cast<char*>(base->Allocate(layout.total_bytes));
@@ -109,20 +104,13 @@ bool CaptureMemory::Owns(const void* ptr) const {
 }
 
 void CaptureMemory::Release() {
+  bool last;
   {
     std::lock_guard<std::mutex> lock(mu_);
     released_ = true;
+    last = live_ == 0;
   }
-  MaybeDelete();
-}
-
-void CaptureMemory::MaybeDelete() {
-  bool done;
-  {
-    std::lock_guard<std::mutex> lock(mu_);
-    done = released_ && live_ == 0;
-  }
-  if (done) delete this;
+  if (last) delete this;
 }
 
 void* CaptureMemory::Allocate(size_t bytes) {
@@ -157,6 +145,7 @@ void CaptureMemory::set_strict(bool strict) {
 void CaptureMemory::Deallocate(void* ptr, size_t bytes) {
   if (ptr == nullptr) return;
   if (!Owns(ptr)) base_->Deallocate(ptr, bytes);
+  bool gone;
   {
     std::lock_guard<std::mutex> lock(mu_);
     // The request out at this address (requests over the same bytes are
@@ -168,9 +157,9 @@ void CaptureMemory::Deallocate(void* ptr, size_t bytes) {
         break;
       }
     }
-    --live_;
+    gone = --live_ == 0 && released_;  // as AllocationRecorder::Deallocate
   }
-  MaybeDelete();
+  if (gone) delete this;
 }
 
 void CaptureMemory::Rewind() {

@@ -63,7 +63,6 @@ class AllocationRecorder final : public Allocator {
 
  private:
   explicit AllocationRecorder(Allocator* base) : base_(base) {}
-  void MaybeDelete();
 
   Allocator* base_;
   std::mutex mu_;
@@ -107,8 +106,6 @@ class CaptureMemory final : public Allocator {
   CaptureMemory(Allocator* base, std::vector<size_t> sizes, std::vector<size_t> offsets,
                 std::vector<std::vector<int>> overlaps, char* block, size_t block_bytes);
   ~CaptureMemory() override;
-  // Deletes this when released and nothing is alive; call without mu_.
-  void MaybeDelete();
 
   Allocator* base_;
   const std::vector<size_t> sizes_;

@@ -241,6 +241,13 @@ bool StepGraphKernel::Capture(OpKernelContext* ctx) {
   if (recapture) ++stats_.recaptures;
   stats_.graph_bytes = input_bytes + static_cast<int64_t>(memory_->bytes());
   stats_.requested_bytes = input_bytes + static_cast<int64_t>(memory_->requested_bytes());
+  // Only the item's outputs are still in slots_: the members' other outputs
+  // were dropped after their last reader, and their bytes may be shared with
+  // later requests. That relies on no recordable kernel keeping a tensor of
+  // its step past its Compute (none does: a kernel's state is its
+  // attributes, caches of its own, and variables, which are read by
+  // reference from the plan's constants); on a fake GPU a kept one would
+  // show as a request over held bytes, and turn the graph off.
   // The buffers the next replay writes that slots hold, and by how many
   // holders: the graph's memory, and the input buffers it copies each step
   // into (a pass-through member, such as Identity or Reshape, outputs one),

@@ -98,6 +98,37 @@ TEST(CaptureMemoryTest, TheRecorderNotesSizesAndWhenEachWasFreed) {
   EXPECT_EQ(requests, expected);
 }
 
+// Buffers outliving their allocator's owner (a step's outputs, freed by
+// their readers on other threads) may be freed at once: the last one deletes
+// the allocator, once (ASan and TSan run this test).
+TEST(CaptureMemoryTest, TheLastBuffersFreedAtOnceOnSeveralThreadsDeleteItOnce) {
+  constexpr int kBuffers = 4;
+  for (int round = 0; round < 300; ++round) {
+    AllocationRecorder* recorder = AllocationRecorder::Create(CpuAllocator());
+    std::vector<void*> recorded;
+    for (int i = 0; i < kBuffers; ++i) recorded.push_back(recorder->Allocate(64));
+    const std::vector<CaptureRequest> requests = recorder->TakeRequests();
+    recorder->Release();
+    CaptureMemory* memory = CaptureMemory::Create(CpuAllocator(), requests);
+    ASSERT_NE(memory, nullptr);
+    std::vector<void*> captured;
+    for (int i = 0; i < kBuffers; ++i) captured.push_back(memory->Allocate(64));
+    memory->Release();
+    std::atomic<int> ready{0};
+    std::vector<std::thread> threads;
+    for (int i = 0; i < kBuffers; ++i) {
+      threads.emplace_back([&, i] {
+        ready.fetch_add(1);
+        while (ready.load() < kBuffers) {
+        }
+        recorder->Deallocate(recorded[static_cast<size_t>(i)], 64);
+        memory->Deallocate(captured[static_cast<size_t>(i)], 64);
+      });
+    }
+    for (std::thread& t : threads) t.join();
+  }
+}
+
 // The graph's buffers hand out the recorded sequence; a request off it goes
 // to the base allocator, except while strict (a CUDA capture), where it fails.
 TEST(CaptureMemoryTest, OffTheSequenceGoesToTheBaseUnlessStrict) {
