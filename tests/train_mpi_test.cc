@@ -256,6 +256,33 @@ TEST_F(TrainMpiTest, ARankWithOtherFlagsIsRefused) {
   EXPECT_NE(r.output.find("hidden 16,16"), std::string::npos) << r.output;
 }
 
+// Flags that make a rank join collectives the others do not (checkpoints by
+// step gather the ranks' input positions, --resume broadcasts a step) are
+// compared before any of them: a rank started with others is refused by
+// every rank at once, where it used to hang until the collective timeout.
+TEST_F(TrainMpiTest, ARankWithOtherCheckpointOrResumeFlagsIsRefused) {
+  MakeData(2);
+  std::vector<std::string> every = TrainArgs("run", 20, "cpu:0");
+  every.insert(every.end(), {"--checkpoint-every-steps", "5", "--collective-timeout", "600"});
+  std::vector<std::string> resumed = TrainArgs("run", 20, "cpu:0");
+  resumed.insert(resumed.end(), {"--resume", "--collective-timeout", "600"});
+  const std::vector<std::string> plain = [&] {
+    std::vector<std::string> a = TrainArgs("run", 20, "cpu:0");
+    a.insert(a.end(), {"--collective-timeout", "600"});
+    return a;
+  }();
+  for (const auto& [other, line] : {std::pair{every, std::string("checkpoint every 5 steps")},
+                                    std::pair{resumed, std::string("resume yes")}}) {
+    SCOPED_TRACE(line);
+    const std::string mpmd = MpirunCommand(1, Command(plain)) + " : -np 1 " + Command(other);
+    ShellResult r = RunShell(mpmd, 120);
+    EXPECT_NE(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.exit_code, 124) << "hung: " << r.output;
+    EXPECT_NE(r.output.find("rank 1 was started differently from rank 0"), std::string::npos) << r.output;
+    EXPECT_NE(r.output.find(line), std::string::npos) << r.output;
+  }
+}
+
 // kill -9 of one rank mid-training: the others end (non-zero) within 60 s,
 // and the newest checkpoint is loadable.
 TEST_F(TrainMpiTest, ARankKilledEndsTheJobAndKeepsTheNewestCheckpoint) {

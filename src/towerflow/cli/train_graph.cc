@@ -82,7 +82,14 @@ std::vector<std::string> ConfigFingerprint(const TrainConfig& c) {
           "towers " + std::to_string(c.devices.size()) + " batch " + std::to_string(c.batch_size),
           "optimizer " + c.optimizer + " lr " + std::to_string(c.learning_rate) + " schedule " + c.lr_schedule +
               " l2 " + std::to_string(c.l2),
-          "steps " + std::to_string(c.total_steps) + " variables " + (c.mirrored_variables ? "mirrored" : "shared")};
+          "steps " + std::to_string(c.total_steps) + " variables " + (c.mirrored_variables ? "mirrored" : "shared"),
+          // What makes a rank join collectives the others may not: a
+          // checkpoint's input positions, a NaN's early stop, the trace's
+          // gathering, the resumed step's broadcast.
+          "checkpoint every " + std::to_string(c.checkpoint_every_steps) + " steps, stop on a NaN loss " +
+              (c.stop_on_nan_loss ? "yes" : "no") + ", trace " +
+              (c.trace_file.empty() ? std::string("off") : std::to_string(c.trace_steps) + " steps") + ", resume " +
+              (c.resume ? "yes" : "no")};
 }
 
 }  // namespace tw::cli

@@ -433,6 +433,11 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   // The step of the checkpoint --resume will restore first (an older one when
   // that one is unreadable: the seeds then still differ from the first run's).
   int64_t resume_step = c.resume && chief ? checkpoints.LatestStep().value_or(0) : 0;
+  // The flags first (a rank started without --resume would not join the
+  // broadcast below), then the graph built from them.
+  if (world != nullptr) {
+    if (Status s = dist::CheckSameOnEveryRank(*world, ConfigFingerprint(c)); !s.ok()) return s;
+  }
   if (world != nullptr && c.resume) {
     if (Status s = world->Broadcast(ControlTag("the step --resume starts from"), &resume_step, sizeof(resume_step), 0);
         !s.ok()) {
@@ -441,9 +446,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   }
   if (Status s = BuildGraph(c, resume_step, world, &g); !s.ok()) return s;
   if (world != nullptr) {
-    std::vector<std::string> lines = ConfigFingerprint(c);
-    for (std::string& line : dist::GraphFingerprint(g.graph)) lines.push_back(std::move(line));
-    if (Status s = dist::CheckSameOnEveryRank(*world, lines); !s.ok()) return s;
+    if (Status s = dist::CheckSameOnEveryRank(*world, dist::GraphFingerprint(g.graph)); !s.ok()) return s;
   }
   TrainResult result;
   result.devices = g.step.devices;
