@@ -310,6 +310,54 @@ TEST_F(TrainCliTest, ACtrlCAtAnyMomentOfTheStartNeverCrashes) {
   }
 }
 
+// A shuffle buffer too large for a checkpoint's header (its position would
+// make a file no reader accepts) is left out of the checkpoint, with a
+// warning, and --resume says so and starts the input afresh: the checkpoint
+// still loads. (It used to be written unreadable, replacing the last good one.)
+TEST_F(TrainCliTest, AnInputPositionTooLargeForACheckpointIsLeftOutAndSaid) {
+  Result made = Run({"convert", "seed-synthetic", "--out", (dir_ / "wide").string(), "--n-features", "784",
+                     "--examples", "17000", "--shards", "1", "--seed", "3"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  std::vector<std::string> args = {"train", "--data", (dir_ / "wide" / "train-*.tfrecord").string(), "--model",
+                                   "seed", "--hidden", "8", "--devices", "cpu:0", "--batch-size", "16",
+                                   "--steps", "2", "--logdir", (dir_ / "run").string(), "--min-after-dequeue",
+                                   "16000", "--checkpoint-every-secs", "0", "--keep-checkpoints", "1"};
+  Result r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE(r.err.find("more than the 64 MB a checkpoint keeps"), std::string::npos) << r.err;
+  auto file = train::ReadSafetensors(r.last()["checkpoint"].get<std::string>());
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  args[std::find(args.begin(), args.end(), "--steps") - args.begin() + 1] = "3";
+  args.push_back("--resume");
+  Result resumed = Run(args);
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err << resumed.out;
+  EXPECT_NE((resumed.out + resumed.err).find("the checkpoint holds no input position (its "), std::string::npos)
+      << resumed.out << resumed.err;
+}
+
+// --resume with other --data files than the checkpoint's: the checkpoint's
+// input position (in the old files) is not restored, the run says so and
+// reads the files it was given. (It used to go on reading the old ones.)
+TEST_F(TrainCliTest, ResumeWithOtherDataFilesStartsTheInputAfreshAndSaysSo) {
+  MakeData(1000);
+  std::vector<std::string> args = TrainArgs("run", 10);
+  Result first = Run(args);
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  args = TrainArgs("run", 20);
+  args[2] = (dir_ / "data" / "train-00000-of-00002.tfrecord").string();  // --data: one of the two files
+  args.push_back("--resume");
+  Result r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE((r.out + r.err).find("the checkpoint's input positions are in other files than --data's"),
+            std::string::npos)
+      << r.out << r.err;
+  args = TrainArgs("run", 30);
+  args.push_back("--resume");
+  Result same = Run(args);  // the files of its checkpoint (step 20's: one file)
+  ASSERT_EQ(same.exit_code, 0) << same.err << same.out;
+  EXPECT_NE((same.out + same.err).find("other files than --data's"), std::string::npos) << same.out << same.err;
+}
+
 // Steps run one ahead of their metrics (each before the previous one's loss
 // is read), except before a checkpoint: every checkpoint holds the state of
 // the step it is named after, and a Ctrl-C between checkpoints ends with a

@@ -385,5 +385,27 @@ TEST_F(TrainMpiTest, ATwoProcessJobResumes) {
   EXPECT_EQ(eval.exit_code, 0) << eval.err << eval.out;
 }
 
+// A checkpoint of 2 processes resumed by 1 (and one of 1 by 3): the
+// variables are restored, the input positions are said to be for another
+// number of processes and the input starts afresh (a single process used to
+// fail, restoring rank 0's position into an input of another shape).
+TEST_F(TrainMpiTest, ACheckpointResumedByAnotherNumberOfProcessesSaysWhyTheInputStartsAfresh) {
+  MakeData(2);
+  ShellResult first = Mpirun(2, TrainArgs("run", 10, "cpu:0"));
+  ASSERT_EQ(first.exit_code, 0) << first.output;
+  std::vector<std::string> alone = TrainArgs("run", 20, "cpu:0");
+  alone.push_back("--resume");
+  ShellResult one = RunShell(Command(alone) + " 2>&1", 120);
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  EXPECT_NE(one.output.find("the checkpoint's input positions are for 2 processes, not 1"), std::string::npos)
+      << one.output;
+  std::vector<std::string> three = TrainArgs("run", 30, "cpu:0");
+  three.push_back("--resume");
+  ShellResult more = Mpirun(3, three);
+  ASSERT_EQ(more.exit_code, 0) << more.output;
+  EXPECT_NE(more.output.find("the checkpoint's input positions are for 1 process, not 3"), std::string::npos)
+      << more.output;
+}
+
 }  // namespace
 }  // namespace tw

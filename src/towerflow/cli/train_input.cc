@@ -1,6 +1,12 @@
 #include "towerflow/cli/train_input.h"
 
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+
 #include "towerflow/cli/json.h"
+#include "towerflow/core/logging.h"
+#include "towerflow/dist/consistency.h"
 
 namespace tw::cli {
 
@@ -140,6 +146,22 @@ Status RestoreFrom(Session& session, const TrainInput& input, const std::string&
   return data::RestoreIterator(session, *input.dataset, *state);
 }
 
+// The entries, or, past kInputStateMaxBytes, only how large they were (with
+// a warning, once per process).
+std::map<std::string, std::string> WithinBudget(std::map<std::string, std::string> entries) {
+  size_t bytes = 0;
+  for (const auto& [key, value] : entries) bytes += key.size() + value.size();
+  if (bytes <= kInputStateMaxBytes) return entries;
+  static std::atomic<bool> warned{false};
+  if (!warned.exchange(true)) {
+    TW_LOG(WARNING) << "the input's position takes " << bytes / 1000000 << " MB (its shuffle buffer), more than the "
+                    << kInputStateMaxBytes / 1000000
+                    << " MB a checkpoint keeps: checkpoints hold none, and --resume starts the input afresh "
+                       "(a smaller --min-after-dequeue keeps it)";
+  }
+  return {{kInputDroppedKey, std::to_string(bytes)}};
+}
+
 }  // namespace
 
 StatusOr<std::map<std::string, std::string>> GatherInputStates(Session& session, const TrainInput& input,
@@ -151,21 +173,57 @@ StatusOr<std::map<std::string, std::string>> GatherInputStates(Session& session,
   std::string mine = Base64(data::SerializeIteratorState(state));
   if (world == nullptr) {
     entries[kInputStateKey] = std::move(mine);
-    return entries;
+    return WithinBudget(std::move(entries));
   }
   TW_ASSIGN_OR_RETURN(auto all, world->AllGather(InputTag("the ranks' input positions"), mine));
   if (world->rank() != 0) return entries;
   for (size_t r = 0; r < all.size(); ++r) entries[RankKey(static_cast<int>(r))] = std::move(all[r]);
   entries[kInputRanksKey] = std::to_string(all.size());
-  return entries;
+  return WithinBudget(std::move(entries));
+}
+
+// Why `metadata` gives no position to a job of `ranks` processes over the
+// files of `files`, or "".
+std::string NoPositionFor(const std::map<std::string, std::string>& metadata, int ranks, const std::string& files) {
+  if (auto dropped = metadata.find(kInputDroppedKey); dropped != metadata.end()) {
+    return "the checkpoint holds no input position (its " + dropped->second +
+           " bytes were more than a checkpoint keeps)";
+  }
+  if (auto saved = metadata.find(kInputFilesKey); saved != metadata.end() && saved->second != files) {
+    return "the checkpoint's input positions are in other files than --data's";
+  }
+  const auto saved = metadata.find(kInputRanksKey);
+  const int saved_ranks = saved == metadata.end() ? 1 : std::atoi(saved->second.c_str());
+  if (saved == metadata.end() && metadata.find(kInputStateKey) == metadata.end()) {
+    return "the checkpoint holds no input position";
+  }
+  if (saved_ranks != ranks) {
+    return "the checkpoint's input positions are for " + std::to_string(saved_ranks) + " process" +
+           (saved_ranks == 1 ? "" : "es") + ", not " + std::to_string(ranks);
+  }
+  return "";
+}
+
+std::string InputFilesFingerprint(const std::vector<std::string>& files) {
+  std::string joined;
+  for (const std::string& f : files) joined += f + "\n";
+  char hex[17];
+  std::snprintf(hex, sizeof(hex), "%016llx",
+                static_cast<unsigned long long>(dist::Fingerprint64(joined.data(), joined.size())));
+  return std::to_string(files.size()) + " files " + hex;
 }
 
 Status RestoreInputStates(Session& session, const TrainInput& input, dist::World* world,
-                          const std::map<std::string, std::string>* metadata, bool* restored) {
+                          const std::map<std::string, std::string>* metadata, const std::string& files_fingerprint,
+                          bool* restored, std::string* why_not) {
   *restored = false;
+  why_not->clear();
   if (!input.dataset) return Status::OK();
+  if (metadata != nullptr) {
+    *why_not = NoPositionFor(*metadata, world == nullptr ? 1 : world->size(), files_fingerprint);
+  }
   if (world == nullptr) {
-    if (metadata == nullptr) return Status::OK();
+    if (metadata == nullptr || !why_not->empty()) return Status::OK();
     auto it = metadata->find(kInputStateKey);
     if (it == metadata->end()) return Status::OK();
     TW_RETURN_IF_ERROR(RestoreFrom(session, input, kInputStateKey, it->second));
@@ -175,7 +233,7 @@ Status RestoreInputStates(Session& session, const TrainInput& input, dist::World
   // Rank 0 sends every rank its position, all in one blob (an IteratorState
   // keyed by rank; empty when the checkpoint holds none for this many ranks).
   std::string blob;
-  if (world->rank() == 0 && metadata != nullptr) {
+  if (world->rank() == 0 && metadata != nullptr && why_not->empty()) {
     auto ranks = metadata->find(kInputRanksKey);
     if (ranks != metadata->end() && ranks->second == std::to_string(world->size())) {
       data::IteratorState per_rank;

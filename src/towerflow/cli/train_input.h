@@ -46,6 +46,17 @@ std::string InputAutotune(Session& session, const TrainInput& input);
 // under "input_state_ranks".
 inline constexpr char kInputStateKey[] = "input_state";
 inline constexpr char kInputRanksKey[] = "input_state_ranks";
+// The positions of every rank take at most this many bytes of a checkpoint's
+// header (a safetensors header is at most kSafetensorsMaxHeaderBytes): a
+// shuffle buffer larger than that (a very large --min-after-dequeue, many
+// ranks) is not saved; the checkpoint then says how large it was under
+// "input_state_dropped", and --resume starts the input afresh.
+inline constexpr size_t kInputStateMaxBytes = 64'000'000;
+inline constexpr char kInputDroppedKey[] = "input_state_dropped";
+// The files the positions are in (a fingerprint of --data's matches): a
+// position is restored only into an input over the same files.
+inline constexpr char kInputFilesKey[] = "input_files";
+std::string InputFilesFingerprint(const std::vector<std::string>& files);
 
 // The metadata entries of every rank's position, for rank 0 to write; empty
 // on the other ranks and for the queue. Several processes (`world`): a
@@ -56,10 +67,14 @@ StatusOr<std::map<std::string, std::string>> GatherInputStates(Session& session,
 // the other ranks, and when there was none), each rank restores its own
 // position; a collective with `world`. *restored is false when there was
 // nothing to restore (the queue, a checkpoint without positions, or one
-// written by another number of ranks); DataLoss naming the key for a
-// position that does not parse.
+// written by another number of ranks or over other files than
+// `files_fingerprint`'s), and then rank 0's *why_not says which
+// ("the checkpoint holds no input position", "its input positions are for 2
+// processes, not 1", ...); DataLoss naming the key for a position that does
+// not parse.
 Status RestoreInputStates(Session& session, const TrainInput& input, dist::World* world,
-                          const std::map<std::string, std::string>* metadata, bool* restored);
+                          const std::map<std::string, std::string>* metadata, const std::string& files_fingerprint,
+                          bool* restored, std::string* why_not);
 
 }  // namespace tw::cli
 

@@ -48,6 +48,7 @@ std::map<std::string, std::string> Metadata(const TrainConfig& c, std::map<std::
   std::map<std::string, std::string> m = ModelMetadata(c.model);
   const std::string scope = CheckpointVariableScope(c);
   if (!scope.empty()) m["variable_scope"] = scope;
+  if (!input_states.empty()) m[kInputFilesKey] = InputFilesFingerprint(c.files);
   m.merge(input_states);
   return m;
 }
@@ -502,14 +503,17 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
     }
     result.first_step = result.global_step = step;
     // Each rank's input goes on from its position in the checkpoint.
+    std::string why_not;
     if (Status s = RestoreInputStates(session, g.input, world, metadata ? &*metadata : nullptr,
-                                      &result.input_resumed);
+                                      InputFilesFingerprint(c.files), &result.input_resumed, &why_not);
         !s.ok()) {
       return s;
     }
     if (g.input.dataset && metadata) {
       loop.Message(result.input_resumed ? "resume: the input continues its epoch from the checkpoint's position"
-                                        : "resume: the checkpoint holds no input position; the input starts afresh");
+                                        : "resume: " + (why_not.empty() ? std::string("the checkpoint holds no input position")
+                                                                        : why_not) +
+                                              "; the input starts afresh");
     }
   }
   // Every rank starts from rank 0's variables (initialised or restored).

@@ -560,6 +560,11 @@ Status WriteSafetensors(const std::string& path, const std::vector<std::pair<std
   const std::string header =
       BuildHeader(tensors, options.checksums ? internal::WithChecksums(tensors, metadata) : metadata);
   const uint64_t n = header.size();
+  if (n > kSafetensorsMaxHeaderBytes) {
+    // Nothing is written: a file every reader refuses is no checkpoint.
+    return errors::InvalidArgument("safetensors ", path, ": the header would be ", n, " bytes, over the ",
+                                   kSafetensorsMaxHeaderBytes, " that readers accept (metadata too large?)");
+  }
   char prefix[kPrefixBytes];
   std::memcpy(prefix, &n, sizeof(n));
   std::vector<std::string_view> pieces = {std::string_view(prefix, kPrefixBytes), header};

@@ -221,6 +221,10 @@ TEST_F(SafetensorsTest, WriteRejectsWhatTheFormatCannotHold) {
   expect_invalid({{"surrogate\xed\xa0\x80", Tensor::Scalar(1.0f)}}, "the name is not valid UTF-8");
   expect_invalid({{"ok", Tensor::Scalar(1.0f)}}, "metadata 'k' is not valid UTF-8",
                  {{"k", "\xc0\x80"}});      // overlong
+  // A header no reader would accept (metadata past kSafetensorsMaxHeaderBytes)
+  // is refused before anything is written, not written unreadable.
+  expect_invalid({{"ok", Tensor::Scalar(1.0f)}}, "over the 100000000 that readers accept",
+                 {{"big", std::string(kSafetensorsMaxHeaderBytes, 'a')}});
   EXPECT_TRUE(DirectoryEntries().empty());  // nothing written, no temporary left
 }
 
