@@ -428,6 +428,21 @@ TEST_F(TrainCliTest, CorruptRecordStopsWithDataLossAndKeepsTheCheckpoint) {
   Result skipped = Run(args);
   EXPECT_EQ(skipped.exit_code, 0) << skipped.err;
   EXPECT_EQ(skipped.last()["global_step"], 100);
+  // Its very first record damaged too (the one the schema is read from):
+  // skipping starts from the first readable one, as the count and eval do.
+  {
+    std::fstream f(shard, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(40);  // inside the first record's data
+    f.put('\x5a');
+  }
+  args = TrainArgs("skip_first", 50);
+  Result refused = Run(args);
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_NE(refused.err.find("corrupted record at 0"), std::string::npos) << refused.err;
+  args.push_back("--skip-corrupt-records");
+  Result first_skipped = Run(args);
+  EXPECT_EQ(first_skipped.exit_code, 0) << first_skipped.err;
+  EXPECT_EQ(first_skipped.last()["global_step"], 50);
 }
 
 TEST_F(TrainCliTest, CheckNumericsStopsAtTheFirstNaNAndNamesTheOp) {

@@ -84,9 +84,10 @@ struct DataFiles {
   std::vector<std::string> files;
   Compression compression = Compression::kNone;
   std::string first_record;
+  size_t first_file = 0;  // the file it is in
 };
 
-StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob) {
+StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob, bool skip_corrupt) {
   DataFiles d;
   d.files = io::Glob(glob);
   if (d.files.empty()) return errors::NotFound(flag, " ", glob, ": no files match");
@@ -115,12 +116,21 @@ StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob) {
                                      "; every file must be compressed alike");
     }
   }
-  auto reader = RecordReader::Open(d.files[0], {.compression = d.compression});
-  if (!reader.ok()) return reader.status();
-  Status s = (*reader)->ReadRecord(&d.first_record);
-  if (errors::IsOutOfRange(s)) return errors::InvalidArgument(flag, ": ", d.files[0], " holds no records");
-  if (!s.ok()) return s;
-  return d;
+  // The first record, for the schema: with --skip-corrupt-records the first
+  // readable one, in whichever file has it (the count and the training skip
+  // the others alike).
+  for (size_t i = 0; i < (skip_corrupt ? d.files.size() : 1); ++i) {
+    auto reader = RecordReader::Open(d.files[i], {.compression = d.compression, .skip_corrupt = skip_corrupt});
+    if (!reader.ok()) return reader.status();
+    Status s = (*reader)->ReadRecord(&d.first_record);
+    if (s.ok()) {
+      d.first_file = i;
+      return d;
+    }
+    if (!errors::IsOutOfRange(s)) return s;
+  }
+  return errors::InvalidArgument(flag, ": ", skip_corrupt && d.files.size() > 1 ? glob : d.files[0],
+                                 skip_corrupt ? " holds no readable records" : " holds no records");
 }
 
 // Records per epoch (every CRC checked, so corrupt data is found before the first step).
@@ -292,10 +302,10 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
   // auto: where the first tower runs (/device:CPU:0 for CPU towers, a GPU
   // tower's own memory for GPU towers); cpu: TF1's CPU-pinned parameters.
   c->variable_device = f.variables == "cpu" ? "/device:CPU:0" : c->devices.front();
-  auto opened = OpenData("--data", f.data);
+  auto opened = OpenData("--data", f.data, f.skip_corrupt);
   if (!opened.ok()) return opened.status();
   *data = std::move(*opened);
-  if (Status s = CheckSchema(data->first_record, data->files[0], &c->model); !s.ok()) return s;
+  if (Status s = CheckSchema(data->first_record, data->files[data->first_file], &c->model); !s.ok()) return s;
   c->files = data->files;
   c->compression = data->compression;
   c->batch_size = f.batch_size;
@@ -465,12 +475,14 @@ int RunTrain(int argc, char** argv) {
   if (Status s = Configure(f, share, &config, &data); !s.ok()) return UsageError(s);
   std::vector<std::string> eval_files;
   if (!f.eval_data.empty()) {
-    auto eval = OpenData("--eval-data", f.eval_data);
+    auto eval = OpenData("--eval-data", f.eval_data, f.skip_corrupt);
     if (!eval.ok()) return UsageError(eval.status());
     ModelConfig probe = config.model;
-    if (Status s = CheckSchema(eval->first_record, eval->files[0], &probe); !s.ok()) return UsageError(s);
+    if (Status s = CheckSchema(eval->first_record, eval->files[eval->first_file], &probe); !s.ok()) {
+      return UsageError(s);
+    }
     if (probe.n_features != config.model.n_features) {
-      return UsageError(errors::InvalidArgument("--eval-data ", eval->files[0], ": x has ", probe.n_features,
+      return UsageError(errors::InvalidArgument("--eval-data ", eval->files[eval->first_file], ": x has ", probe.n_features,
                                                 " features per row but --data has ", config.model.n_features));
     }
     eval_files = eval->files;
