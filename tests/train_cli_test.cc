@@ -358,6 +358,29 @@ TEST_F(TrainCliTest, ResumeWithOtherDataFilesStartsTheInputAfreshAndSaysSo) {
   EXPECT_NE((same.out + same.err).find("other files than --data's"), std::string::npos) << same.out << same.err;
 }
 
+// Out of memory (here a limit on the address space, under which the shuffle
+// buffer cannot grow) ends the run with one line and status 1, not an abort
+// from an uncaught std::bad_alloc (status 134). Sanitizers reserve more
+// address space than any such limit: skipped under them.
+TEST_F(TrainCliTest, OutOfMemoryIsOneLineAndStatusOne) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "sanitizers need more address space than the limit";
+#endif
+  Result made = Run({"convert", "seed-synthetic", "--out", (dir_ / "wide").string(), "--n-features", "784",
+                     "--examples", "3000", "--shards", "1", "--seed", "3"});
+  ASSERT_EQ(made.exit_code, 0) << made.err;
+  // 1.5 GB of address space: the session starts, the buffer of 400,000
+  // examples (6.3 KB each, 2.5 GB: less than any machine's memory, so not
+  // refused at start) cannot be made.
+  Result r = Run({"train", "--data", (dir_ / "wide" / "train-*.tfrecord").string(), "--model", "seed", "--hidden",
+                  "8", "--devices", "cpu:0", "--batch-size", "16", "--steps", "5", "--logdir", (dir_ / "run").string(),
+                  "--min-after-dequeue", "400000", "--input", "queue"},
+                 "sh -c 'ulimit -v 1500000; exec \"$@\"' sh");
+  EXPECT_EQ(r.exit_code, 1) << r.err << r.out;
+  EXPECT_NE(r.err.find("ResourceExhausted: out of memory"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("terminate called"), std::string::npos) << r.err;
+}
+
 // Steps run one ahead of their metrics (each before the previous one's loss
 // is read), except before a checkpoint: every checkpoint holds the state of
 // the step it is named after, and a Ctrl-C between checkpoints ends with a

@@ -1,6 +1,10 @@
 // The `towerflow` command: dispatches to one subcommand per file (ops.cc, ...).
+#include <unistd.h>
+
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string>
 
 #include "towerflow/cli/commands.h"
@@ -19,9 +23,24 @@ constexpr char kUsage[] =
     "  records count|verify|show   inspect TFRecord files (CRCs, Examples as JSON)\n"
     "  convert fashion-mnist|seed-synthetic   write datasets as TFRecord shards\n";
 
+// Out of memory anywhere (a thread of the input pipeline growing a buffer,
+// a kernel): one line and status 1, where std::terminate would abort with
+// "terminate called after throwing an instance of 'std::bad_alloc'" (status
+// 134). Nothing is lost: checkpoints and events are written whole, then
+// renamed. No allocation here, and write(2) only.
+[[noreturn]] void OutOfMemory() {
+  static constexpr char kMessage[] =
+      "towerflow: ResourceExhausted: out of memory: the system refused an allocation (this machine's memory, or a "
+      "limit such as ulimit -v); a smaller --batch-size, --min-after-dequeue or model needs less\n";
+  ssize_t ignored = write(STDERR_FILENO, kMessage, sizeof(kMessage) - 1);
+  (void)ignored;
+  std::_Exit(1);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::set_new_handler(OutOfMemory);
   // Asked for, the usage goes to stdout (help2man makes the man page from it);
   // a missing command is an error: the usage on stderr, exit 2.
   if (argc < 2) {

@@ -23,9 +23,11 @@
 #include <CLI/CLI.hpp>
 #include <pthread.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -131,6 +133,52 @@ StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob, b
   }
   return errors::InvalidArgument(flag, ": ", skip_corrupt && d.files.size() > 1 ? glob : d.files[0],
                                  skip_corrupt ? " holds no readable records" : " holds no records");
+}
+
+// This machine's memory in bytes (0: unknown).
+double PhysicalMemoryBytes() {
+  const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+}
+
+// Refuses, before anything starts, a run whose shuffle buffer or model could
+// never fit this machine's memory (it would be killed without a word, or end
+// in std::bad_alloc): InvalidArgument naming the flag and both sizes. Rough
+// on purpose, and only against all of the memory: the examples as large as
+// the first record, the model's weights four times over (the variables, the
+// optimizer's slots, the gradients).
+Status CheckMemory(const TrainConfig& c, size_t record_bytes, const HostShare& share) {
+  const double ram = PhysicalMemoryBytes();
+  if (ram <= 0) return Status::OK();
+  const double ranks = std::max(1, share.local_size);  // ranks sharing this host each keep their own
+  const double buffer = static_cast<double>(c.min_after_dequeue) * static_cast<double>(record_bytes) * ranks;
+  auto gb = [](double b) {
+    char text[32];
+    std::snprintf(text, sizeof(text), "%.1f GB", b / 1e9);
+    return std::string(text);
+  };
+  if (buffer > ram) {
+    return errors::InvalidArgument("--min-after-dequeue ", c.min_after_dequeue, " keeps about ", gb(buffer),
+                                   " of examples in its shuffle buffer (", record_bytes, " bytes each",
+                                   ranks > 1 ? StrCat(", in each of ", share.local_size, " processes") : "",
+                                   "), more than this machine's ", gb(ram), " of memory");
+  }
+  if (c.model.name != "cnn") {
+    double weights = 0, in = c.model.name == "seed" ? 2.0 * static_cast<double>(c.model.n_features) : 784.0;
+    for (int64_t h : c.model.hidden) {
+      weights += (in + 1) * static_cast<double>(h);
+      in = static_cast<double>(h);
+    }
+    weights += (in + 1) * 10;
+    const double bytes = weights * 4 * 4 * ranks;
+    if (bytes > ram) {
+      return errors::InvalidArgument("--hidden: a model of ", std::llround(weights / 1e6), " million weights needs ",
+                                     "about ", gb(bytes), " (its variables, the optimizer's slots and the gradients",
+                                     ranks > 1 ? StrCat(", in each of ", share.local_size, " processes") : "",
+                                     "), more than this machine's ", gb(ram), " of memory");
+    }
+  }
+  return Status::OK();
 }
 
 // Records per epoch (every CRC checked, so corrupt data is found before the first step).
@@ -347,6 +395,7 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
   c->input = f.input;
   c->input_threads = f.input_threads;
   c->min_after_dequeue = f.min_after_dequeue;
+  if (Status s = CheckMemory(*c, data->first_record.size(), share); !s.ok()) return s;
   // Ranks sharing a host share its cores (0: all of them, for one process).
   c->intra_op_threads = f.intra_op_threads > 0 || share.local_size == 1 ? f.intra_op_threads : CoresOfThisProcess(share);
   c->inter_op_threads = f.inter_op_threads > 0 || share.local_size == 1 ? f.inter_op_threads : CoresOfThisProcess(share);
