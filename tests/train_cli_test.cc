@@ -56,6 +56,15 @@ class TrainCliTest : public testing::CliTest {
     data_ = (dir_ / "data" / "train-*.tfrecord").string();
   }
 
+  // Seed-schema data of 784 features (MNIST-sized matrices) under dir_/wide;
+  // its glob.
+  std::string MakeWideData(int64_t examples) {
+    Result made = Run({"convert", "seed-synthetic", "--out", (dir_ / "wide").string(), "--n-features", "784",
+                       "--examples", std::to_string(examples), "--shards", "1", "--seed", "3"});
+    EXPECT_EQ(made.exit_code, 0) << made.err;
+    return (dir_ / "wide" / "train-*.tfrecord").string();
+  }
+
   // A glob over one plain and one GZIP copy of the first training file.
   std::string MixedCompression() {
     fs::create_directories(dir_ / "mixed");
@@ -290,15 +299,14 @@ TEST_F(TrainCliTest, CtrlCStopsCleanlyWithAFinalCheckpoint) {
 // (train.cc): delivered to the main thread inside oneDNN's matmul, a SIGINT
 // crashed 3 runs of 20 with SIGSEGV. Matrices of 784 x 256 as there.
 TEST_F(TrainCliTest, ACtrlCAtAnyMomentOfTheStartNeverCrashes) {
-  Result made = Run({"convert", "seed-synthetic", "--out", (dir_ / "wide").string(), "--n-features", "784",
-                     "--examples", "2000", "--shards", "1", "--seed", "3"});
-  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string wide = MakeWideData(2000);
+  ASSERT_FALSE(HasFailure());
   for (int k = 0; k < 12; ++k) {
     const std::string delay = std::to_string(0.05 + 0.07 * k);
     SCOPED_TRACE("SIGINT after " + delay + " s");
     const fs::path logdir = dir_ / ("run" + std::to_string(k));
     const std::string interrupt = "sh -c '\"$@\" & p=$!; sleep " + delay + "; kill -INT $p; wait $p' sh";
-    Result r = Run({"train", "--data", (dir_ / "wide" / "train-*.tfrecord").string(), "--model", "seed", "--hidden",
+    Result r = Run({"train", "--data", wide, "--model", "seed", "--hidden",
                     "256,256", "--devices", "cpu:0", "--batch-size", "16", "--steps", "100000000", "--logdir",
                     logdir.string(), "--min-after-dequeue", "100", "--checkpoint-every-secs", "0"},
                    interrupt);
@@ -315,10 +323,9 @@ TEST_F(TrainCliTest, ACtrlCAtAnyMomentOfTheStartNeverCrashes) {
 // warning, and --resume says so and starts the input afresh: the checkpoint
 // still loads. (It used to be written unreadable, replacing the last good one.)
 TEST_F(TrainCliTest, AnInputPositionTooLargeForACheckpointIsLeftOutAndSaid) {
-  Result made = Run({"convert", "seed-synthetic", "--out", (dir_ / "wide").string(), "--n-features", "784",
-                     "--examples", "17000", "--shards", "1", "--seed", "3"});
-  ASSERT_EQ(made.exit_code, 0) << made.err;
-  std::vector<std::string> args = {"train", "--data", (dir_ / "wide" / "train-*.tfrecord").string(), "--model",
+  const std::string wide = MakeWideData(17000);
+  ASSERT_FALSE(HasFailure());
+  std::vector<std::string> args = {"train", "--data", wide, "--model",
                                    "seed", "--hidden", "8", "--devices", "cpu:0", "--batch-size", "16",
                                    "--steps", "2", "--logdir", (dir_ / "run").string(), "--min-after-dequeue",
                                    "16000", "--checkpoint-every-secs", "0", "--keep-checkpoints", "1"};
@@ -333,6 +340,21 @@ TEST_F(TrainCliTest, AnInputPositionTooLargeForACheckpointIsLeftOutAndSaid) {
   ASSERT_EQ(resumed.exit_code, 0) << resumed.err << resumed.out;
   EXPECT_NE((resumed.out + resumed.err).find("the checkpoint holds no input position (its "), std::string::npos)
       << resumed.out << resumed.err;
+}
+
+// --resume of a checkpoint already at --steps or past it trains nothing and
+// says so (it used to end silently, its JSON's loss 0).
+TEST_F(TrainCliTest, ResumeWithNothingLeftToTrainSaysSo) {
+  MakeData(1000);
+  ASSERT_EQ(Run(TrainArgs("run", 10)).exit_code, 0);
+  std::vector<std::string> args = TrainArgs("run", 5);
+  args.push_back("--resume");
+  Result r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
+  EXPECT_NE((r.out + r.err).find("the checkpoint is at step 10, --steps 5: nothing left to train"),
+            std::string::npos)
+      << r.out << r.err;
+  EXPECT_EQ(r.last()["steps"], 0);
 }
 
 // --resume with other --data files than the checkpoint's: the checkpoint's
@@ -366,13 +388,12 @@ TEST_F(TrainCliTest, OutOfMemoryIsOneLineAndStatusOne) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "sanitizers need more address space than the limit";
 #endif
-  Result made = Run({"convert", "seed-synthetic", "--out", (dir_ / "wide").string(), "--n-features", "784",
-                     "--examples", "3000", "--shards", "1", "--seed", "3"});
-  ASSERT_EQ(made.exit_code, 0) << made.err;
+  const std::string wide = MakeWideData(3000);
+  ASSERT_FALSE(HasFailure());
   // 1.5 GB of address space: the session starts, the buffer of 400,000
   // examples (6.3 KB each, 2.5 GB: less than any machine's memory, so not
   // refused at start) cannot be made.
-  Result r = Run({"train", "--data", (dir_ / "wide" / "train-*.tfrecord").string(), "--model", "seed", "--hidden",
+  Result r = Run({"train", "--data", wide, "--model", "seed", "--hidden",
                   "8", "--devices", "cpu:0", "--batch-size", "16", "--steps", "5", "--logdir", (dir_ / "run").string(),
                   "--min-after-dequeue", "400000", "--input", "queue"},
                  "sh -c 'ulimit -v 1500000; exec \"$@\"' sh");

@@ -99,6 +99,10 @@ StatusOr<DataFiles> OpenData(const std::string& flag, const std::string& glob, b
     std::error_code ec;
     const std::filesystem::file_status st = std::filesystem::status(f, ec);
     if (ec) return errors::NotFound(flag, " ", f, ": ", ec.message());
+    if (std::filesystem::is_directory(st)) {
+      return errors::InvalidArgument(flag, " ", f, " is a directory: give its files, as a glob (",
+                                     (std::filesystem::path(f) / "*.tfrecord").string(), ")");
+    }
     if (!std::filesystem::is_regular_file(st)) {
       return errors::InvalidArgument(flag, " ", f, " is ", DescribeFileKind(f),
                                      ": training reads its files more than once (write a stream to a file first)");

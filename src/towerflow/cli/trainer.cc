@@ -502,6 +502,10 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
       }
     }
     result.first_step = result.global_step = step;
+    if (step >= c.total_steps) {
+      loop.Message("resume: the checkpoint is at step " + std::to_string(step) + ", --steps " +
+                   std::to_string(c.total_steps) + ": nothing left to train (give a larger --steps)");
+    }
     // Each rank's input goes on from its position in the checkpoint.
     std::string why_not;
     if (Status s = RestoreInputStates(session, g.input, world, metadata ? &*metadata : nullptr,
