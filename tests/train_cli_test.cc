@@ -387,6 +387,10 @@ TEST_F(TrainCliTest, ResumeWithOtherDataFilesStartsTheInputAfreshAndSaysSo) {
 TEST_F(TrainCliTest, OutOfMemoryIsOneLineAndStatusOne) {
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
   GTEST_SKIP() << "sanitizers need more address space than the limit";
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) || __has_feature(memory_sanitizer)
+  GTEST_SKIP() << "sanitizers need more address space than the limit";
+#endif
 #endif
   const std::string wide = MakeWideData(3000);
   ASSERT_FALSE(HasFailure());
