@@ -178,6 +178,14 @@ TEST_F(RecordsCliTest, SeedSyntheticWritesTheSeedSchema) {
   ASSERT_EQ(Run({"convert", "seed-synthetic", "--out", again, "--n-features", "5", "--examples", "400", "--shards",
                  "3", "--seed", "7"}).exit_code, 0);
   EXPECT_TRUE(ReadFile(out + "/train-00001-of-00003.tfrecord") == ReadFile(again + "/train-00001-of-00003.tfrecord"));
+  EXPECT_EQ(r.err.find("another conversion"), std::string::npos) << r.err;
+  // Into 2 shards where 3 are: the old ones stay and are named.
+  Result two = Run({"convert", "seed-synthetic", "--out", out, "--n-features", "5", "--examples", "400", "--shards",
+                    "2", "--seed", "7"});
+  ASSERT_EQ(two.exit_code, 0) << two.err;
+  EXPECT_NE(two.err.find("also holds 3 train file(s) of another conversion (train-00000-of-00003.tfrecord, ...)"),
+            std::string::npos)
+      << two.err;
 }
 
 // Writes a gzip-compressed IDX file: magic, dims, data.

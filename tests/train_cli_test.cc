@@ -355,6 +355,14 @@ TEST_F(TrainCliTest, ResumeWithNothingLeftToTrainSaysSo) {
             std::string::npos)
       << r.out << r.err;
   EXPECT_EQ(r.last()["steps"], 0);
+  // A --resume that fails (another model) leaves no events file behind.
+  const size_t before = Files("run", "events.out.tfevents.").size();
+  args = TrainArgs("run", 30);
+  std::replace(args.begin(), args.end(), std::string("32,32"), std::string("16,16"));
+  args.push_back("--resume");
+  Result refused = Run(args);
+  EXPECT_NE(refused.exit_code, 0) << refused.out;
+  EXPECT_EQ(Files("run", "events.out.tfevents.").size(), before) << refused.err;
 }
 
 // --resume with other --data files than the checkpoint's: the checkpoint's

@@ -18,6 +18,7 @@
 #include <zlib.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -123,6 +124,31 @@ struct Summary {
   uint64_t bytes = 0;
 };
 
+// Shards of an earlier conversion into another number of files stay where
+// they are (they are the user's), but a glob such as <prefix>-* would match
+// them beside the new ones: said on stderr.
+void WarnOfOtherShards(const std::string& dir, const std::string& prefix, int shards) {
+  char mine[32];
+  std::snprintf(mine, sizeof(mine), "-of-%05d.tfrecord", shards);
+  std::error_code ec;
+  std::vector<std::string> others;
+  for (const auto& e : fs::directory_iterator(dir, ec)) {
+    const std::string name = e.path().filename().string();
+    const size_t of = name.rfind("-of-");
+    if (name.rfind(prefix + "-", 0) == 0 && of != std::string::npos && name.size() > 9 &&
+        name.compare(name.size() - 9, 9, ".tfrecord") == 0 && name.compare(of, std::string::npos, mine) != 0) {
+      others.push_back(name);
+    }
+  }
+  if (others.empty()) return;
+  std::sort(others.begin(), others.end());
+  std::fprintf(stderr,
+               "towerflow convert: %s also holds %zu %s file(s) of another conversion (%s%s); a glob such as "
+               "%s-* matches them beside the %d new ones: remove them\n",
+               dir.c_str(), others.size(), prefix.c_str(), others[0].c_str(), others.size() > 1 ? ", ..." : "",
+               prefix.c_str(), shards);
+}
+
 // Writes examples 0..n-1 (built by `make`) into `shards` files
 // <dir>/<prefix>-SSSSS-of-NNNNN.tfrecord, contiguous runs in order.
 Status WriteShards(const std::string& dir, const std::string& prefix, int shards, int64_t n,
@@ -152,6 +178,7 @@ Status WriteShards(const std::string& dir, const std::string& prefix, int shards
     summary->records += end - begin;
     summary->bytes += writer->offset();
   }
+  WarnOfOtherShards(dir, prefix, shards);
   return Status::OK();
 }
 

@@ -256,4 +256,25 @@ Status RestoreInputStates(Session& session, const TrainInput& input, dist::World
   return Status::OK();
 }
 
+StatusOr<std::string> ResumeInput(Session& session, const TrainInput& input, const std::vector<std::string>& files,
+                                  dist::World* world, const std::map<std::string, std::string>* metadata,
+                                  bool* resumed) {
+  std::string why_not;
+  TW_RETURN_IF_ERROR(RestoreInputStates(session, input, world, metadata, InputFilesFingerprint(files), resumed, &why_not));
+  if (!input.dataset || metadata == nullptr) return std::string();
+  if (*resumed) return std::string("resume: the input continues its epoch from the checkpoint's position");
+  return "resume: " + (why_not.empty() ? std::string("the checkpoint holds no input position") : why_not) +
+         "; the input starts afresh";
+}
+
+std::map<std::string, std::string> CheckpointMetadata(const TrainConfig& c,
+                                                      std::map<std::string, std::string> input_states) {
+  std::map<std::string, std::string> m = ModelMetadata(c.model);
+  const std::string scope = CheckpointVariableScope(c);
+  if (!scope.empty()) m["variable_scope"] = scope;
+  if (!input_states.empty()) m[kInputFilesKey] = InputFilesFingerprint(c.files);
+  m.merge(input_states);
+  return m;
+}
+
 }  // namespace tw::cli

@@ -76,6 +76,18 @@ Status RestoreInputStates(Session& session, const TrainInput& input, dist::World
                           const std::map<std::string, std::string>* metadata, const std::string& files_fingerprint,
                           bool* restored, std::string* why_not);
 
+// A checkpoint's metadata: the model's (ModelMetadata), where its variables
+// live, the input's positions (GatherInputStates) and their files.
+std::map<std::string, std::string> CheckpointMetadata(const TrainConfig& c,
+                                                      std::map<std::string, std::string> input_states);
+
+// After a --resume: RestoreInputStates over the run's --data `files`, and
+// the line rank 0 says of it ("resume: the input continues its epoch ...",
+// or why it starts afresh; "" for the queue, or without a checkpoint).
+StatusOr<std::string> ResumeInput(Session& session, const TrainInput& input, const std::vector<std::string>& files,
+                                  dist::World* world, const std::map<std::string, std::string>* metadata,
+                                  bool* resumed);
+
 }  // namespace tw::cli
 
 #endif  // TOWERFLOW_CLI_TRAIN_INPUT_H_

@@ -42,17 +42,6 @@ dist::CollectiveTag ControlTag(const std::string& what) {
   return {.channel = dist::Channel::kControl, .bucket = 0, .num_buckets = 1, .what = what};
 }
 
-// The checkpoint metadata: the model's, where its variables live, and the
-// input's positions (GatherInputStates).
-std::map<std::string, std::string> Metadata(const TrainConfig& c, std::map<std::string, std::string> input_states) {
-  std::map<std::string, std::string> m = ModelMetadata(c.model);
-  const std::string scope = CheckpointVariableScope(c);
-  if (!scope.empty()) m["variable_scope"] = scope;
-  if (!input_states.empty()) m[kInputFilesKey] = InputFilesFingerprint(c.files);
-  m.merge(input_states);
-  return m;
-}
-
 // The physical description of each tower's GPU; InvalidArgument naming a GPU
 // tower device the session lacks (it would fail placement later, less clearly).
 StatusOr<std::vector<std::string>> TowerGpus(const Session& session, const std::vector<std::string>& towers) {
@@ -238,7 +227,7 @@ class Loop {
         auto positions = GatherInputStates(session_, g_.input, world_);
         if (!positions.ok()) return positions.status();
         if (chief_) {
-          auto path = checkpoints.Save(session_, *g_.saver, result->global_step, Metadata(c_, *std::move(positions)));
+          auto path = checkpoints.Save(session_, *g_.saver, result->global_step, CheckpointMetadata(c_, *std::move(positions)));
           if (!path.ok()) return path.status();
           result->checkpoint = *path;
           last_checkpoint = Clock::now();
@@ -302,6 +291,8 @@ class Loop {
   void Message(const std::string& line) {
     if (chief_) progress_.Message(line);
   }
+  // Where its summaries go from now on (rank 0's; null: none).
+  void set_events(train::EventFileWriter* events) { events_ = events; }
   Status WriteFinalSummaries(TrainResult* result) { return WriteSummaries(result, result->examples_per_sec); }
   Status WriteTrace() const {
     if (world_ == nullptr) return trace_.Write(c_.trace_file);
@@ -478,16 +469,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   if (Status s = session.Run(GlobalVariablesInitializer(g.graph)); !s.ok()) return s;
   if (Status s = session.Run(LocalVariablesInitializer(g.graph)); !s.ok()) return s;
 
-  // The pid tells apart the files of runs that start within the same second
-  // (a --resume right after a stop), as TF2 names its event files.
-  std::unique_ptr<train::EventFileWriter> events;
-  if (chief) {
-    auto created = train::EventFileWriter::Create(c.logdir, "." + std::to_string(::getpid()));
-    if (!created.ok()) return created.status();
-    events = std::move(created).value();
-    if (Status s = events->AddGraph(g.graph); !s.ok()) return s;
-  }
-  Loop loop(c, g, session, events.get(), world);
+  Loop loop(c, g, session, /*events=*/nullptr, world);
   if (c.resume) {
     int64_t step = 0;
     std::optional<std::map<std::string, std::string>> metadata;  // the restored checkpoint's (rank 0)
@@ -506,23 +488,25 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
       loop.Message("resume: the checkpoint is at step " + std::to_string(step) + ", --steps " +
                    std::to_string(c.total_steps) + ": nothing left to train (give a larger --steps)");
     }
-    // Each rank's input goes on from its position in the checkpoint.
-    std::string why_not;
-    if (Status s = RestoreInputStates(session, g.input, world, metadata ? &*metadata : nullptr,
-                                      InputFilesFingerprint(c.files), &result.input_resumed, &why_not);
-        !s.ok()) {
-      return s;
-    }
-    if (g.input.dataset && metadata) {
-      loop.Message(result.input_resumed ? "resume: the input continues its epoch from the checkpoint's position"
-                                        : "resume: " + (why_not.empty() ? std::string("the checkpoint holds no input position")
-                                                                        : why_not) +
-                                              "; the input starts afresh");
-    }
+    auto said = ResumeInput(session, g.input, c.files, world, metadata ? &*metadata : nullptr, &result.input_resumed);
+    if (!said.ok()) return said.status();
+    if (!said->empty()) loop.Message(*said);
   }
   // Every rank starts from rank 0's variables (initialised or restored).
   if (g.broadcast != nullptr) {
     if (Status s = session.Run(g.broadcast); !s.ok()) return s;
+  }
+  // The events file, once the run is sure to train (a --resume that fails
+  // leaves no empty one behind). The pid tells apart the files of runs that
+  // start within the same second (a --resume right after a stop), as TF2
+  // names its event files.
+  std::unique_ptr<train::EventFileWriter> events;
+  if (chief) {
+    auto created = train::EventFileWriter::Create(c.logdir, "." + std::to_string(::getpid()));
+    if (!created.ok()) return created.status();
+    events = std::move(created).value();
+    if (Status s = events->AddGraph(g.graph); !s.ok()) return s;
+    loop.set_events(events.get());
   }
 
   train::Coordinator coord;
@@ -590,7 +574,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
     auto positions = GatherInputStates(session, g.input, world);
     if (!positions.ok()) return positions.status();
     if (chief) {
-      auto path = checkpoints.Save(session, *g.saver, result.global_step, Metadata(c, *std::move(positions)));
+      auto path = checkpoints.Save(session, *g.saver, result.global_step, CheckpointMetadata(c, *std::move(positions)));
       if (!path.ok()) return path.status();
       result.checkpoint = *path;
     }
