@@ -56,6 +56,12 @@ class TrainCliTest : public testing::CliTest {
     data_ = (dir_ / "data" / "train-*.tfrecord").string();
   }
 
+  // `r` ran with status 0 and said `line` (on stdout or stderr).
+  static void ExpectSaid(const Result& r, const std::string& line) {
+    EXPECT_EQ(r.exit_code, 0) << r.err << r.out;
+    EXPECT_NE((r.out + r.err).find(line), std::string::npos) << r.out << r.err;
+  }
+
   // Seed-schema data of 784 features (MNIST-sized matrices) under dir_/wide;
   // its glob.
   std::string MakeWideData(int64_t examples) {
@@ -337,9 +343,7 @@ TEST_F(TrainCliTest, AnInputPositionTooLargeForACheckpointIsLeftOutAndSaid) {
   args[std::find(args.begin(), args.end(), "--steps") - args.begin() + 1] = "3";
   args.push_back("--resume");
   Result resumed = Run(args);
-  ASSERT_EQ(resumed.exit_code, 0) << resumed.err << resumed.out;
-  EXPECT_NE((resumed.out + resumed.err).find("the checkpoint holds no input position (its "), std::string::npos)
-      << resumed.out << resumed.err;
+  ExpectSaid(resumed, "the checkpoint holds no input position (its ");
 }
 
 // --resume of a checkpoint already at --steps or past it trains nothing and
@@ -350,10 +354,7 @@ TEST_F(TrainCliTest, ResumeWithNothingLeftToTrainSaysSo) {
   std::vector<std::string> args = TrainArgs("run", 5);
   args.push_back("--resume");
   Result r = Run(args);
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  EXPECT_NE((r.out + r.err).find("the checkpoint is at step 10, --steps 5: nothing left to train"),
-            std::string::npos)
-      << r.out << r.err;
+  ExpectSaid(r, "the checkpoint is at step 10, --steps 5: nothing left to train");
   EXPECT_EQ(r.last()["steps"], 0);
   // A --resume that fails (another model) leaves no events file behind.
   const size_t before = Files("run", "events.out.tfevents.").size();
@@ -377,15 +378,11 @@ TEST_F(TrainCliTest, ResumeWithOtherDataFilesStartsTheInputAfreshAndSaysSo) {
   args[2] = (dir_ / "data" / "train-00000-of-00002.tfrecord").string();  // --data: one of the two files
   args.push_back("--resume");
   Result r = Run(args);
-  ASSERT_EQ(r.exit_code, 0) << r.err << r.out;
-  EXPECT_NE((r.out + r.err).find("the checkpoint's input positions are in other files than --data's"),
-            std::string::npos)
-      << r.out << r.err;
+  ExpectSaid(r, "the checkpoint's input positions are in other files than --data's");
   args = TrainArgs("run", 30);
   args.push_back("--resume");
   Result same = Run(args);  // the files of its checkpoint (step 20's: one file)
-  ASSERT_EQ(same.exit_code, 0) << same.err << same.out;
-  EXPECT_NE((same.out + same.err).find("other files than --data's"), std::string::npos) << same.out << same.err;
+  ExpectSaid(same, "other files than --data's");
 }
 
 // Out of memory (here a limit on the address space, under which the shuffle

@@ -21,24 +21,20 @@
 // writes a final checkpoint and exits 0 (a second Ctrl-C, a second later,
 // kills at once).
 #include <CLI/CLI.hpp>
-#include <pthread.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "towerflow/cli/commands.h"
 #include "towerflow/cli/devices.h"
+#include "towerflow/cli/train_signals.h"
 #include "towerflow/cli/evaluate.h"
 #include "towerflow/cli/flags.h"
 #include "towerflow/cli/json.h"
@@ -202,67 +198,6 @@ StatusOr<int64_t> CountRecords(const DataFiles& d, bool skip_corrupt) {
   return n;
 }
 
-// Signals. SIGINT and SIGTERM are blocked first thing, so every thread the
-// process starts (the pools, the input's, MPI's, CUDA's) inherits the mask,
-// and one thread takes them with sigwait: a signal never interrupts a
-// compute thread. (Delivered to the main thread inside oneDNN's matmul, a
-// SIGINT crashed 3 runs of 20 with SIGSEGV, whatever its handler did.) The
-// handler stays installed for threads a library started before main.
-// Until training starts a signal ends the process as by default. Then the
-// first asks for a clean stop, and a second one, a second or more later,
-// ends the process at once; sooner, it is the same request delivered twice
-// (`timeout` and terminals signal the process and its group).
-std::atomic<bool> g_clean_stop_armed{false};
-std::atomic<int64_t> g_first_signal_ns{0};
-
-int64_t MonotonicNs() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);  // async-signal-safe
-  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
-}
-
-// The default action of `sig` (the process ends). Async-signal-safe.
-void DieOf(int sig) {
-  std::signal(sig, SIG_DFL);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
-  raise(sig);
-}
-
-// Async-signal-safe: the handler runs it too.
-void TakeSignal(int sig) {
-  if (!g_clean_stop_armed.load()) return DieOf(sig);
-  const int64_t now = MonotonicNs();
-  int64_t first = 0;
-  if (g_first_signal_ns.compare_exchange_strong(first, now)) {
-    g_stop_requested = true;
-    return;
-  }
-  if (now - first >= 1'000'000'000) DieOf(sig);
-}
-
-void OnSignal(int sig) { TakeSignal(sig); }
-
-void TakeSignalsOnOneThread() {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::signal(SIGINT, OnSignal);
-  std::signal(SIGTERM, OnSignal);
-  std::thread taker([set] {
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&set, &sig) == 0) TakeSignal(sig);
-    }
-  });
-  pthread_setname_np(taker.native_handle(), "tw_signals");
-  taker.detach();  // blocked in sigwait until the process ends
-}
-
 std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResult* eval) {
   const int64_t global_batch = c.batch_size * static_cast<int64_t>(r.devices.size()) * r.ranks;
   // Numbers that may be NaN (a diverged loss) are written as null: JSON has none.
@@ -416,7 +351,7 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
 }  // namespace
 
 int RunTrain(int argc, char** argv) {
-  TakeSignalsOnOneThread();  // before any thread starts
+  TakeSignalsOnOneThread();  // before any thread starts (train_signals.h)
   CLI::App app{"Train a model on TFRecord files on every device", "towerflow train"};
   Flags f;
   app.add_option("--data", f.data, "training TFRecord files (a glob)")->required()->check(NonEmptyText());
@@ -582,7 +517,7 @@ int RunTrain(int argc, char** argv) {
   if (world != nullptr) {
     if (Status s = ChooseCrossProcessDevice(*world, f.logical_gpus, &config, &shared_gpu); !s.ok()) return fail(s);
   }
-  g_clean_stop_armed = true;
+  ArmCleanStop();
   if (chief) {
     std::printf("towerflow train: model %s, %zu tower(s) on %s, batch %lld per tower, %lld steps%s\n",
                 config.model.name.c_str(), config.devices.size(), f.devices.c_str(),

@@ -1,4 +1,4 @@
-// Safetensors reading and writing. The header is JSON, parsed with nlohmann-json
+// Safetensors reading (writing: safetensors_write.cc). The header is JSON, parsed with nlohmann-json
 // (ordered, so that header order survives), never with exceptions: parse() runs
 // with allow_exceptions = false and a failed parse is re-run through a SAX handler
 // that only collects the error's message and position. Reading checks the header
@@ -23,6 +23,7 @@
 #include "towerflow/data/record_writer.h"
 #include "towerflow/train/atomic_file.h"
 #include "towerflow/train/internal/safetensors_checksums.h"
+#include "towerflow/train/internal/safetensors_format.h"
 
 namespace tw::train {
 namespace {
@@ -35,59 +36,16 @@ using Json = nlohmann::ordered_json;
 using tw::internal::FileError;
 using internal::HexCrc;
 using internal::kChecksumPrefix;
+using internal::FromSafetensorsName;
+using internal::kMetadataKey;
+using internal::kPrefixBytes;
+using internal::kSnippetChars;
 using internal::ParseHexCrc;
-
-constexpr uint64_t kPrefixBytes = 8;
-constexpr char kMetadataKey[] = "__metadata__";
-struct DtypeName {
-  DataType dtype;
-  std::string_view name;
-};
-constexpr std::array<DtypeName, 6> kDtypeNames = {{{kFloat32, "F32"},
-                                                   {kFloat64, "F64"},
-                                                   {kInt32, "I32"},
-                                                   {kInt64, "I64"},
-                                                   {kUInt8, "U8"},
-                                                   {kBool, "BOOL"}}};
-
-std::optional<std::string_view> SafetensorsName(DataType dtype) {
-  for (const DtypeName& d : kDtypeNames) {
-    if (d.dtype == dtype) return d.name;
-  }
-  return std::nullopt;
-}
-
-std::optional<DataType> FromSafetensorsName(std::string_view name) {
-  for (const DtypeName& d : kDtypeNames) {
-    if (d.name == name) return d.dtype;
-  }
-  return std::nullopt;
-}
+using internal::Snippet;
 
 template <typename... Args>
 Status Corrupt(const std::string& file, const Args&... args) {
   return errors::DataLoss(file, ": ", args...);
-}
-
-constexpr size_t kSnippetChars = 80;
-
-// Text (a JSON value's, the parser's message) for an error message: at most
-// kSnippetChars, with bytes outside printable ASCII as \xNN.
-std::string Snippet(std::string_view text) {
-  std::string out;
-  for (size_t i = 0; i < text.size() && i < kSnippetChars; ++i) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x20 && c < 0x7f) {
-      out += static_cast<char>(c);
-    } else {
-      static constexpr char kHex[] = "0123456789abcdef";
-      out += "\\x";
-      out += kHex[c >> 4];
-      out += kHex[c & 15];
-    }
-  }
-  if (text.size() > kSnippetChars) out += "...";
-  return out;
 }
 
 // Compact JSON of `value`, stopping once `out` is long enough for Snippet: a
@@ -481,70 +439,6 @@ StatusOr<Layout> ReadLayout(const OpenedFile& file, const std::string& path) {
   return ParseLayout(header, file.size, path);
 }
 
-// ---- writing ---------------------------------------------------------------
-
-// Whether nlohmann's parser, and so our reader, accepts `s` in a JSON string:
-// its serializer's UTF-8 decoder is the same, and with invalid bytes the
-// "ignore" output (bytes dropped) differs from the "replace" one (U+FFFD).
-bool IsValidUtf8(std::string_view s) {
-  const Json j = std::string(s);
-  return j.dump(-1, ' ', false, Json::error_handler_t::ignore) ==
-         j.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-Status CheckWritable(const std::vector<std::pair<std::string, Tensor>>& tensors,
-                     const std::map<std::string, std::string>& metadata, const std::string& path,
-                     const SafetensorsWriteOptions& options) {
-  std::set<std::string_view> seen;
-  for (const auto& [name, t] : tensors) {
-    const std::string where = StrCat(path, ": tensor '", Snippet(name), "'");
-    if (!IsValidUtf8(name)) return errors::InvalidArgument(where, ": the name is not valid UTF-8");
-    if (name == kMetadataKey) return errors::InvalidArgument(where, ": the name is reserved for metadata");
-    if (!seen.insert(name).second) return errors::InvalidArgument(where, ": the name appears twice");
-    if (!t.IsInitialized()) return errors::InvalidArgument(where, ": the tensor is uninitialized");
-    if (!SafetensorsName(t.dtype())) {
-      return errors::InvalidArgument(where, ": safetensors has no dtype for ", DataTypeName(t.dtype()),
-                                     " tensors");
-    }
-  }
-  for (const auto& [key, value] : metadata) {
-    if (!IsValidUtf8(key) || !IsValidUtf8(value)) {
-      return errors::InvalidArgument(path, ": metadata '", Snippet(key), "' is not valid UTF-8");
-    }
-    if (options.checksums && std::string_view(key).starts_with(kChecksumPrefix)) {
-      return errors::InvalidArgument(path, ": metadata '", Snippet(key), "' is reserved for the checksums");
-    }
-  }
-  return Status::OK();
-}
-
-// The header JSON as the reference writes it (compact; "__metadata__" first;
-// dtype, shape, data_offsets), padded with spaces to a multiple of 8.
-std::string BuildHeader(const std::vector<std::pair<std::string, Tensor>>& tensors,
-                        const std::map<std::string, std::string>& metadata) {
-  Json header = Json::object();
-  if (!metadata.empty()) {
-    Json m = Json::object();
-    for (const auto& [key, value] : metadata) m[key] = value;
-    header[kMetadataKey] = std::move(m);
-  }
-  uint64_t offset = 0;
-  for (const auto& [name, t] : tensors) {
-    Json shape = Json::array();
-    for (int64_t d : t.shape().dims()) shape.push_back(static_cast<uint64_t>(d));
-    const uint64_t end = offset + t.TotalBytes();
-    header[name] = Json{{"dtype", *SafetensorsName(t.dtype())},
-                        {"shape", std::move(shape)},
-                        {"data_offsets", Json::array({offset, end})}};
-    offset = end;
-  }
-  // Every string was checked to be UTF-8, so the handler never fires; it is
-  // there because the default one throws.
-  std::string text = header.dump(-1, ' ', false, Json::error_handler_t::replace);
-  text.append((kPrefixBytes - text.size() % kPrefixBytes) % kPrefixBytes, ' ');
-  return text;
-}
-
 }  // namespace
 
 const Tensor* SafetensorsFile::Find(std::string_view name) const {
@@ -552,26 +446,6 @@ const Tensor* SafetensorsFile::Find(std::string_view name) const {
     if (n == name) return &t;
   }
   return nullptr;
-}
-
-Status WriteSafetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors,
-                        const std::map<std::string, std::string>& metadata, const SafetensorsWriteOptions& options) {
-  TW_RETURN_IF_ERROR(CheckWritable(tensors, metadata, path, options));
-  const std::string header =
-      BuildHeader(tensors, options.checksums ? internal::WithChecksums(tensors, metadata) : metadata);
-  const uint64_t n = header.size();
-  if (n > kSafetensorsMaxHeaderBytes) {
-    // Nothing is written: a file every reader refuses is no checkpoint.
-    return errors::InvalidArgument("safetensors ", path, ": the header would be ", n, " bytes, over the ",
-                                   kSafetensorsMaxHeaderBytes, " that readers accept (metadata too large?)");
-  }
-  char prefix[kPrefixBytes];
-  std::memcpy(prefix, &n, sizeof(n));
-  std::vector<std::string_view> pieces = {std::string_view(prefix, kPrefixBytes), header};
-  for (const auto& [name, t] : tensors) {
-    if (t.TotalBytes() > 0) pieces.emplace_back(static_cast<const char*>(t.raw_data()), t.TotalBytes());
-  }
-  return WriteFileAtomically(path, pieces);
 }
 
 StatusOr<SafetensorsFile> ReadSafetensors(const std::string& path) {
