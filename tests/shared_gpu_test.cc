@@ -3,9 +3,12 @@
 // from the gathered hosts and PCI bus ids, after which the gradient buckets
 // go through the CPU instead of NCCL. The all-gather itself runs in every
 // multi-process test (train_mpi_test): CPU towers say "cpu" and keep MPI.
+// Also which GPUs each rank of a host takes and opens (RankGpus), and the
+// ordinals a session opens from SessionOptions (OpenedCudaGpus).
 #include <gtest/gtest.h>
 
 #include "towerflow/cli/devices.h"
+#include "towerflow/device/device_set.h"
 
 namespace tw::cli {
 namespace {
@@ -29,6 +32,83 @@ TEST(SharedGpuTest, TwoRanksOnOneGpuAreNamed) {
 TEST(SharedGpuTest, RanksOnCpusBesideRanksOnGpusAllTakeMpi) {
   const std::string note = SharedGpuNote({"a 0000:3b:00.0", "cpu", "b 0000:3b:00.0"});
   EXPECT_NE(note.find("rank 1 trains on CPUs and rank 0 on a GPU (a 0000:3b:00.0)"), std::string::npos) << note;
+}
+
+// The towers and opened GPUs of every local rank, as "towers | opened".
+std::vector<std::string> Ranks(int physical, int logical, int ranks) {
+  std::vector<std::string> out;
+  for (int r = 0; r < ranks; ++r) {
+    const ResolvedDevices d = RankGpus(physical, logical, {.local_rank = r, .local_size = ranks});
+    EXPECT_TRUE(d.uses_gpus);
+    std::string line;
+    for (const std::string& t : d.towers) line += (line.empty() ? "" : ",") + t.substr(t.rfind(':') + 1);
+    line += " |";
+    for (const int o : d.visible_gpus) line += " " + std::to_string(o);
+    out.push_back(line);
+  }
+  return out;
+}
+
+TEST(RankGpusTest, OneRankTakesEveryGpuAsCudaNumbersThem) {
+  EXPECT_EQ(Ranks(1, 1, 1), std::vector<std::string>({"0 |"}));
+  EXPECT_EQ(Ranks(4, 1, 1), std::vector<std::string>({"0,1,2,3 |"}));
+  EXPECT_EQ(Ranks(2, 2, 1), std::vector<std::string>({"0,1,2,3 |"}));
+}
+
+TEST(RankGpusTest, RanksOpenOnlyTheirOwnGpusRenumberedFromZero) {
+  // 8 GPUs, 8 ranks: rank r trains on CUDA device r, which is its GPU:0.
+  const std::vector<std::string> eight = Ranks(8, 1, 8);
+  for (int r = 0; r < 8; ++r) EXPECT_EQ(eight[static_cast<size_t>(r)], "0 | " + std::to_string(r));
+  EXPECT_EQ(Ranks(4, 1, 2), std::vector<std::string>({"0,1 | 0 1", "0,1 | 2 3"}));
+  // 3 GPUs for 2 ranks: one each, the third unused (even towers per rank).
+  EXPECT_EQ(Ranks(3, 1, 2), std::vector<std::string>({"0 | 0", "0 | 1"}));
+}
+
+TEST(RankGpusTest, LogicalGpusStayOnTheirCard) {
+  // 2 cards of 2 logical GPUs, 4 ranks: ranks 0 and 1 share card 0.
+  EXPECT_EQ(Ranks(2, 2, 4), std::vector<std::string>({"0 | 0", "1 | 0", "0 | 1", "1 | 1"}));
+  // One card of 2 logical GPUs, 2 ranks: each opens the card, on its own half.
+  EXPECT_EQ(Ranks(1, 2, 2), std::vector<std::string>({"0 | 0", "1 | 0"}));
+  // 2 cards of 3 logical GPUs, 2 ranks: 3 towers each, one card each.
+  EXPECT_EQ(Ranks(2, 3, 2), std::vector<std::string>({"0,1,2 | 0", "0,1,2 | 1"}));
+}
+
+TEST(RankGpusTest, MoreRanksThanGpusShareThemRoundRobin) {
+  // 3 ranks on 2 GPUs: rank 2 shares GPU 0 with rank 0 (their buckets then
+  // cross through the CPU: SharedGpuNote).
+  EXPECT_EQ(Ranks(2, 1, 3), std::vector<std::string>({"0 | 0", "0 | 1", "0 | 0"}));
+}
+
+TEST(OpenedCudaGpusTest, VisibleGpusPickAndOrderThePhysicalGpus) {
+  auto all = OpenedCudaGpus({}, 3);
+  ASSERT_TRUE(all.ok()) << all.status().ToString();
+  EXPECT_EQ(*all, std::vector<int>({0, 1, 2}));
+  auto none = OpenedCudaGpus({}, 0);
+  ASSERT_TRUE(none.ok());
+  EXPECT_TRUE(none->empty());
+  auto capped = OpenedCudaGpus({.max_gpus = 2}, 3);
+  ASSERT_TRUE(capped.ok());
+  EXPECT_EQ(*capped, std::vector<int>({0, 1}));
+  auto picked = OpenedCudaGpus({.visible_gpus = {2, 0}}, 3);
+  ASSERT_TRUE(picked.ok());
+  EXPECT_EQ(*picked, std::vector<int>({2, 0}));
+  auto picked_capped = OpenedCudaGpus({.max_gpus = 1, .visible_gpus = {2, 0}}, 3);
+  ASSERT_TRUE(picked_capped.ok());
+  EXPECT_EQ(*picked_capped, std::vector<int>({2}));
+  EXPECT_TRUE(OpenedCudaGpus({.max_gpus = 0, .visible_gpus = {1}}, 3)->empty()) << "max_gpus 0 opens none";
+}
+
+TEST(OpenedCudaGpusTest, BadListsAreInvalidArgumentNamingTheEntry) {
+  auto missing = OpenedCudaGpus({.visible_gpus = {0, 3}}, 2);
+  ASSERT_EQ(missing.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(std::string(missing.status().message()).find("visible_gpus[1] = 3 is not a visible GPU: 2 visible, 0..1"),
+            std::string::npos)
+      << missing.status().ToString();
+  auto twice = OpenedCudaGpus({.visible_gpus = {1, 1}}, 2);
+  ASSERT_EQ(twice.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(std::string(twice.status().message()).find("lists GPU 1 twice"), std::string::npos) << twice.status().ToString();
+  EXPECT_EQ(OpenedCudaGpus({.visible_gpus = {-1}}, 2).status().code(), Code::kInvalidArgument);
+  EXPECT_EQ(OpenedCudaGpus({.max_gpus = -2}, 2).status().code(), Code::kInvalidArgument);
 }
 
 }  // namespace

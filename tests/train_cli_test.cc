@@ -554,6 +554,10 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
       {{"train", "--data", dir_.string(), "--logdir", logdir, "--model", "seed"}, "is a directory"},
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--cuda-graphs", "sometimes"},
        "--cuda-graphs: sometimes"},
+      // Found by probing: a trace that could not be written failed only after
+      // the training. /proc takes no new file, even from root.
+      {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--trace", "/proc/towerflow-trace.json"},
+       "--trace /proc/towerflow-trace.json: cannot write beside it (/proc/towerflow-trace.json.tmp."},
   };
   for (const Case& c : cases) {
     Result r = Run(c.args);
@@ -562,6 +566,22 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_LT(r.err.size(), 400u) << r.err;
   }
+}
+
+TEST_F(TrainCliTest, LogicalGpusWithCpuTowersSayTheyChangeNothing) {
+  MakeData(200);
+  std::vector<std::string> args = TrainArgs("run", 2);
+  args.insert(args.end(), {"--logical-gpus", "2", "--trace", (dir_ / "traces" / "t.json").string()});
+  Result r = Run(args);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("note: --logical-gpus 2 changes nothing: every tower is on a CPU (--devices cpu:0,cpu:1)"),
+            std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.last()["towers"], 2) << r.out;
+  // The check that the trace can be written leaves nothing beside it.
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir_ / "traces")) names.push_back(e.path().filename().string());
+  EXPECT_EQ(names, std::vector<std::string>({"t.json"}));
 }
 
 TEST_F(TrainCliTest, ANanLossStopsNamingTheStepAndKeepsTheLastFiniteCheckpoint) {
@@ -591,6 +611,13 @@ TEST_F(TrainCliTest, ANanLossStopsNamingTheStepAndKeepsTheLastFiniteCheckpoint) 
   ASSERT_FALSE(j.is_discarded()) << on.out;
   EXPECT_TRUE(j["final_loss"].is_null()) << on.out;
   EXPECT_EQ(j["global_step"], 30);
+  // Evaluating the diverged weights prints the result and fails: a script
+  // that goes on from a good evaluation stops there.
+  const std::string diverged = j["checkpoint"].get<std::string>();
+  Result e = Run({"eval", "--checkpoint", diverged, "--data", data_});
+  EXPECT_EQ(e.exit_code, 1) << e.out << e.err;
+  EXPECT_TRUE(e.last()["loss"].is_null()) << e.out;
+  EXPECT_NE(e.err.find(": the weights of " + diverged + " give no finite loss"), std::string::npos) << e.err;
   // The newest is NaN; the last finite one (step 0's weights were finite, the
   // first checkpoint at step 10 may already be NaN) is never rotated out, and a
   // resume restores it rather than the NaN weights.

@@ -9,6 +9,7 @@
 #pragma GCC visibility push(default)  // public: exported by libtowerflow.so
 
 #include <cstdint>
+#include <vector>
 
 namespace tw {
 
@@ -48,6 +49,13 @@ struct SessionOptions {
   // The CUDA backend (device/cuda/): at most this many of the GPUs that
   // CUDA_VISIBLE_DEVICES leaves visible; -1: all of them, 0: none.
   int max_gpus = -1;
+  // The CUDA backend: which visible GPUs (ordinals under CUDA_VISIBLE_DEVICES)
+  // the session opens, in this order, as its physical GPUs 0, 1, ... (TF's
+  // GPUOptions.visible_device_list; the first max_gpus of them when max_gpus
+  // is set): a rank of a multi-process job opens its own GPU alone, which is
+  // then its /device:GPU:0. Each ordinal at most once. Empty: every visible GPU
+  // in order. Fake GPUs ignore it.
+  std::vector<int> visible_gpus = {};
   // Logical GPUs per physical GPU (TF's LogicalDeviceConfiguration): each is a
   // device of its own (/device:GPU:k) with its own streams and memory limit, so
   // towers and all-reduce run on a machine with one GPU.

@@ -11,9 +11,7 @@
 #include "towerflow/train/replicate.h"
 
 namespace tw::cli {
-namespace {
 
-// Why there is no GPU to train on, for usage errors.
 std::string NoGpuReason() {
 #if TOWERFLOW_HAVE_CUDA
   return "no GPU is visible (see nvidia-smi and CUDA_VISIBLE_DEVICES)";
@@ -21,8 +19,6 @@ std::string NoGpuReason() {
   return "this build of towerflow has no GPU devices (CUDA backend not built)";
 #endif
 }
-
-}  // namespace
 
 HostShare ThisHostShare(const dist::Launch& launch) {
   if (!launch.multi_process || launch.local_size < 1 || launch.local_rank < 0) return {};
@@ -155,29 +151,42 @@ std::string BindToHostShare(HostShare* share, bool bind) {
   return Cores(mine) + " (towerflow's share; --bind-cores none leaves every core)";
 }
 
-StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,
-                                                  int* num_cpu_devices, bool* uses_gpus) {
+ResolvedDevices RankGpus(int physical, int logical_gpus, const HostShare& share) {
+  ResolvedDevices r;
+  r.uses_gpus = true;
+  const int k = std::max(1, logical_gpus);
+  const int gpus = physical * k;
+  const int ranks = std::max(1, share.local_size);
+  const int per_rank = std::max(1, gpus / ranks);
+  const int first = gpus >= ranks ? share.local_rank * per_rank : share.local_rank % gpus;
+  int offset = 0;  // the first tower's number in this rank's session
+  if (ranks > 1) {
+    const int first_physical = first / k, last_physical = (first + per_rank - 1) / k;
+    for (int p = first_physical; p <= last_physical; ++p) r.visible_gpus.push_back(p);
+    offset = first_physical * k;
+  }
+  for (int i = first; i < first + per_rank; ++i) r.towers.push_back("/device:GPU:" + std::to_string(i - offset));
+  return r;
+}
+
+StatusOr<ResolvedDevices> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share) {
   const int gpus = VisibleCudaGpuCount() * logical_gpus;
-  std::vector<std::string> devices;
+  ResolvedDevices r;
   if (flag == "auto" && gpus == 0) {
     const int cores = CoresOfThisProcess(share);
-    for (int i = 0; i < cores; ++i) devices.push_back("/device:CPU:" + std::to_string(i));
+    for (int i = 0; i < cores; ++i) r.towers.push_back("/device:CPU:" + std::to_string(i));
   } else if (flag == "auto" || flag == "gpu") {
     if (gpus == 0) return errors::InvalidArgument("--devices gpu: ", NoGpuReason());
-    const int per_rank = std::max(1, gpus / share.local_size);
-    const int first = gpus >= share.local_size ? share.local_rank * per_rank : share.local_rank % gpus;
-    for (int i = first; i < first + per_rank; ++i) devices.push_back("/device:GPU:" + std::to_string(i));
+    r = RankGpus(VisibleCudaGpuCount(), logical_gpus, share);
   } else {
     auto parsed = ParseDevices(flag);
     if (!parsed.ok()) return errors::InvalidArgument("--devices: ", parsed.status().message());
-    devices = *parsed;
-    if (devices.empty()) {
+    r.towers = *parsed;
+    if (r.towers.empty()) {
       return errors::InvalidArgument("--devices '", flag, "' names no device; give auto, gpu, or a list such as cpu:0,cpu:1");
     }
   }
-  *num_cpu_devices = 1;
-  *uses_gpus = false;
-  for (const std::string& d : devices) {
+  for (const std::string& d : r.towers) {
     // Canonical names end in the index, which DeviceSpec parsed as an int.
     const int64_t index = std::strtoll(d.c_str() + d.rfind(':') + 1, nullptr, 10);
     if (d.rfind("/device:CPU:", 0) == 0) {
@@ -185,10 +194,10 @@ StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int l
         return errors::InvalidArgument("--devices ", flag, ": ", d, " is past the last virtual CPU device a run may ",
                                        "have (/device:CPU:", kMaxCpuDevices - 1, ")");
       }
-      *num_cpu_devices = std::max(*num_cpu_devices, static_cast<int>(index) + 1);
+      r.num_cpu_devices = std::max(r.num_cpu_devices, static_cast<int>(index) + 1);
     }
     if (d.rfind("/device:GPU:", 0) == 0) {
-      *uses_gpus = true;
+      r.uses_gpus = true;
       if (gpus == 0) return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", NoGpuReason());
       if (index >= gpus) {
         return errors::InvalidArgument("--devices ", flag, ": ", d, " does not exist: ", VisibleCudaGpuCount(),
@@ -197,7 +206,7 @@ StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int l
       }
     }
   }
-  return devices;
+  return r;
 }
 
 Status ChooseCrossProcessDevice(dist::World& world, int logical_gpus, TrainConfig* c, std::string* note) {
@@ -207,7 +216,9 @@ Status ChooseCrossProcessDevice(dist::World& world, int logical_gpus, TrainConfi
   std::string mine = "cpu";
   if (device.rfind("/device:GPU:", 0) == 0) {
     const int index = static_cast<int>(std::strtol(device.c_str() + device.rfind(':') + 1, nullptr, 10));
-    const int ordinal = index / std::max(1, logical_gpus);
+    // The rank's own GPUs are renumbered from 0 (RankGpus).
+    const size_t position = static_cast<size_t>(index / std::max(1, logical_gpus));
+    const int ordinal = position < c->visible_gpus.size() ? c->visible_gpus[position] : static_cast<int>(position);
     const std::string bus = CudaGpuPciBusId(ordinal);
     mine = world.hosts()[static_cast<size_t>(world.rank())] + " " +
            (bus.empty() ? "CUDA device " + std::to_string(ordinal) : bus);
@@ -264,7 +275,13 @@ std::string DescribeWorld(const dist::World& world, const TrainConfig& c, const 
                            (files % ranks != 0 ? "-" + std::to_string(files / ranks + 1) : "") + " each)"
                      : "input: " + std::to_string(files) + " file(s) for " + std::to_string(ranks) +
                            " ranks, split by record (rank r reads records r, r+" + std::to_string(ranks) + ", ...)";
-  const std::string cores = world.rank() == 0 && world.local_size() > 1 ? "; rank 0 runs on " + binding : "";
+  std::string cores = world.rank() == 0 && world.local_size() > 1 ? "; rank 0 runs on " + binding : "";
+  if (!c.visible_gpus.empty()) {
+    std::string ordinals;
+    for (const int o : c.visible_gpus) ordinals += (ordinals.empty() ? "" : ",") + std::to_string(o);
+    cores += std::string("; each rank opens its own GPU") + (c.visible_gpus.size() > 1 ? "s" : "") +
+             " (rank 0: CUDA device" + (c.visible_gpus.size() > 1 ? "s " : " ") + ordinals + ")";
+  }
   return "world: " + std::to_string(world.size()) + " ranks on " + std::to_string(hosts.size()) + " host" +
          (hosts.size() > 1 ? "s" : "") + " (" + where + "), " + std::to_string(towers) + " tower(s) per rank, " +
          "global batch " + std::to_string(c.batch_size * static_cast<int64_t>(towers) * world.size()) + " = " +

@@ -46,17 +46,41 @@ int CoresOfThisProcess(const HostShare& share);
 // "every core (0-7)" (shared with the host's other ranks).
 std::string BindToHostShare(HostShare* share, bool bind);
 
+// Why there is no GPU to train on, for messages: "no GPU is visible (...)",
+// or that the build has no CUDA backend.
+std::string NoGpuReason();
+
+// The towers of one rank and what its session opens (ResolveDevices).
+struct ResolvedDevices {
+  std::vector<std::string> towers;  // canonical: "/device:CPU:1", "/device:GPU:0"
+  int num_cpu_devices = 1;          // SessionOptions::num_cpu_devices
+  bool uses_gpus = false;           // some tower is on a GPU
+  // SessionOptions::visible_gpus: the physical GPUs (CUDA ordinals) this
+  // rank opens, renumbered from /device:GPU:0 in the towers; empty: every
+  // visible GPU, as numbered by CUDA.
+  std::vector<int> visible_gpus;
+};
+
 // "auto": every GPU when there is one, else one virtual CPU device per core
 // this process may use (CoresOfThisProcess);
 // "gpu": every GPU; else a list (cpu:0,cpu:1 or /gpu:0,/gpu:1). A GPU is one
 // of `logical_gpus` logical GPUs of each visible physical GPU. Ranks of a job
 // on one host split "auto" and "gpu" between them: its cores, or its GPUs
-// (each rank its own when there are enough, else GPU local_rank modulo the
-// count). Returns the canonical devices and sets how many CPU devices the
-// session needs and whether any tower is on a GPU. InvalidArgument naming the
-// entry for a device that does not parse or does not exist.
-StatusOr<std::vector<std::string>> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share,
-                                                  int* num_cpu_devices, bool* uses_gpus);
+// (RankGpus), each rank opening only the physical GPUs its towers are on. A
+// list names visible GPUs and opens them all. InvalidArgument naming the entry
+// for a device that does not parse or does not exist.
+StatusOr<ResolvedDevices> ResolveDevices(const std::string& flag, int logical_gpus, const HostShare& share);
+
+// The GPU towers of local rank `share.local_rank` of `share.local_size` on a
+// host with `physical` visible GPUs of `logical_gpus` logical GPUs each
+// (physical >= 1): the host's logical GPUs split evenly between its ranks,
+// each rank its own when there are enough, else logical GPU local_rank modulo
+// their count (ranks then share a GPU, and cross their buckets through the
+// CPU: ChooseCrossProcessDevice). With several ranks on the host, the towers
+// are renumbered from /device:GPU:0 over `visible_gpus`, the physical GPUs
+// that hold them; one rank keeps every GPU and CUDA's numbering. Sets
+// `towers`, `visible_gpus` and `uses_gpus`.
+ResolvedDevices RankGpus(int physical, int logical_gpus, const HostShare& share);
 
 // Where the gradient buckets are reduced between the ranks
 // (c->cross_process_device): the variables' device, so GPU towers reduce with

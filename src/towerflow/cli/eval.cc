@@ -4,8 +4,12 @@
 // JSON object: examples, loss, accuracy, seconds, model, checkpoint, global_step.
 // DIR means the newest checkpoint there that validates. The model is rebuilt
 // from the checkpoint's metadata; --model, when given, must agree with it.
-// Usage errors exit with 2, failures (a corrupt checkpoint or record) with 1.
+// Usage errors exit with 2, failures (a corrupt checkpoint or record) with 1;
+// so does a checkpoint whose loss is not finite (weights that diverged): its
+// result is printed all the same (the loss as null), and a line on stderr
+// says so, so that a script that goes on from a good evaluation stops.
 #include <CLI/CLI.hpp>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <string>
@@ -28,7 +32,7 @@ struct Checkpoint {
 // A file, or the newest checkpoint of a directory that validates (its CRCs,
 // its global step, finite weights: CheckpointManager::ReadLatest). A file
 // named alone is checked for its CRCs and its global step, and evaluated even
-// when its weights are not finite (the loss then prints as null).
+// when its weights are not finite (the loss then prints as null, exit 1).
 StatusOr<Checkpoint> FindCheckpoint(const std::string& where) {
   std::error_code ec;
   if (std::filesystem::is_directory(where, ec)) {
@@ -135,6 +139,14 @@ int RunEval(int argc, char** argv) {
                        step->second.find_first_not_of("0123456789") == std::string::npos;
   json += ", \"global_step\": " + (numeric ? step->second : std::string("null")) + "}";
   std::printf("%s\n", json.c_str());
+  if (!std::isfinite(result->loss)) {
+    std::fflush(stdout);
+    std::fprintf(stderr,
+                 "towerflow eval: the loss is %s: the weights of %s give no finite loss on these records "
+                 "(a training that diverged; a logdir's newest finite checkpoint is what --checkpoint DIR takes)\n",
+                 std::isnan(result->loss) ? "NaN" : "infinite", found->path.c_str());
+    return 1;
+  }
   return 0;
 }
 

@@ -21,12 +21,15 @@
 // writes a final checkpoint and exits 0 (a second Ctrl-C, a second later,
 // kills at once).
 #include <CLI/CLI.hpp>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -273,12 +276,13 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
   } else if (!f.hidden.empty()) {
     return errors::InvalidArgument("--hidden applies to mlp and seed, not cnn (the tutorial network is fixed)");
   }
-  bool uses_gpus = false;
-  auto devices = ResolveDevices(f.devices, f.logical_gpus, share, &c->num_cpu_devices, &uses_gpus);
+  auto devices = ResolveDevices(f.devices, f.logical_gpus, share);
   if (!devices.ok()) return devices.status();
-  c->devices = *devices;
+  c->devices = devices->towers;
+  c->num_cpu_devices = devices->num_cpu_devices;
+  c->visible_gpus = devices->visible_gpus;
   // A CPU-only run creates no GPU devices: nothing unpinned moves to a GPU.
-  c->max_gpus = uses_gpus ? -1 : 0;
+  c->max_gpus = devices->uses_gpus ? -1 : 0;
   c->logical_gpus_per_gpu = f.logical_gpus;
   c->gpu_memory_limit_mb = f.gpu_memory_mb;
   c->allow_tf32 = f.allow_tf32;
@@ -322,6 +326,16 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
       return errors::InvalidArgument("--trace ", f.trace, ": cannot make the directory ", parent.string(), ": ",
                                      ec.message());
     }
+    // Nor for want of the right to write there: the writer's own temporary
+    // file (runtime/trace.cc), made and removed at once.
+    const std::string probe = f.trace + ".tmp." + std::to_string(::getpid());
+    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (fd < 0) {
+      return errors::InvalidArgument("--trace ", f.trace, ": cannot write beside it (", probe, "): ",
+                                     std::strerror(errno));
+    }
+    ::close(fd);
+    ::unlink(probe.c_str());
   }
   c->seed = f.seed;
   c->resume = f.resume;
@@ -461,6 +475,10 @@ int RunTrain(int argc, char** argv) {
   TrainConfig config;
   DataFiles data;
   if (Status s = Configure(f, share, &config, &data); !s.ok()) return UsageError(s);
+  if (f.logical_gpus > 1 && config.max_gpus == 0 && launch.rank == 0) {
+    std::fprintf(stderr, "towerflow train: note: --logical-gpus %d changes nothing: every tower is on a CPU (%s)\n",
+                 f.logical_gpus, f.devices == "auto" ? NoGpuReason().c_str() : ("--devices " + f.devices).c_str());
+  }
   std::vector<std::string> eval_files;
   if (!f.eval_data.empty()) {
     auto eval = OpenData("--eval-data", f.eval_data, f.skip_corrupt);

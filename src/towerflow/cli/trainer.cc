@@ -448,6 +448,7 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
                          .intra_op_threads = c.intra_op_threads,
                          .num_cpu_devices = c.num_cpu_devices,
                          .max_gpus = c.max_gpus,
+                         .visible_gpus = c.visible_gpus,
                          .logical_gpus_per_gpu = c.logical_gpus_per_gpu,
                          .gpu_memory_limit_mb = c.gpu_memory_limit_mb,
                          .allow_tf32 = c.allow_tf32,

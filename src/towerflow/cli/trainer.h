@@ -45,6 +45,9 @@ struct TrainConfig {
   // GPUs the session creates (SessionOptions::max_gpus): 0 for CPU-only
   // towers, so that no op moves to a GPU; -1: every visible GPU.
   int max_gpus = 0;
+  // The physical GPUs the session opens (SessionOptions::visible_gpus): a
+  // rank's own under --devices auto|gpu when ranks share the host; empty: all.
+  std::vector<int> visible_gpus = {};
   int logical_gpus_per_gpu = 1;  // SessionOptions::logical_gpus_per_gpu
   int64_t gpu_memory_limit_mb = 0;
   bool allow_tf32 = false;

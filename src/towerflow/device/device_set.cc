@@ -69,6 +69,34 @@ int DeviceFactory::DevicePriority(const std::string& device_type) {
   return FactoryRegistry::Global().Priority(device_type);
 }
 
+StatusOr<std::vector<int>> OpenedCudaGpus(const SessionOptions& options, int visible) {
+  if (options.max_gpus < -1) {
+    return errors::InvalidArgument("SessionOptions.max_gpus must be -1 (every visible GPU) or >= 0, got ",
+                                   options.max_gpus);
+  }
+  std::vector<int> ordinals;
+  if (options.visible_gpus.empty()) {
+    for (int i = 0; i < visible; ++i) ordinals.push_back(i);
+  } else {
+    for (size_t i = 0; i < options.visible_gpus.size(); ++i) {
+      const int ordinal = options.visible_gpus[i];
+      if (ordinal < 0 || ordinal >= visible) {
+        return errors::InvalidArgument("SessionOptions.visible_gpus[", i, "] = ", ordinal, " is not a visible GPU: ",
+                                       visible, " visible", visible > 0 ? ", 0.." + std::to_string(visible - 1) : "",
+                                       " (after CUDA_VISIBLE_DEVICES)");
+      }
+      if (std::find(ordinals.begin(), ordinals.end(), ordinal) != ordinals.end()) {
+        return errors::InvalidArgument("SessionOptions.visible_gpus lists GPU ", ordinal, " twice");
+      }
+      ordinals.push_back(ordinal);
+    }
+  }
+  if (options.max_gpus >= 0 && static_cast<size_t>(options.max_gpus) < ordinals.size()) {
+    ordinals.resize(static_cast<size_t>(options.max_gpus));
+  }
+  return ordinals;
+}
+
 #if !TOWERFLOW_HAVE_CUDA
 int VisibleCudaGpuCount() { return 0; }
 std::string CudaGpuPciBusId(int) { return ""; }

@@ -173,6 +173,24 @@ TEST(GpuDeviceTest, DeviceSetListsRealGpus) {
   }
 }
 
+// A rank of a multi-process job opens its own GPU alone (visible_gpus): the
+// listed ordinal becomes /device:GPU:0, and no other GPU is opened.
+TEST(GpuDeviceTest, VisibleGpusOpenTheListedGpuAsGpuZero) {
+  TW_SKIP_WITHOUT_GPU();
+  const int last = VisibleCudaGpuCount() - 1;
+  auto set = DeviceSet::Create({.visible_gpus = {last}, .logical_gpus_per_gpu = 2});
+  ASSERT_TRUE(set.ok()) << set.status().ToString();
+  std::vector<GpuDevice*> gpus = GpusOf(**set);
+  ASSERT_EQ(gpus.size(), 2u);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_EQ(gpus[static_cast<size_t>(i)]->name(), LocalDeviceName(kDeviceGpu, i));
+    EXPECT_EQ(gpus[static_cast<size_t>(i)]->ordinal(), last);
+  }
+  auto bad = DeviceSet::Create({.visible_gpus = {last + 1}});
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("visible_gpus[0]"));
+}
+
 TEST(GpuDeviceTest, HostRoundTripIsBitExact) {
   TW_SKIP_WITHOUT_GPU();
   auto gpu = MakeGpu(512 * kMiB);

@@ -1,12 +1,14 @@
 // The CUDA device factory ("GPU", TF's GPU priority 210) and
 // VisibleCudaGpuCount (device/device_set.h).
 //
-// Each visible physical GPU (after CUDA_VISIBLE_DEVICES, at most
+// Each physical GPU the session opens (SessionOptions::visible_gpus, else
+// every GPU that CUDA_VISIBLE_DEVICES leaves visible; at most
 // SessionOptions::max_gpus of them) becomes logical_gpus_per_gpu devices,
-// numbered /device:GPU:0.. in ordinal order, each with its own streams,
-// handles and memory limit, all drawing on the GPU's default memory pool.
+// numbered /device:GPU:0.. in that order, each with its own streams, handles
+// and memory limit, all drawing on the GPU's default memory pool.
 #include <algorithm>
 #include <cstdint>
+#include <vector>
 
 #include "towerflow/core/logging.h"
 #include "towerflow/device/cuda/gpu_device.h"
@@ -52,14 +54,14 @@ Status KeepFreedMemoryInPool(int ordinal, uint64_t threshold) {
 // directly, which would otherwise fault (as TF's and XLA's cudaMallocAsync
 // allocators found). Best effort: a pair that cannot be joined keeps its
 // copies through the driver, with a warning.
-void ShareMemoryPoolsWithPeers(int physical) {
-  for (int owner = 0; owner < physical; ++owner) {
+void ShareMemoryPoolsWithPeers(const std::vector<int>& ordinals) {
+  for (const int owner : ordinals) {
     cudaMemPool_t pool = nullptr;
     if (cudaDeviceGetDefaultMemPool(&pool, owner) != cudaSuccess) {
       (void)cudaGetLastError();
       continue;
     }
-    for (int peer = 0; peer < physical; ++peer) {
+    for (const int peer : ordinals) {
       int can = 0;
       if (peer == owner || cudaDeviceCanAccessPeer(&can, peer, owner) != cudaSuccess || !can) {
         (void)cudaGetLastError();
@@ -81,10 +83,6 @@ void ShareMemoryPoolsWithPeers(int physical) {
 class CudaDeviceFactory final : public DeviceFactory {
  public:
   Status CreateDevices(const SessionOptions& options, std::vector<std::unique_ptr<Device>>* devices) override {
-    if (options.max_gpus < -1) {
-      return errors::InvalidArgument("SessionOptions.max_gpus must be -1 (every visible GPU) or >= 0, got ",
-                                     options.max_gpus);
-    }
     const int k = options.logical_gpus_per_gpu;
     if (k < 1) return errors::InvalidArgument("SessionOptions.logical_gpus_per_gpu must be at least 1, got ", k);
     if (options.gpu_memory_limit_mb < 0) {
@@ -96,9 +94,9 @@ class CudaDeviceFactory final : public DeviceFactory {
     // GPU is visible (device/fake/fake_gpu.cc), since the "GPU" kernels are
     // then CUDA kernels.
     if (options.num_fake_gpus > 0) return Status::OK();
-    const int visible = VisibleCudaGpuCount();
-    const int physical = options.max_gpus < 0 ? visible : std::min(options.max_gpus, visible);
-    for (int ordinal = 0; ordinal < physical; ++ordinal) {
+    TW_ASSIGN_OR_RETURN(const std::vector<int> ordinals, OpenedCudaGpus(options, VisibleCudaGpuCount()));
+    for (size_t position = 0; position < ordinals.size(); ++position) {
+      const int ordinal = ordinals[position];
       size_t free = 0, total = 0;
       Status s = MeasureGpu(ordinal, &free, &total);
       if (!s.ok()) return s.WithContext(StrCat("measuring the memory of CUDA device ", ordinal));
@@ -126,7 +124,7 @@ class CudaDeviceFactory final : public DeviceFactory {
       if (!s.ok()) return s.WithContext(StrCat("configuring the memory pool of CUDA device ", ordinal));
       for (int j = 0; j < k; ++j) {
         GpuDeviceConfig config;
-        config.index = ordinal * k + j;
+        config.index = static_cast<int>(position) * k + j;
         config.ordinal = ordinal;
         config.logical_index = j;
         config.logical_count = k;
@@ -139,7 +137,7 @@ class CudaDeviceFactory final : public DeviceFactory {
         devices->push_back(std::move(device));
       }
     }
-    ShareMemoryPoolsWithPeers(physical);
+    ShareMemoryPoolsWithPeers(ordinals);
     return Status::OK();
   }
 };
