@@ -96,6 +96,9 @@ TEST(OpenedCudaGpusTest, VisibleGpusPickAndOrderThePhysicalGpus) {
   ASSERT_TRUE(picked_capped.ok());
   EXPECT_EQ(*picked_capped, std::vector<int>({2}));
   EXPECT_TRUE(OpenedCudaGpus({.max_gpus = 0, .visible_gpus = {1}}, 3)->empty()) << "max_gpus 0 opens none";
+  auto cpu_only = OpenedCudaGpus({.visible_gpus = {0}}, 0);
+  ASSERT_TRUE(cpu_only.ok()) << "a rank's list on a machine without GPUs: " << cpu_only.status().ToString();
+  EXPECT_TRUE(cpu_only->empty());
 }
 
 TEST(OpenedCudaGpusTest, BadListsAreInvalidArgumentNamingTheEntry) {

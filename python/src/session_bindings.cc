@@ -20,6 +20,7 @@ void BindSession(nb::module_& m) {
       .def_rw("num_cpu_devices", &SessionOptions::num_cpu_devices)
       .def_rw("num_fake_gpus", &SessionOptions::num_fake_gpus)
       .def_rw("max_gpus", &SessionOptions::max_gpus)
+      .def_rw("visible_gpus", &SessionOptions::visible_gpus)
       .def_rw("logical_gpus_per_gpu", &SessionOptions::logical_gpus_per_gpu)
       .def_rw("gpu_memory_limit_mb", &SessionOptions::gpu_memory_limit_mb)
       .def_rw("allow_tf32", &SessionOptions::allow_tf32)

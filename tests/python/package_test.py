@@ -186,6 +186,18 @@ class PythonicLayerTest(unittest.TestCase):
         self.assertEqual([d["short_name"] for d in devices if d["device_type"] == "CPU"],
                          ["/device:CPU:0", "/device:CPU:1", "/device:CPU:2"])
 
+    def test_visible_device_list(self):
+        gpu = tf.GPUOptions(visible_device_list="1, 0")
+        self.assertEqual(tf.ConfigProto(gpu_options=gpu)._session_options().visible_gpus, [1, 0])
+        for bad in ("0,x", "0,,1", "-1", "0,0"):
+            with self.assertRaises(ValueError, msg=bad):
+                tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list=bad))._session_options()
+        # Horovod's recipe on a machine without GPUs: the list is ignored.
+        if not any(d["device_type"] == "GPU" for d in towerflow.list_devices()):
+            config = tf.ConfigProto(device_count={"CPU": 2}, gpu_options=tf.GPUOptions(visible_device_list="0"))
+            devices = towerflow.list_devices(config)
+            self.assertEqual([d["short_name"] for d in devices], ["/device:CPU:0", "/device:CPU:1"])
+
     def test_cli_trains_from_python(self):
         tmp = tempfile.mkdtemp(prefix="tw_cli_")
         try:

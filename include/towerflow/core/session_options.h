@@ -54,7 +54,8 @@ struct SessionOptions {
   // GPUOptions.visible_device_list; the first max_gpus of them when max_gpus
   // is set): a rank of a multi-process job opens its own GPU alone, which is
   // then its /device:GPU:0. Each ordinal at most once. Empty: every visible GPU
-  // in order. Fake GPUs ignore it.
+  // in order. A machine without GPUs ignores it (as a CPU-only build does), and
+  // so do fake GPUs.
   std::vector<int> visible_gpus = {};
   // Logical GPUs per physical GPU (TF's LogicalDeviceConfiguration): each is a
   // device of its own (/device:GPU:k) with its own streams and memory limit, so

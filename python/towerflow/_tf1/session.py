@@ -16,7 +16,9 @@ from . import framework as fw
 
 class GPUOptions:
     """TF1's GPUOptions: allow_growth (towerflow's GPU memory always grows as
-    needed, so both values behave the same), visible_device_list,
+    needed, so both values behave the same), visible_device_list ("1,0": the
+    GPUs a session opens, renumbered from /device:GPU:0; Horovod's scripts set
+    str(hvd.local_rank()); ignored where no GPU is visible),
     per_process_gpu_memory_fraction (not supported: raises when set)."""
 
     def __init__(self, allow_growth=False, per_process_gpu_memory_fraction=0.0, visible_device_list="",
@@ -63,11 +65,25 @@ class ConfigProto:
             raise NotImplementedError("GPUOptions.per_process_gpu_memory_fraction is not supported by towerflow "
                                       "(set CUDA_VISIBLE_DEVICES, or towerflow.SessionOptions.gpu_memory_limit_mb)")
         if gpu.visible_device_list:
-            raise NotImplementedError("GPUOptions.visible_device_list is not supported by towerflow; set "
-                                      "CUDA_VISIBLE_DEVICES before the first session")
+            o.visible_gpus = _parse_visible_device_list(gpu.visible_device_list)
         if self.operation_timeout_in_ms:
             raise NotImplementedError("ConfigProto.operation_timeout_in_ms is not supported by towerflow")
         return o
+
+
+def _parse_visible_device_list(text):
+    """TF's "1,0": the visible GPUs (after CUDA_VISIBLE_DEVICES) a session
+    opens, in order, as its /device:GPU:0, 1, ... (SessionOptions.visible_gpus)."""
+    ids = []
+    for entry in str(text).split(","):
+        entry = entry.strip()
+        if not entry.isdigit():
+            raise ValueError("Could not parse entry in 'visible_device_list': '%s'. visible_device_list = %s"
+                             % (entry, text))
+        if int(entry) in ids:
+            raise ValueError("visible_device_list contained a duplicate entry: %s" % text)
+        ids.append(int(entry))
+    return ids
 
 
 class RunOptions:

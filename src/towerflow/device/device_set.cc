@@ -75,6 +75,9 @@ StatusOr<std::vector<int>> OpenedCudaGpus(const SessionOptions& options, int vis
                                    options.max_gpus);
   }
   std::vector<int> ordinals;
+  // A machine without GPUs opens none, whatever the list (as a CPU-only
+  // build does): a script that picks its rank's GPU runs on CPUs too.
+  if (visible == 0) return ordinals;
   if (options.visible_gpus.empty()) {
     for (int i = 0; i < visible; ++i) ordinals.push_back(i);
   } else {
@@ -82,7 +85,7 @@ StatusOr<std::vector<int>> OpenedCudaGpus(const SessionOptions& options, int vis
       const int ordinal = options.visible_gpus[i];
       if (ordinal < 0 || ordinal >= visible) {
         return errors::InvalidArgument("SessionOptions.visible_gpus[", i, "] = ", ordinal, " is not a visible GPU: ",
-                                       visible, " visible", visible > 0 ? ", 0.." + std::to_string(visible - 1) : "",
+                                       visible, " visible, 0..", visible - 1,
                                        " (after CUDA_VISIBLE_DEVICES)");
       }
       if (std::find(ordinals.begin(), ordinals.end(), ordinal) != ordinals.end()) {

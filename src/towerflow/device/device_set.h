@@ -59,8 +59,9 @@ int VisibleCudaGpuCount();
 std::string CudaGpuPciBusId(int ordinal);
 // The ordinals of the physical GPUs the CUDA backend opens, in device order,
 // when `visible` GPUs are visible: options.visible_gpus, else 0..visible-1,
-// cut to options.max_gpus when that is >= 0. InvalidArgument naming the entry
-// for an ordinal that is not visible or is listed twice, or a max_gpus < -1.
+// cut to options.max_gpus when that is >= 0; none when no GPU is visible.
+// InvalidArgument naming the entry for an ordinal that is not visible or is
+// listed twice, or a max_gpus < -1.
 StatusOr<std::vector<int>> OpenedCudaGpus(const SessionOptions& options, int visible);
 
 class DeviceSet {
