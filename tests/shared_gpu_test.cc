@@ -41,7 +41,18 @@ std::vector<std::string> Ranks(int physical, int logical, int ranks) {
     const ResolvedDevices d = RankGpus(physical, logical, {.local_rank = r, .local_size = ranks});
     EXPECT_TRUE(d.uses_gpus);
     std::string line;
-    for (const std::string& t : d.towers) line += (line.empty() ? "" : ",") + t.substr(t.rfind(':') + 1);
+    for (size_t t = 0; t < d.towers.size(); ++t) {
+      const std::string& tower = d.towers[t];
+      line += (line.empty() ? "" : ",") + tower.substr(tower.rfind(':') + 1);
+      // Every tower is on a GPU the rank opens, and on the card that holds
+      // the host's logical GPU it stands for (the rank's share, in order).
+      const int ordinal = CudaOrdinalOf(tower, logical, d.visible_gpus);
+      EXPECT_GE(ordinal, 0) << tower << " of rank " << r;
+      const int per_rank = std::max(1, physical * logical / ranks);
+      const int gpus = physical * logical;
+      const int host_index = gpus >= ranks ? r * per_rank + static_cast<int>(t) : r % gpus;
+      EXPECT_EQ(ordinal, host_index / logical) << tower << " of rank " << r;
+    }
     line += " |";
     for (const int o : d.visible_gpus) line += " " + std::to_string(o);
     out.push_back(line);
@@ -71,12 +82,23 @@ TEST(RankGpusTest, LogicalGpusStayOnTheirCard) {
   EXPECT_EQ(Ranks(1, 2, 2), std::vector<std::string>({"0 | 0", "1 | 0"}));
   // 2 cards of 3 logical GPUs, 2 ranks: 3 towers each, one card each.
   EXPECT_EQ(Ranks(2, 3, 2), std::vector<std::string>({"0,1,2 | 0", "0,1,2 | 1"}));
+  // 3 cards of 2 logical GPUs, 2 ranks: rank 1 begins in the middle of card 1,
+  // whose first logical GPU (its GPU:0) is rank 0's third tower.
+  EXPECT_EQ(Ranks(3, 2, 2), std::vector<std::string>({"0,1,2 | 0 1", "1,2,3 | 1 2"}));
 }
 
 TEST(RankGpusTest, MoreRanksThanGpusShareThemRoundRobin) {
   // 3 ranks on 2 GPUs: rank 2 shares GPU 0 with rank 0 (their buckets then
   // cross through the CPU: SharedGpuNote).
   EXPECT_EQ(Ranks(2, 1, 3), std::vector<std::string>({"0 | 0", "0 | 1", "0 | 0"}));
+}
+
+TEST(RankGpusTest, CudaOrdinalOfFollowsTheOpenedList) {
+  EXPECT_EQ(CudaOrdinalOf("/device:GPU:0", 1, {5}), 5);
+  EXPECT_EQ(CudaOrdinalOf("/device:GPU:3", 2, {4, 6}), 6);
+  EXPECT_EQ(CudaOrdinalOf("/device:GPU:3", 2, {}), 1) << "every GPU open: CUDA's numbering";
+  EXPECT_EQ(CudaOrdinalOf("/device:GPU:4", 2, {4, 6}), -1) << "past the list";
+  EXPECT_EQ(CudaOrdinalOf("/device:CPU:0", 1, {}), -1);
 }
 
 TEST(OpenedCudaGpusTest, VisibleGpusPickAndOrderThePhysicalGpus) {

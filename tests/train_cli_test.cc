@@ -557,7 +557,7 @@ TEST_F(TrainCliTest, UsageErrorsAreOneLineWithStatusTwo) {
       // Found by probing: a trace that could not be written failed only after
       // the training. /proc takes no new file, even from root.
       {{"train", "--data", data_, "--logdir", logdir, "--model", "seed", "--trace", "/proc/towerflow-trace.json"},
-       "--trace /proc/towerflow-trace.json: cannot write beside it (/proc/towerflow-trace.json.tmp."},
+       "--trace /proc/towerflow-trace.json: cannot write beside it (/proc/towerflow-trace.json.probe."},
   };
   for (const Case& c : cases) {
     Result r = Run(c.args);

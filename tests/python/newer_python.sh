@@ -36,7 +36,9 @@ fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-input numpy scikit-build-core==1.1.2 nanobind==3.1.0
 wheels=$(mktemp -d)
 trap 'rm -rf "$wheels"' EXIT
-[ -f "$binary_dir/install/lib/cmake/towerflow/towerflowConfig.cmake" ] || cmake --install "$binary_dir" --prefix "$binary_dir/install" >/dev/null
+# Always: an install left from an older build would hold older headers (it
+# copies only what changed).
+cmake --install "$binary_dir" --prefix "$binary_dir/install" >/dev/null
 (cd "$source_dir" && CCACHE_BASEDIR=$source_dir "$venv/bin/python" -m pip wheel -q --disable-pip-version-check \
    --no-deps --no-build-isolation -w "$wheels" . \
    --config-settings=cmake.define.towerflow_DIR="$binary_dir/install/lib/cmake/towerflow" \

@@ -189,7 +189,9 @@ class PythonicLayerTest(unittest.TestCase):
     def test_visible_device_list(self):
         gpu = tf.GPUOptions(visible_device_list="1, 0")
         self.assertEqual(tf.ConfigProto(gpu_options=gpu)._session_options().visible_gpus, [1, 0])
-        for bad in ("0,x", "0,,1", "-1", "0,0"):
+        self.assertEqual(tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list=1))._session_options()
+                         .visible_gpus, [1])
+        for bad in ("0,x", "0,,1", "-1", "0,0", "\u0661", "99999999999"):
             with self.assertRaises(ValueError, msg=bad):
                 tf.ConfigProto(gpu_options=tf.GPUOptions(visible_device_list=bad))._session_options()
         # Horovod's recipe on a machine without GPUs: the list is ignored.

@@ -7,6 +7,7 @@ released while the engine runs the step.
 """
 
 import collections
+import re
 
 import numpy as np
 
@@ -64,7 +65,7 @@ class ConfigProto:
         if gpu.per_process_gpu_memory_fraction:
             raise NotImplementedError("GPUOptions.per_process_gpu_memory_fraction is not supported by towerflow "
                                       "(set CUDA_VISIBLE_DEVICES, or towerflow.SessionOptions.gpu_memory_limit_mb)")
-        if gpu.visible_device_list:
+        if gpu.visible_device_list not in ("", None):
             o.visible_gpus = _parse_visible_device_list(gpu.visible_device_list)
         if self.operation_timeout_in_ms:
             raise NotImplementedError("ConfigProto.operation_timeout_in_ms is not supported by towerflow")
@@ -77,7 +78,7 @@ def _parse_visible_device_list(text):
     ids = []
     for entry in str(text).split(","):
         entry = entry.strip()
-        if not entry.isdigit():
+        if not re.fullmatch(r"[0-9]{1,9}", entry):
             raise ValueError("Could not parse entry in 'visible_device_list': '%s'. visible_device_list = %s"
                              % (entry, text))
         if int(entry) in ids:

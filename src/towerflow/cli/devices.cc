@@ -209,16 +209,21 @@ StatusOr<ResolvedDevices> ResolveDevices(const std::string& flag, int logical_gp
   return r;
 }
 
+int CudaOrdinalOf(const std::string& device, int logical_gpus, const std::vector<int>& visible_gpus) {
+  if (device.rfind("/device:GPU:", 0) != 0) return -1;
+  const int index = static_cast<int>(std::strtol(device.c_str() + device.rfind(':') + 1, nullptr, 10));
+  const size_t position = static_cast<size_t>(index / std::max(1, logical_gpus));
+  if (visible_gpus.empty()) return static_cast<int>(position);
+  return position < visible_gpus.size() ? visible_gpus[position] : -1;
+}
+
 Status ChooseCrossProcessDevice(dist::World& world, int logical_gpus, TrainConfig* c, std::string* note) {
   // Every rank takes part in the all-gather, GPU towers or not: a collective
   // that some ranks skip would wait for them until the timeout.
   const std::string& device = c->variable_device;
   std::string mine = "cpu";
   if (device.rfind("/device:GPU:", 0) == 0) {
-    const int index = static_cast<int>(std::strtol(device.c_str() + device.rfind(':') + 1, nullptr, 10));
-    // The rank's own GPUs are renumbered from 0 (RankGpus).
-    const size_t position = static_cast<size_t>(index / std::max(1, logical_gpus));
-    const int ordinal = position < c->visible_gpus.size() ? c->visible_gpus[position] : static_cast<int>(position);
+    const int ordinal = CudaOrdinalOf(device, logical_gpus, c->visible_gpus);
     const std::string bus = CudaGpuPciBusId(ordinal);
     mine = world.hosts()[static_cast<size_t>(world.rank())] + " " +
            (bus.empty() ? "CUDA device " + std::to_string(ordinal) : bus);
@@ -279,8 +284,8 @@ std::string DescribeWorld(const dist::World& world, const TrainConfig& c, const 
   if (!c.visible_gpus.empty()) {
     std::string ordinals;
     for (const int o : c.visible_gpus) ordinals += (ordinals.empty() ? "" : ",") + std::to_string(o);
-    cores += std::string("; each rank opens its own GPU") + (c.visible_gpus.size() > 1 ? "s" : "") +
-             " (rank 0: CUDA device" + (c.visible_gpus.size() > 1 ? "s " : " ") + ordinals + ")";
+    cores += std::string("; each rank opens only the GPUs of its towers (rank 0: CUDA device") +
+             (c.visible_gpus.size() > 1 ? "s " : " ") + ordinals + ")";
   }
   return "world: " + std::to_string(world.size()) + " ranks on " + std::to_string(hosts.size()) + " host" +
          (hosts.size() > 1 ? "s" : "") + " (" + where + "), " + std::to_string(towers) + " tower(s) per rank, " +

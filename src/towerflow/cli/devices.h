@@ -78,9 +78,17 @@ StatusOr<ResolvedDevices> ResolveDevices(const std::string& flag, int logical_gp
 // their count (ranks then share a GPU, and cross their buckets through the
 // CPU: ChooseCrossProcessDevice). With several ranks on the host, the towers
 // are renumbered from /device:GPU:0 over `visible_gpus`, the physical GPUs
-// that hold them; one rank keeps every GPU and CUDA's numbering. Sets
-// `towers`, `visible_gpus` and `uses_gpus`.
+// that hold them; one rank keeps every GPU and CUDA's numbering. A rank whose
+// towers begin in the middle of a card (logical GPUs that do not split evenly
+// between the ranks) also has the card's logical GPUs before its first tower,
+// which it does not train on. Sets `towers`, `visible_gpus` and `uses_gpus`.
 ResolvedDevices RankGpus(int physical, int logical_gpus, const HostShare& share);
+
+// The CUDA ordinal of the physical GPU that holds `device` ("/device:GPU:3")
+// in a session of `logical_gpus` logical GPUs per physical GPU that opened
+// `visible_gpus` (SessionOptions::visible_gpus; empty: every visible GPU);
+// -1 for a device that is not a GPU, or past the list.
+int CudaOrdinalOf(const std::string& device, int logical_gpus, const std::vector<int>& visible_gpus);
 
 // Where the gradient buckets are reduced between the ranks
 // (c->cross_process_device): the variables' device, so GPU towers reduce with

@@ -29,6 +29,7 @@ class Evaluator {
     SessionOptions session_options{.inter_op_threads = 1,
                                    .intra_op_threads = options.intra_op_threads,
                                    .max_gpus = options.max_gpus,
+                                   .visible_gpus = options.visible_gpus,
                                    .gpu_memory_limit_mb = options.gpu_memory_limit_mb,
                                    .allow_tf32 = options.allow_tf32};
     if (root_.ok()) session_ = std::make_unique<Session>(graph_, session_options);

@@ -33,6 +33,9 @@ struct EvalOptions {
   // GPUs (SessionOptions): unpinned model ops run on GPU:0 when there is one.
   // 0: CPU only; -1: every visible GPU.
   int max_gpus = -1;
+  // SessionOptions::visible_gpus: the evaluation at the end of a training
+  // opens the GPUs its rank trained on, not every visible one.
+  std::vector<int> visible_gpus = {};
   int64_t gpu_memory_limit_mb = 0;
   bool allow_tf32 = false;
 };

@@ -21,7 +21,6 @@
 // writes a final checkpoint and exits 0 (a second Ctrl-C, a second later,
 // kills at once).
 #include <CLI/CLI.hpp>
-#include <fcntl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -260,8 +259,9 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
   return out;
 }
 
-// Checks the flags and the data; fills the configuration. Errors are usage errors.
-Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFiles* data) {
+// Checks the flags and the data; fills the configuration. Errors are usage
+// errors. `writes_trace`: this process writes --trace (rank 0).
+Status Configure(const Flags& f, const HostShare& share, bool writes_trace, TrainConfig* c, DataFiles* data) {
   if (f.epochs > 0 && f.steps > 0) return errors::InvalidArgument("give --epochs or --steps, not both");
   // A dataset's parallel map keeps its order; a queue filled by several threads does not.
   if (f.deterministic && f.input == "queue" && f.input_threads > 1) {
@@ -326,16 +326,18 @@ Status Configure(const Flags& f, const HostShare& share, TrainConfig* c, DataFil
       return errors::InvalidArgument("--trace ", f.trace, ": cannot make the directory ", parent.string(), ": ",
                                      ec.message());
     }
-    // Nor for want of the right to write there: the writer's own temporary
-    // file (runtime/trace.cc), made and removed at once.
-    const std::string probe = f.trace + ".tmp." + std::to_string(::getpid());
-    const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-    if (fd < 0) {
-      return errors::InvalidArgument("--trace ", f.trace, ": cannot write beside it (", probe, "): ",
-                                     std::strerror(errno));
+    // Nor for want of the right to write there (rank 0 writes it): a file
+    // of a name of its own beside it, made and removed at once.
+    if (writes_trace) {
+      std::string probe = f.trace + ".probe.XXXXXX";
+      const int fd = ::mkstemp(probe.data());
+      if (fd < 0) {
+        return errors::InvalidArgument("--trace ", f.trace, ": cannot write beside it (", probe, "): ",
+                                       std::strerror(errno));
+      }
+      ::close(fd);
+      ::unlink(probe.c_str());
     }
-    ::close(fd);
-    ::unlink(probe.c_str());
   }
   c->seed = f.seed;
   c->resume = f.resume;
@@ -474,7 +476,7 @@ int RunTrain(int argc, char** argv) {
   const std::string binding = BindToHostShare(&share, f.bind_cores == "auto");
   TrainConfig config;
   DataFiles data;
-  if (Status s = Configure(f, share, &config, &data); !s.ok()) return UsageError(s);
+  if (Status s = Configure(f, share, /*writes_trace=*/launch.rank == 0, &config, &data); !s.ok()) return UsageError(s);
   if (f.logical_gpus > 1 && config.max_gpus == 0 && launch.rank == 0) {
     std::fprintf(stderr, "towerflow train: note: --logical-gpus %d changes nothing: every tower is on a CPU (%s)\n",
                  f.logical_gpus, f.devices == "auto" ? NoGpuReason().c_str() : ("--devices " + f.devices).c_str());
@@ -564,6 +566,7 @@ int RunTrain(int argc, char** argv) {
                                .intra_op_threads = config.intra_op_threads,
                                .variable_scope = CheckpointVariableScope(config),
                                .max_gpus = config.max_gpus,
+                               .visible_gpus = config.visible_gpus,
                                .gpu_memory_limit_mb = config.gpu_memory_limit_mb,
                                .allow_tf32 = config.allow_tf32});
     if (!evaluated.ok()) return fail(evaluated.status());

@@ -30,6 +30,7 @@
 #include <array>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <utility>
 #include <memory>
 #include <mutex>
@@ -158,14 +159,19 @@ class MatMulBiasGpuOp : public GpuOpKernel {
     return Status::OK();
   }
 
-  // The cached plan of this shape. `op`: this call's descriptor (the
-  // heuristic reads its transposes and epilogue, not the bias pointer).
+  // The cached plan of this shape and these alignments. `op`: this call's
+  // descriptor (the heuristic reads its transposes and epilogue, not the bias
+  // pointer). A bias less than 16-byte aligned, or a shape whose fused call
+  // cuBLASLt refused when it ran (Run), takes the plain GEMM and the bias
+  // kernel after it.
   StatusOr<const LtPlan*> PlanFor(const GpuDevice& gpu, const OperationDesc& op, const Tensor& a, const Tensor& b,
-                                  const float* d, int64_t m, int64_t n) {
+                                  const float* bias, const float* d, int64_t m, int64_t n) {
     // cuBLASLt's A is our b, its B our a.
     const uint32_t align_a = Alignment(b.raw_data()), align_b = Alignment(a.raw_data()), align_d = Alignment(d);
-    const std::array<int64_t, 7> key = {a.dim(0), a.dim(1), b.dim(0), b.dim(1), align_a, align_b, align_d};
+    std::array<int64_t, 9> key = {a.dim(0), a.dim(1), b.dim(0), b.dim(1), align_a, align_b, align_d,
+                                  Alignment(bias), 0};
     std::lock_guard<std::mutex> lock(mu_);
+    key[8] = key[7] < 16 || refused_.count(key) > 0;  // apart
     auto it = plans_.find(key);
     if (it != plans_.end()) return it->second.get();
     auto plan = std::make_unique<LtPlan>();
@@ -195,7 +201,7 @@ class MatMulBiasGpuOp : public GpuOpKernel {
                                                                plan->d.h, plan->d.h, pref.h, 1, &result, &returned);
       return st == CUBLAS_STATUS_SUCCESS && returned >= 1 && result.state == CUBLAS_STATUS_SUCCESS;
     };
-    if (!heuristic(op)) {
+    if (key[8] != 0 || !heuristic(op)) {
       // A shape the epilogue's kernels do not cover: a plain GEMM, then the
       // bias kernel (the pair's results, one kernel more).
       OperationDesc plain;
@@ -205,8 +211,10 @@ class MatMulBiasGpuOp : public GpuOpKernel {
                                 ": cuBLASLt has no algorithm for [", m, ",", n, "] = ", a.shape().ToString(), " x ",
                                 b.shape().ToString(), ", with or without a bias epilogue");
       }
-      TW_LOG(WARNING) << node().name() << ": cuBLASLt has no bias epilogue for [" << m << "," << n << "] = "
-                      << a.shape().ToString() << " x " << b.shape().ToString() << ": the bias runs after the GEMM";
+      if (key[8] == 0) {
+        TW_LOG(WARNING) << node().name() << ": cuBLASLt has no bias epilogue for [" << m << "," << n << "] = "
+                        << a.shape().ToString() << " x " << b.shape().ToString() << ": the bias runs after the GEMM";
+      }
       plan->epilogue_apart = true;
     }
     plan->algo = result.algo;
@@ -220,7 +228,30 @@ class MatMulBiasGpuOp : public GpuOpKernel {
              int64_t m, int64_t n, float* d) {
     OperationDesc fused;
     TW_RETURN_IF_ERROR(Operation(gpu, bias.data<float>(), &fused));
-    TW_ASSIGN_OR_RETURN(const LtPlan* plan, PlanFor(gpu, fused, a, b, d, m, n));
+    TW_ASSIGN_OR_RETURN(const LtPlan* plan, PlanFor(gpu, fused, a, b, bias.data<float>(), d, m, n));
+    Status ran = Matmul(ctx, gpu, *plan, fused, a, b, bias, m, n, d);
+    if (!ran.ok() && !plan->epilogue_apart && ran.code() == Code::kUnimplemented) {
+      // The heuristic offered an epilogue algorithm that the call refused
+      // (it was queued nothing): this shape and these alignments go apart
+      // from now on.
+      TW_LOG(WARNING) << node().name() << ": cuBLASLt refused its bias epilogue for [" << m << "," << n
+                      << "] (" << ran.message() << "): the bias runs after the GEMM";
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        refused_.insert({a.dim(0), a.dim(1), b.dim(0), b.dim(1), Alignment(b.raw_data()), Alignment(a.raw_data()),
+                         Alignment(d), Alignment(bias.data<float>()), 0});
+      }
+      TW_ASSIGN_OR_RETURN(plan, PlanFor(gpu, fused, a, b, bias.data<float>(), d, m, n));
+      ran = Matmul(ctx, gpu, *plan, fused, a, b, bias, m, n, d);
+    }
+    return ran;
+  }
+
+  // One call of `plan`: the fused GEMM, or the plain one and the bias kernel.
+  // Unimplemented when cuBLASLt refuses the call (CUBLAS_STATUS_NOT_SUPPORTED).
+  Status Matmul(OpKernelContext* ctx, const GpuDevice& gpu, const LtPlan& plan_ref, const OperationDesc& fused,
+                const Tensor& a, const Tensor& b, const Tensor& bias, int64_t m, int64_t n, float* d) {
+    const LtPlan* plan = &plan_ref;
     OperationDesc plain;
     if (plan->epilogue_apart) TW_RETURN_IF_ERROR(Operation(gpu, nullptr, &plain));
     const OperationDesc& op = plan->epilogue_apart ? plain : fused;
@@ -234,9 +265,11 @@ class MatMulBiasGpuOp : public GpuOpKernel {
       ws = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(workspace.raw_data()) + 255) & ~uintptr_t{255});
     }
     const float one = 1, zero = 0;
-    TW_CUBLAS_RETURN_IF_ERROR(cublasLtMatmul(gpu.cublas_lt(), op.h, &one, b.data<float>(), plan->a.h,
-                                             a.data<float>(), plan->b.h, &zero, d, plan->d.h, d, plan->d.h,
-                                             &plan->algo, ws, plan->workspace_bytes, gpu.stream()));
+    const cublasStatus_t st = cublasLtMatmul(gpu.cublas_lt(), op.h, &one, b.data<float>(), plan->a.h, a.data<float>(),
+                                             plan->b.h, &zero, d, plan->d.h, d, plan->d.h, &plan->algo, ws,
+                                             plan->workspace_bytes, gpu.stream());
+    if (st == CUBLAS_STATUS_NOT_SUPPORTED) return errors::Unimplemented("cublasLtMatmul: CUBLAS_STATUS_NOT_SUPPORTED");
+    TW_CUBLAS_RETURN_IF_ERROR(st);
     if (!plan->epilogue_apart) return Status::OK();
     return relu_ ? LaunchGridStride(gpu, m * n, AddBiasKernel<true>, bias.data<float>(), d, m * n, n)
                  : LaunchGridStride(gpu, m * n, AddBiasKernel<false>, bias.data<float>(), d, m * n, n);
@@ -246,7 +279,8 @@ class MatMulBiasGpuOp : public GpuOpKernel {
   bool ta_ = false;
   bool tb_ = false;
   std::mutex mu_;
-  std::map<std::array<int64_t, 7>, std::unique_ptr<LtPlan>> plans_;  // guarded by mu_
+  std::map<std::array<int64_t, 9>, std::unique_ptr<LtPlan>> plans_;  // guarded by mu_
+  std::set<std::array<int64_t, 9>> refused_;  // fused calls cuBLASLt refused; guarded by mu_
 };
 
 std::unique_ptr<OpKernel> MakeMatMulBias(OpKernelConstruction* c, const Node& consumer) {

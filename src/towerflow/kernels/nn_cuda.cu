@@ -446,10 +446,17 @@ class GpuDropoutOp : public GpuOpKernel {
 
  private:
   // The device counter of the stream's next block, made (zeroed, in stream
-  // order) by the first call.
+  // order) by the first call. Never by a call being recorded: the zeroing
+  // would be replayed with every step, and each step would draw the first
+  // step's masks (a step graph records only after steps run kernel by kernel,
+  // so this is a guard).
   Status NextBlock(const GpuDevice& gpu, uint64_t** out) {
     std::lock_guard<std::mutex> lock(mu_);
     if (next_block_ == nullptr) {
+      if (gpu.capturing()) {
+        return errors::FailedPrecondition("Dropout's random stream counter must be made by a run that is not "
+                                          "recorded into a step graph");
+      }
       void* p = gpu.allocator()->Allocate(sizeof(uint64_t));
       if (p == nullptr) return errors::ResourceExhausted("Dropout: no device memory for its random stream's counter");
       TW_CUDA_RETURN_IF_ERROR(cudaMemsetAsync(p, 0, sizeof(uint64_t), gpu.stream()));

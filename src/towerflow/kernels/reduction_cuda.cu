@@ -68,7 +68,14 @@ struct SumFn {
 template <typename T>
 struct MaxFn {
   __host__ __device__ static T Identity() { return -cuda::std::numeric_limits<T>::infinity(); }
-  __host__ __device__ T operator()(const T& a, const T& b) const { return a < b ? b : a; }
+  // NaN is dropped whichever side it comes from, as the CPU twin drops it
+  // (and CUB's last step folds the identity in on the left: a < b ? b : a
+  // would turn max(-inf, NaN) into -inf, or keep a NaN met first).
+  __host__ __device__ T operator()(const T& a, const T& b) const {
+    if (a != a) return b;
+    if (b != b) return a;
+    return a < b ? b : a;
+  }
 };
 
 // Output u of a chunked fold is (o, c) for rows, (o, c, i) for columns; chunk c

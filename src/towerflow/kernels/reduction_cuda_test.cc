@@ -6,6 +6,8 @@
 // and the axis errors with the same codes. Float and double; skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <limits>
 #include <random>
 #include <set>
 #include <string>
@@ -202,6 +204,32 @@ TEST(ReductionCudaTest, EmptyAndScalarInputs) {
       Case c = ReductionCase(op, dtype, shapes, folds, rng);
       c.rtol = 0;
       c.atol = 0;
+      parity::ExpectGpuMatchesCpu(c);
+    }
+  }
+}
+
+// Max drops NaN as the CPU does, wherever it stands: first in a thread's
+// tile, in a warp, in the last block, or everywhere (then -inf). The whole
+// tensor folded to one value takes CUB's device-wide reduction, whose last
+// step puts the identity on the left; rows and columns take the other paths.
+TEST(ReductionCudaTest, MaxDropsNaNWhereverItStands) {
+  TW_SKIP_WITHOUT_GPU();
+  parity::SeededRng rng;
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  for (const int64_t n : {int64_t{4096}, int64_t{100003}}) {
+    for (const int64_t at : {int64_t{0}, int64_t{1}, int64_t{31}, int64_t{32}, int64_t{1000}, n - 1, int64_t{-1}}) {
+      Case c = ReductionCase("Max", kFloat32, {TensorShape{n}, TensorShape{n / 64, 64}},
+                             {{0, {0}}, {1, {0}}, {1, {1}}, {1, {0, 1}}}, rng);
+      for (Tensor& t : c.inputs) {
+        float* x = t.data<float>();
+        if (at < 0) {
+          std::fill(x, x + t.NumElements(), nan);
+        } else {
+          x[at % t.NumElements()] = nan;
+        }
+      }
+      c.name += " NaN at " + std::to_string(at);
       parity::ExpectGpuMatchesCpu(c);
     }
   }

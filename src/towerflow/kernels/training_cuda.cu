@@ -199,6 +199,9 @@ class GpuUpdateGroupOp : public GpuOpKernel {
     // first launch.
     const bool bump = members_.back()->op() == "AssignAdd";
     const int updates = members.size() - (bump ? 1 : 0);
+    // A group has at least two updates (runtime/update_groups.h): the step
+    // bump rides along with them, never alone.
+    TW_CHECK(updates > 0) << "an update group of no updates";
     {
       std::vector<std::mutex*> mus;
       for (int m = 0; m < updates; ++m) {

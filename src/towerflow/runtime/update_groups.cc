@@ -32,6 +32,20 @@ bool IsStepBump(const Node* n, const PlannedGroup& group) {
   return true;
 }
 
+// Whether `a` and `b` update one state: a ref input of each comes from the
+// same output (a variable, or an accumulator). A group's members run at once,
+// each on its own elements, without atomics: two updates of one variable in
+// one group would lose one of them, where apart (in either order) both land.
+bool SharesState(const Node* a, const Node* b) {
+  for (int i = 0; i < a->num_inputs(); ++i) {
+    if (!a->input_is_ref(i)) continue;
+    for (int j = 0; j < b->num_inputs(); ++j) {
+      if (b->input_is_ref(j) && a->input(i) == b->input(j)) return true;
+    }
+  }
+  return false;
+}
+
 }  // namespace
 
 std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<char>& needed,
@@ -98,6 +112,9 @@ std::vector<PlannedGroup> ChooseGroups(const Graph& graph, const std::vector<cha
       const bool ordered = std::any_of(member_index[g].begin(), member_index[g].end(),
                                        [&](size_t k) { return reaches[k][c] || reaches[c][k]; });
       if (ordered) continue;
+      if (std::any_of(group.members.begin(), group.members.end(), [&](const Node* k) { return SharesState(k, n); })) {
+        continue;
+      }
       group.members.push_back(n);
       member_index[g].push_back(c);
       joined = true;

@@ -260,6 +260,42 @@ TEST(UpdateGroupsTest, OnlyCompatibleUnorderedUnfetchedUpdatesGroup) {
   }
 }
 
+// Two unordered updates of one variable (two towers each updating a shared
+// variable) stay apart: a group's members run at once without atomics, and
+// one of the two would be lost. Both land, as without groups.
+TEST(UpdateGroupsTest, TwoUpdatesOfOneVariableStayApart) {
+  Graph graph;
+  Scope s = Scope(graph).WithDevice("/device:GPU:0");
+  Output var = VariableV2(s.WithOpName("w"), TensorShape{5}, kFloat32);
+  Output other = VariableV2(s.WithOpName("v"), TensorShape{5}, kFloat32);
+  Node* init = NoOp(s.WithOpName("init").WithControlDependencies(
+      {Assign(s, var, Const(s, Tensor::Vec(std::vector<float>(5, 1.0f)))).node,
+       Assign(s, other, Const(s, Tensor::Vec(std::vector<float>(5, 1.0f)))).node}));
+  Output lr = Const(s.WithOpName("lr"), 1.0f);
+  Output first = ApplyGradientDescent(s.WithOpName("tower_0_update"), var, lr,
+                                      Const(s, Tensor::Vec(std::vector<float>(5, 0.25f))));
+  Output second = ApplyGradientDescent(s.WithOpName("tower_1_update"), var, lr,
+                                       Const(s, Tensor::Vec(std::vector<float>(5, 0.5f))));
+  Output third = ApplyGradientDescent(s.WithOpName("other_update"), other, lr,
+                                      Const(s, Tensor::Vec(std::vector<float>(5, 0.5f))));
+  Node* all = NoOp(s.WithOpName("all").WithControlDependencies({first.node, second.node, third.node}));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  Session session(graph, {.num_fake_gpus = 1});
+  ASSERT_TRUE(session.Run(init).ok());
+  auto plan = session.impl().GetPlan({}, {}, {all});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  // One of w's updates groups with v's; the other stays apart.
+  ASSERT_EQ(Groups(**plan).size(), 1u);
+  for (const std::vector<std::string>& g : Groups(**plan)) {
+    const auto both = std::count(g.begin(), g.end(), "tower_0_update") + std::count(g.begin(), g.end(), "tower_1_update");
+    EXPECT_LE(both, 1) << "a group updates w twice";
+  }
+  ASSERT_TRUE(session.Run({}, {}, {all}).ok());
+  auto w = session.Run({var});
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ((*w)[0].ToVector<float>(), std::vector<float>(5, 0.25f)) << "1 - 0.25 - 0.5: both updates land";
+}
+
 TEST(UpdateGroupsTest, UpdatesOrderedThroughAFusedProducerStayApart) {
   // b's delta is BiasAdd(MatMul(a's variable after a, w)): a MatMul absorbed
   // into its BiasAdd (the pair the fake GPU borrows), so the path from a to b

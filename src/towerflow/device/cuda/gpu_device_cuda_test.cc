@@ -174,7 +174,9 @@ TEST(GpuDeviceTest, DeviceSetListsRealGpus) {
 }
 
 // A rank of a multi-process job opens its own GPU alone (visible_gpus): the
-// listed ordinal becomes /device:GPU:0, and no other GPU is opened.
+// listed ordinal becomes /device:GPU:0, and no other GPU is opened. On a
+// machine of one GPU the list is the default one, and what this checks is the
+// logical GPUs' numbering; with several, the last GPU renumbered as GPU:0.
 TEST(GpuDeviceTest, VisibleGpusOpenTheListedGpuAsGpuZero) {
   TW_SKIP_WITHOUT_GPU();
   const int last = VisibleCudaGpuCount() - 1;
