@@ -163,6 +163,35 @@ TEST_F(TrainMpiTest, ProcessesOfOneTowerMatchOneProcessOfAsManyTowers) {
   }
 }
 
+// Ranks of one host sum their gradient buckets in memory they share: for 2
+// ranks the same bits as MPI's all-reduce (one addition, which commutes), so
+// --deterministic runs with --allreduce auto and mpi write the same weights.
+TEST_F(TrainMpiTest, BucketsSummedInSharedMemoryTakeMpisSteps) {
+  MakeIdenticalData();
+  std::vector<std::string> args = TrainArgs("shared", 20, "cpu:0");
+  // A bucket over 64 KiB: only those are shared.
+  *(std::find(args.begin(), args.end(), "--hidden") + 1) = "160,96";
+  args.push_back("--deterministic");
+  std::vector<std::string> mpi_args = args;
+  *(std::find(mpi_args.begin(), mpi_args.end(), (dir_ / "shared").string())) = (dir_ / "mpi").string();
+  mpi_args.insert(mpi_args.end(), {"--allreduce", "mpi"});
+  ShellResult shared = Mpirun(2, args);
+  ASSERT_EQ(shared.exit_code, 0) << shared.output;
+  ShellResult mpi = Mpirun(2, mpi_args);
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.output;
+  json js = LastJson(shared.output), jm = LastJson(mpi.output);
+  ASSERT_FALSE(js.is_discarded()) << shared.output;
+  ASSERT_FALSE(jm.is_discarded()) << mpi.output;
+  EXPECT_GE(js["allreduce_shared"].get<double>(), 0.9) << shared.output;  // every step after the first
+  EXPECT_EQ(jm["allreduce_shared"].get<double>(), 0.0) << mpi.output;
+  EXPECT_NE(shared.output.find("summed in shared memory"), std::string::npos) << shared.output;
+  auto vs = Variables(js["checkpoint"]), vm = Variables(jm["checkpoint"]);
+  ASSERT_FALSE(vs.empty());
+  ASSERT_EQ(vs.size(), vm.size());
+  for (const auto& [name, values] : vm) EXPECT_TRUE(vs[name] == values) << name;
+  EXPECT_EQ(js["final_loss"], jm["final_loss"]);
+}
+
 // Real data: files split by rank (4 files, 2 ranks) or records by index
 // (1 file, 3 ranks); no two ranks get the same batch, and training learns.
 TEST_F(TrainMpiTest, EveryRankReadsItsOwnShard) {

@@ -71,6 +71,9 @@ struct WorldOptions {
   // A collective that has not completed after this long fails (0, or more
   // than 1e9 s: wait forever).
   double collective_timeout_seconds = 300;
+  // Ranks that all run on one host reduce gradient buckets through memory
+  // they share (NewSharedBucket); false: MPI's all-reduce always.
+  bool share_memory = true;
 };
 
 class World {
@@ -130,6 +133,59 @@ class World {
   // memory to anything else.
   virtual Status AllReduceInPlace(const CollectiveTag& tag, DataType dtype, void* data, int64_t count, ReduceOp op,
                                   std::shared_ptr<void> keep) = 0;
+  // A gradient bucket that the ranks reduce through memory they share
+  // (MPI-3 shared windows), when every rank runs on this host: each rank's
+  // kernels make its gradients in its block, which the other ranks read;
+  // each rank sums its share of the elements over every rank's block into
+  // one sum, which every rank's consumers then read where it is. MPI's
+  // all-reduce of the same bucket copies each half to the other rank and
+  // the sum back: three passes over the bucket more. Made by
+  // NewSharedBucket; its memory by its first ReduceShared, and freed by
+  // Finalize (tensors that view it must be gone by then).
+  class SharedBucket {
+   public:
+    virtual ~SharedBucket() = default;
+    // count() elements of this rank's gradients, read by the other ranks
+    // during a ReduceShared; null until the first ReduceShared made the
+    // memory (and if it could not be made).
+    virtual void* gradients() const = 0;
+    // The bucket's reduction after a ReduceShared that returned true, until
+    // this rank's next ReduceShared of it; written by every rank (each its
+    // share): it must not be written by anything else.
+    virtual const void* sum() const = 0;
+    virtual int64_t count() const = 0;
+    virtual DataType dtype() const = 0;
+  };
+  // A shared bucket of `count` elements of `dtype`; null when the ranks do
+  // not all run on this host, for a type other than float and double, for a
+  // bucket too small to gain (under 64 KiB), and in worlds without shared
+  // memory.
+  virtual std::unique_ptr<SharedBucket> NewSharedBucket(DataType dtype, int64_t count) {
+    (void)dtype;
+    (void)count;
+    return nullptr;
+  }
+  // One all-reduce of `bucket` (a call of tag's channel, in its bucket order,
+  // timed out and counted as the others; every rank makes it in the same
+  // round). `in_block`: this rank's gradients are in bucket.gradients();
+  // else `pieces` hold them, laid out as the block (the same elements in
+  // the same places, gaps as null inputs). `sum_free`: nothing of this
+  // rank's reads bucket.sum() any more. When every rank says both, each sums
+  // its share, the mean divided as AllReduce does it, into bucket.sum(), and
+  // the answer is true. Otherwise MPI reduces every rank's gradients, in
+  // the block or from `pieces` into their outputs, and the answer is false.
+  // kSum and kMean. A first call also makes the bucket's memory.
+  virtual StatusOr<bool> ReduceShared(const CollectiveTag& tag, SharedBucket& bucket, bool in_block, bool sum_free,
+                                      const std::vector<Piece>& pieces, ReduceOp op) {
+    (void)tag;
+    (void)bucket;
+    (void)in_block;
+    (void)sum_free;
+    (void)pieces;
+    (void)op;
+    return errors::Unimplemented("this world shares no memory between its ranks");
+  }
+
   // An all-reduce issued without waiting for it (StartAllReduce).
   class PendingAllReduce {
    public:
@@ -162,7 +218,8 @@ class World {
   struct GradientStats {
     int64_t rounds = 0;
     int64_t calls = 0;
-    int64_t in_place_calls = 0;  // of `calls`, those of AllReduceInPlace
+    int64_t in_place_calls = 0;  // of `calls`, those of AllReduceInPlace (and ReduceShared in the block)
+    int64_t shared_calls = 0;    // of `calls`, those summed through shared memory (ReduceShared)
     int64_t bytes = 0;
     double seconds = 0;
     double overlapped_seconds = 0;

@@ -58,7 +58,7 @@ struct Flags {
   double l2 = 0;
   bool log_device_placement = false, allow_soft_placement = false, resume = false, skip_corrupt = false;
   bool check_numerics = false, allow_tf32 = false, deterministic = false;
-  std::string on_nan_loss = "stop", bind_cores = "auto";
+  std::string on_nan_loss = "stop", bind_cores = "auto", allreduce = "auto";
   int input_threads = 0, intra_op_threads = 0, inter_op_threads = 0, keep_checkpoints = 5, logical_gpus = 1;
   int64_t gpu_memory_mb = 0;
   int64_t min_after_dequeue = 5000, checkpoint_every_steps = 0, summary_every_steps = 100, trace_steps = 5;
@@ -235,6 +235,8 @@ std::string JsonLine(const TrainResult& r, const TrainConfig& c, const EvalResul
     AppendJsonNumber(r.allreduce_overlap, "%.3f", &out);
     out += ", \"allreduce_in_place\": ";
     AppendJsonNumber(r.allreduce_in_place, "%.3f", &out);
+    out += ", \"allreduce_shared\": ";
+    AppendJsonNumber(r.allreduce_shared, "%.3f", &out);
   }
   if (!r.gpus.empty()) {
     out += ", \"gpus\": [";
@@ -452,6 +454,10 @@ int RunTrain(int argc, char** argv) {
                  "several processes (mpirun): seconds a rank waits for the others in a collective before the "
                  "job ends with an error naming the missing rank and the step (0: forever)")
       ->check(NonNegativeFiniteNumber());
+  app.add_option("--allreduce", f.allreduce,
+                 "several processes on one host: auto: gradient buckets summed in memory the ranks share, each "
+                 "rank its share (default) | mpi: MPI's all-reduce")
+      ->check(CLI::IsMember({"auto", "mpi"}));
   app.add_option("--bind-cores", f.bind_cores,
                  "several processes on one host: auto: each rank runs on its share of the host's cores unless "
                  "its launcher bound it (default) | none: every rank may run on every core")
@@ -513,7 +519,8 @@ int RunTrain(int argc, char** argv) {
 
   dist::World* world = nullptr;
   if (launch.multi_process) {
-    auto started = dist::World::Start({.collective_timeout_seconds = f.collective_timeout});
+    auto started =
+        dist::World::Start({.collective_timeout_seconds = f.collective_timeout, .share_memory = f.allreduce == "auto"});
     if (!started.ok()) return UsageError(started.status());
     world = *started;
   }

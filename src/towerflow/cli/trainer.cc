@@ -551,12 +551,14 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
       result.allreduce_overlap = stats.seconds > 0 ? stats.overlapped_seconds / stats.seconds : 0;
       result.allreduce_in_place =
           stats.calls > 0 ? static_cast<double>(stats.in_place_calls) / static_cast<double>(stats.calls) : 0;
-      char line[200];
+      result.allreduce_shared =
+          stats.calls > 0 ? static_cast<double>(stats.shared_calls) / static_cast<double>(stats.calls) : 0;
+      char line[240];
       std::snprintf(line, sizeof(line),
-                    "all-reduce: %.3f ms per step (%.2f MB in fused buckets, %.0f%% of them in place), %.0f%% of it "
-                    "overlapped with the backward pass",
+                    "all-reduce: %.3f ms per step (%.2f MB in fused buckets, %.0f%% of them in place, %.0f%% summed "
+                    "in shared memory), %.0f%% of it overlapped with the backward pass",
                     result.allreduce_ms_per_step, static_cast<double>(stats.bytes) / static_cast<double>(stats.rounds) / 1e6,
-                    100 * result.allreduce_in_place, 100 * result.allreduce_overlap);
+                    100 * result.allreduce_in_place, 100 * result.allreduce_shared, 100 * result.allreduce_overlap);
       loop.Message(line);
     }
   }

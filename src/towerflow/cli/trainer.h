@@ -138,6 +138,9 @@ struct TrainResult {
   // The fraction of the gradient buckets' all-reduces made in place, on the
   // gradients' own block (no pack, no copy out: dist/internal/bucket_buffer.h).
   double allreduce_in_place = 0;
+  // The fraction summed through memory the ranks of one host share
+  // (World::SharedBucket; --allreduce auto).
+  double allreduce_shared = 0;
   // With GPU towers, each tower GPU's physical description, in tower order
   // ("device: 0, name: NVIDIA H200, pci bus id: ..."; Device::physical_description).
   std::vector<std::string> gpus;

@@ -6,8 +6,17 @@
 // reduced in place (World::AllReduceInPlace) and the outputs are the inputs.
 // Once a layout is fixed, a step whose inputs are not all in the block packs
 // them with the layout's gaps: every rank's call is the layout's.
+//
+// When every rank runs on this host, the block is memory the ranks share
+// (World::SharedBucket): each rank sums its share of every rank's block, and
+// the outputs view that sum where it is. The kernel holds its last outputs,
+// so that no consumer writes into memory every rank reads (a buffer held
+// twice is never forwarded), and tells the next round whether anything else
+// still reads them (then every rank takes MPI's all-reduce for that round).
 #include <cstring>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <vector>
 
 #include "towerflow/device/kernel_registry.h"
@@ -17,6 +26,90 @@
 
 namespace tw::dist {
 namespace {
+
+// Memory that outlives the kernels handing it out (a tensor of theirs may
+// outlive them): their allocators stay reachable, and alive, until the
+// process ends.
+template <typename A>
+A* KeptAllocator() {
+  static std::mutex mu;
+  static auto* kept = new std::vector<std::unique_ptr<Allocator>>();
+  std::lock_guard<std::mutex> lock(mu);
+  kept->push_back(std::make_unique<A>());
+  return static_cast<A*>(kept->back().get());
+}
+
+// A shared bucket's block, for the kernel's BucketLender: its memory once,
+// at its size.
+class SharedBlockMemory final : public Allocator {
+ public:
+  std::string Name() const override { return "shared gradient bucket"; }
+  void* Allocate(size_t bytes) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (bucket_ == nullptr || given_ || bucket_->gradients() == nullptr ||
+        bytes != static_cast<size_t>(bucket_->count()) * DataTypeSize(bucket_->dtype())) {
+      return nullptr;
+    }
+    given_ = true;
+    return bucket_->gradients();
+  }
+  void Deallocate(void*, size_t) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    given_ = false;  // the window itself is the world's
+  }
+  size_t BytesInUse() const override { return 0; }
+  void Set(World::SharedBucket* bucket) {
+    std::lock_guard<std::mutex> lock(mu_);
+    bucket_ = bucket;
+  }
+
+ private:
+  std::mutex mu_;
+  World::SharedBucket* bucket_ = nullptr;  // guarded by mu_; the world keeps its memory
+  bool given_ = false;                     // guarded by mu_
+};
+
+// Outputs that view a shared bucket's sum: the Allocate after View hands out
+// the place it was given; any other (a deep copy of a view uses its
+// allocator) is host memory, freed as such. Views are never freed: the
+// memory is the world's.
+class SumViews final : public Allocator {
+ public:
+  std::string Name() const override { return "shared gradient bucket's sum"; }
+  void View(void* at) {
+    std::lock_guard<std::mutex> lock(mu_);
+    next_ = at;
+  }
+  void* Allocate(size_t bytes) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (next_ != nullptr) {
+        void* at = next_;
+        next_ = nullptr;
+        ++views_[at];
+        return at;
+      }
+    }
+    return CpuAllocator()->Allocate(bytes);
+  }
+  void Deallocate(void* ptr, size_t bytes) override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = views_.find(ptr);
+      if (it != views_.end()) {
+        if (--it->second == 0) views_.erase(it);
+        return;
+      }
+    }
+    CpuAllocator()->Deallocate(ptr, bytes);
+  }
+  size_t BytesInUse() const override { return 0; }
+
+ private:
+  std::mutex mu_;
+  void* next_ = nullptr;               // guarded by mu_
+  std::map<void*, int64_t> views_;      // guarded by mu_: views alive, by place
+};
 
 class ProcessCollectiveOp : public OpKernel {
  public:
@@ -39,7 +132,11 @@ class ProcessCollectiveOp : public OpKernel {
     tag_.bucket = static_cast<int>(bucket);
     tag_.num_buckets = static_cast<int>(num_buckets);
     // Lending only pays across processes (alone, the inputs pass through).
-    if (reduce && World::Current() != nullptr) lender_ = std::make_unique<internal::BucketLender>(node().name());
+    if (reduce && World::Current() != nullptr) {
+      lender_ = std::make_unique<internal::BucketLender>(node().name());
+      block_memory_ = KeptAllocator<SharedBlockMemory>();
+      views_allocator_ = KeptAllocator<SumViews>();
+    }
   }
 
   bool MayBlock() const override { return true; }
@@ -55,6 +152,7 @@ class ProcessCollectiveOp : public OpKernel {
       return;
     }
     CollectiveTag tag = tag_;
+    if (reduce_ && lender_ != nullptr && ReducedShared(ctx, *world)) return;
     if (reduce_) {
       const ReduceOp op = mean_ ? ReduceOp::kMean : ReduceOp::kSum;
       const size_t elem = DataTypeSize(dtype_);
@@ -124,12 +222,93 @@ class ProcessCollectiveOp : public OpKernel {
   }
 
  private:
+  // The round of a shared bucket (every rank on this host); false, nothing
+  // done, where the bucket is not shared (the caller reduces over MPI; every
+  // rank decides alike, from the inputs' sizes and the world). Any error is
+  // set on `ctx`.
+  bool ReducedShared(OpKernelContext* ctx, World& world) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (shared_asked_ && shared_ == nullptr) return false;
+    const int n = ctx->num_inputs();
+    const size_t elem = DataTypeSize(dtype_);
+    std::vector<size_t> sizes(static_cast<size_t>(n)), offsets;
+    std::vector<const Tensor*> inputs(static_cast<size_t>(n));
+    for (int k = 0; k < n; ++k) {
+      inputs[static_cast<size_t>(k)] = &ctx->input(k);
+      sizes[static_cast<size_t>(k)] = ctx->input(k).TotalBytes();
+    }
+    const size_t total = internal::BucketLender::LayoutOf(sizes, &offsets);
+    if (!shared_asked_) {  // the first run, on every rank
+      shared_asked_ = true;
+      if (elem > 0 && total % elem == 0) shared_ = world.NewSharedBucket(dtype_, static_cast<int64_t>(total / elem));
+      block_memory_->Set(shared_.get());
+    }
+    if (shared_ == nullptr || static_cast<size_t>(shared_->count()) * elem != total) return false;
+    internal::BucketLender::InPlace in_place = lender_->Contiguous(inputs);
+    const bool in_block = in_place.data != nullptr && in_place.data == shared_->gradients();
+    // Elsewhere: packed by the layout, gaps and all, into outputs of its own.
+    std::vector<World::Piece> pieces;
+    if (!in_block) {
+      size_t end = 0;
+      for (int k = 0; k < n; ++k) {
+        const size_t at = offsets[static_cast<size_t>(k)];
+        if (at > end) pieces.push_back({nullptr, nullptr, static_cast<int64_t>((at - end) / elem)});
+        Tensor* out = nullptr;
+        if (Status s = ctx->forward_input_or_allocate_output({k}, k, ctx->input(k).shape(), &out); !s.ok()) {
+          ctx->SetStatus(s);
+          return true;
+        }
+        pieces.push_back({ctx->input(k).raw_data(), out->raw_data(), out->NumElements()});
+        end = at + out->TotalBytes();
+      }
+    }
+    // The sum is free when only this kernel holds its last outputs.
+    bool sum_free = true;
+    for (const Tensor& view : views_) {
+      const std::shared_ptr<TensorBuffer> buffer = view.buffer();  // counted through a copy (see Contiguous)
+      sum_free = sum_free && (buffer == nullptr || buffer.use_count() == 2);
+    }
+    CollectiveTag tag = tag_;
+    tag.what = StrCat(node().name(), " (", n, " tensors, ", total, " bytes, ", in_block ? "shared" : "packed", ")");
+    StatusOr<bool> summed = world.ReduceShared(tag, *shared_, in_block, sum_free,
+                                               pieces, mean_ ? ReduceOp::kMean : ReduceOp::kSum);
+    if (!summed.ok()) {
+      if (in_block) lender_->Failed();
+      ctx->SetStatus(summed.status());
+      return true;
+    }
+    lender_->Observe(sizes, elem, ctx->device()->allocator(), block_memory_);
+    if (*summed) {
+      views_.clear();
+      char* sum = static_cast<char*>(const_cast<void*>(shared_->sum()));
+      for (int k = 0; k < n; ++k) {
+        views_allocator_->View(sum + offsets[static_cast<size_t>(k)]);
+        auto view = Tensor::Allocate(views_allocator_, dtype_, ctx->input(k).shape());
+        if (!view.ok()) {
+          ctx->SetStatus(view.status());
+          return true;
+        }
+        views_.push_back(*view);
+        ctx->set_output(k, *view);
+      }
+    } else if (in_block) {
+      for (int k = 0; k < n; ++k) ctx->set_output(k, ctx->input(k));  // reduced in place by MPI
+    }
+    return true;
+  }
+
   const bool reduce_;
   bool mean_ = false;
   int64_t root_ = 0;
   DataType dtype_ = kFloat32;
   CollectiveTag tag_;
   std::unique_ptr<internal::BucketLender> lender_;  // ProcessAllReduce in a multi-process job
+  SharedBlockMemory* block_memory_ = nullptr;       // kept beyond the kernel (KeptAllocator)
+  SumViews* views_allocator_ = nullptr;             // kept beyond the kernel
+  std::mutex mu_;
+  bool shared_asked_ = false;                         // guarded by mu_
+  std::unique_ptr<World::SharedBucket> shared_;       // guarded by mu_; null: not shared
+  std::vector<Tensor> views_;                         // guarded by mu_: the last shared round's outputs
 };
 
 class ProcessAllReduceOp final : public ProcessCollectiveOp {

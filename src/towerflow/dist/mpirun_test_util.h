@@ -1,7 +1,8 @@
 // Tests that run several processes under OpenMPI's mpirun on one machine:
 // MpirunCommand builds the command line (oversubscribed, so that 3 ranks run
 // on 2 cores; allowed as root, as CI runs), RunShell runs it with a hard
-// timeout and captures its output and exit status.
+// timeout and captures its output and exit status; RunRankProgram runs one
+// DISABLED_ test of this binary on every rank.
 #ifndef TOWERFLOW_DIST_MPIRUN_TEST_UTIL_H_
 #define TOWERFLOW_DIST_MPIRUN_TEST_UTIL_H_
 
@@ -11,6 +12,7 @@
 #include <array>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <string>
 
 namespace tw::dist::testing {
@@ -52,6 +54,16 @@ inline ShellResult RunShell(const std::string& command, int timeout_seconds) {
   if (r.exit_code == 137) r.exit_code = 124;  // timeout's SIGKILL
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;
+}
+
+// Runs the test `name` ("WorldRanks.DISABLED_Collectives") of this binary
+// under `mpirun -np np`: every rank runs it, and mpirun's exit status says
+// whether every rank passed.
+inline ShellResult RunRankProgram(int np, const std::string& name, int timeout_seconds = 120) {
+  const std::string self = std::filesystem::canonical("/proc/self/exe").string();
+  return RunShell(
+      MpirunCommand(np, self + " --gtest_color=no --gtest_also_run_disabled_tests --gtest_filter=" + name),
+      timeout_seconds);
 }
 
 }  // namespace tw::dist::testing

@@ -49,6 +49,8 @@
 #include <thread>
 
 #include "towerflow/dist/internal/collective_call.h"
+#include "towerflow/dist/internal/peer_reports.h"
+#include "towerflow/dist/internal/shared_bucket.h"
 #include "towerflow/dist/internal/world_registry.h"
 
 namespace tw::dist::internal {
@@ -56,29 +58,16 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-constexpr int kNumChannels = 2;
 constexpr size_t kSpareBuffers = 8;
-constexpr int kReportTag = 7;
-// A heartbeat: its number, then each channel's newest issued call (its
-// sequence number, -1 for none yet, and its training step).
-constexpr int kHeartbeatWords = 1 + 2 * kNumChannels;
 constexpr auto kHeartbeatEvery = std::chrono::milliseconds(500);
 constexpr auto kReportAtMostEvery = std::chrono::milliseconds(100);
-// A rank silent this long (four heartbeats missed) is named as stopped.
-constexpr double kSilentSeconds = 2.0;
-
-// A rank's newest issued call on a channel (what rank 0 hears of each).
-struct Seen {
-  int64_t seq = -1;  // -1: none yet
-  int64_t step = 0;
-};
 
 class MpiWorld final : public World {
  public:
   MpiWorld(int rank, int size, int local_rank, int local_size, std::vector<std::string> hosts,
            const WorldOptions& options, MPI_Comm channels[kNumChannels], MPI_Comm reports)
       : World(rank, size, local_rank, local_size, std::move(hosts), options), reports_(reports),
-        seen_(static_cast<size_t>(size) * kNumChannels), heard_(static_cast<size_t>(size), Clock::now()) {
+        peers_(reports, World::hosts()) {
     for (int c = 0; c < kNumChannels; ++c) {
       channels_[c].comm = channels[c];
       channels_[c].thread = std::thread([this, c] { Serve(c); });
@@ -111,6 +100,52 @@ class MpiWorld final : public World {
     Status s = Run(call);
     if (s.ok() && op == ReduceOp::kMean) DivideInPlace(dtype, data, count, size());
     return s;
+  }
+
+  std::unique_ptr<SharedBucket> NewSharedBucket(DataType dtype, int64_t count) override {
+    if (!options().share_memory || size() < 2 || local_size() != size()) return nullptr;
+    if ((dtype != kFloat32 && dtype != kFloat64) || count <= 0 || count > std::numeric_limits<int>::max()) return nullptr;
+    if (static_cast<size_t>(count) * DataTypeSize(dtype) < kMinSharedBucketBytes) return nullptr;
+    return shared_.New(dtype, count);
+  }
+
+  // A task of the channel (shared_bucket.h runs the round); packed pieces
+  // travel in the call's buffer, a block is reduced where it is.
+  StatusOr<bool> ReduceShared(const CollectiveTag& tag, SharedBucket& handle, bool in_block, bool sum_free,
+                              const std::vector<Piece>& pieces, ReduceOp op) override {
+    MpiSharedBucket* bucket = SharedBuckets::Of(handle);
+    if (bucket == nullptr) return errors::InvalidArgument("ReduceShared of a bucket this world did not make");
+    if (op != ReduceOp::kSum && op != ReduceOp::kMean) return errors::InvalidArgument("ReduceShared sums only");
+    if (in_block && bucket->gradients() == nullptr) return errors::FailedPrecondition("the shared bucket has no block");
+    const DataType dtype = bucket->dtype();
+    CallPtr call;
+    if (in_block) {
+      TW_ASSIGN_OR_RETURN(call, AllReduceCall(tag, dtype, bucket->count(), op));
+      call->bytes = static_cast<size_t>(bucket->count()) * DataTypeSize(dtype);
+      call->external = static_cast<char*>(bucket->gradients());  // the window lives until Finalize
+    } else {
+      TW_ASSIGN_OR_RETURN(call, NewAllReduce(tag, dtype, pieces, op));
+      if (call->count != bucket->count()) {
+        Release(*call);
+        return errors::InvalidArgument("ReduceShared of ", call->count, " elements in a bucket of ", bucket->count());
+      }
+    }
+    call->kind = Kind::kTask;
+    Call* raw = call.get();
+    const MPI_Comm comm = channels_[static_cast<int>(tag.channel)].comm;
+    const bool ready = in_block && sum_free;
+    call->work = [this, bucket, raw, comm, ready, op] {
+      return bucket->Reduce(comm, rank(), size(), ready, raw->data(), op, &raw->shared);
+    };
+    Status s = Run(call);
+    const bool shared = s.ok() && call->shared;
+    if (s.ok() && !shared) {
+      if (in_block && op == ReduceOp::kMean) DivideInPlace(dtype, bucket->gradients(), bucket->count(), size());
+      if (!in_block) CopyResult(*call, size(), pieces);
+    }
+    Release(*call);
+    TW_RETURN_IF_ERROR(s);
+    return shared;
   }
 
   StatusOr<std::unique_ptr<PendingAllReduce>> StartAllReduce(const CollectiveTag& tag, DataType dtype,
@@ -153,12 +188,10 @@ class MpiWorld final : public World {
   void Finalize() override {
     StopThreads();
     SetCurrentWorld(nullptr);
+    shared_.FreeAll();
     for (auto& s : heartbeats_) MPI_Wait(&s.request, MPI_STATUS_IGNORE);
     heartbeats_.clear();
-    if (rank() == 0) {
-      std::lock_guard<std::mutex> lock(reports_mu_);
-      DrainReportsLocked();
-    }
+    if (rank() == 0) peers_.Drain();
     MPI_Finalize();
   }
 
@@ -352,10 +385,7 @@ class MpiWorld final : public World {
     while (!stopping_) {
       if (rank() == 0) {
         lock.unlock();
-        {
-          std::lock_guard<std::mutex> reports(reports_mu_);
-          DrainReportsLocked();
-        }
+        peers_.Drain();
         lock.lock();
         monitor_wake_.wait_for(lock, kReportAtMostEvery, [&] { return stopping_; });
         continue;
@@ -434,6 +464,7 @@ class MpiWorld final : public World {
     for (const CallPtr& c : round_) {
       ++stats_.calls;
       if (c->external != nullptr) ++stats_.in_place_calls;
+      if (c->shared) ++stats_.shared_calls;
       stats_.seconds += std::chrono::duration<double>(c->finished - c->started).count();
       stats_.bytes += static_cast<int64_t>(c->bytes);
       if (last_submit > c->started) {
@@ -470,26 +501,7 @@ class MpiWorld final : public World {
   Status TimeoutError(const Call& c, int64_t seq, double waited) {
     std::string who;
     if (rank() == 0) {
-      std::lock_guard<std::mutex> lock(reports_mu_);
-      DrainReportsLocked();
-      const int ch = static_cast<int>(c.tag.channel);
-      for (int r = 1; r < size(); ++r) {
-        const Seen& s = seen_[static_cast<size_t>(r) * kNumChannels + static_cast<size_t>(ch)];
-        if (s.seq >= seq) continue;
-        who += StrCat(who.empty() ? "" : "; ", "rank ", r, " (", hosts()[static_cast<size_t>(r)], ") never joined it",
-                      s.seq < 0 ? std::string(" and has made no call on this channel")
-                                : StrCat(": its newest call there was at step ", s.step));
-      }
-      const auto now = Clock::now();
-      std::string silent;
-      for (int r = 1; r < size(); ++r) {
-        const double quiet = std::chrono::duration<double>(now - heard_[static_cast<size_t>(r)]).count();
-        if (quiet < kSilentSeconds) continue;
-        silent += StrCat(silent.empty() ? "" : "; ", "rank ", r, " (", hosts()[static_cast<size_t>(r)],
-                         ") has been silent for ", static_cast<int64_t>(quiet), " s (stopped, or its machine hangs)");
-      }
-      if (who.empty() && silent.empty()) who = "every rank joined it and is alive, but the transfer did not finish";
-      if (!silent.empty()) who += (who.empty() ? "every rank joined it; " : "; ") + silent;
+      who = peers_.Missing(static_cast<int>(c.tag.channel), seq);
     } else {
       who = "rank 0 names the missing ranks when it is alive";
     }
@@ -498,23 +510,6 @@ class MpiWorld final : public World {
                          " did not complete within ", static_cast<int64_t>(waited), " s: ", who,
                          ". A rank that crashed, hangs or was stopped holds up every other "
                          "(--collective-timeout sets the wait)"));
-  }
-
-  // Rank 0: receives every heartbeat that has arrived. REQUIRES: reports_mu_.
-  void DrainReportsLocked() {
-    for (;;) {
-      int flag = 0;
-      MPI_Status st;
-      if (MPI_Iprobe(MPI_ANY_SOURCE, kReportTag, reports_, &flag, &st) != MPI_SUCCESS || !flag) return;
-      int64_t m[kHeartbeatWords] = {};
-      MPI_Recv(m, kHeartbeatWords, MPI_INT64_T, st.MPI_SOURCE, kReportTag, reports_, MPI_STATUS_IGNORE);
-      if (st.MPI_SOURCE < 0 || st.MPI_SOURCE >= size()) continue;
-      heard_[static_cast<size_t>(st.MPI_SOURCE)] = Clock::now();
-      for (int c = 0; c < kNumChannels; ++c) {
-        seen_[static_cast<size_t>(st.MPI_SOURCE) * kNumChannels + static_cast<size_t>(c)] = {m[1 + 2 * c],
-                                                                                             m[2 + 2 * c]};
-      }
-    }
   }
 
   ChannelState channels_[kNumChannels];
@@ -526,14 +521,13 @@ class MpiWorld final : public World {
   GradientStats stats_;         // guarded by mu_
   bool stopping_ = false;  // guarded by mu_
   Status broken_;          // guarded by mu_: a call timed out
-  std::mutex reports_mu_;
-  std::vector<Seen> seen_;  // rank 0, guarded by reports_mu_: [rank * kNumChannels + channel]
-  std::vector<Clock::time_point> heard_;  // rank 0, guarded by reports_mu_: when each rank last sent anything
+  PeerReports peers_;  // rank 0's view of the others
   std::thread monitor_;
   std::condition_variable monitor_wake_;  // with mu_
   bool report_due_ = false;               // guarded by mu_: a channel issued a call since the last heartbeat
   Clock::time_point last_report_;         // guarded by mu_
   std::deque<Send> heartbeats_;  // the monitor's
+  SharedBuckets shared_;
 };
 
 }  // namespace

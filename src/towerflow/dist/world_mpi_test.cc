@@ -32,12 +32,8 @@
 namespace tw::dist {
 namespace {
 
-std::string Self() { return std::filesystem::canonical("/proc/self/exe").string(); }
-
 testing::ShellResult RunRanks(int np, const std::string& program, int timeout_seconds = 120) {
-  return testing::RunShell(testing::MpirunCommand(np, Self() + " --gtest_color=no --gtest_also_run_disabled_tests --gtest_filter=" +
-                                                          "WorldRanks.DISABLED_" + program),
-                           timeout_seconds);
+  return testing::RunRankProgram(np, "WorldRanks.DISABLED_" + program, timeout_seconds);
 }
 
 Tensor Filled(const TensorShape& shape, float value) {

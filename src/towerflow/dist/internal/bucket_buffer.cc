@@ -10,12 +10,14 @@ class BucketBlock {
  public:
   // A block of the layout (`offsets`, `total` bytes, from LayoutOf); null
   // when `base` has no memory for it. The caller holds one reference.
+  // `memory` provides the block itself (null: `base`).
   static BucketBlock* Create(const std::string& name, const std::vector<size_t>& sizes, std::vector<size_t> offsets,
-                             size_t total, Allocator* base) {
-    void* data = base->Allocate(total);
+                             size_t total, Allocator* base, Allocator* memory) {
+    if (memory == nullptr) memory = base;
+    void* data = memory->Allocate(total);
     if (data == nullptr) return nullptr;
     std::memset(data, 0, total);  // the gaps are reduced too: defined values
-    return new BucketBlock(name, sizes, std::move(offsets), total, static_cast<char*>(data), base);
+    return new BucketBlock(name, sizes, std::move(offsets), total, static_cast<char*>(data), base, memory);
   }
 
   Allocator* slot(int i) { return &slots_[static_cast<size_t>(i)]; }
@@ -44,8 +46,8 @@ class BucketBlock {
   };
 
   BucketBlock(const std::string& name, const std::vector<size_t>& sizes, std::vector<size_t> offsets, size_t bytes,
-              char* data, Allocator* base)
-      : sizes_(sizes), offsets_(std::move(offsets)), bytes_(bytes), data_(data), base_(base),
+              char* data, Allocator* base, Allocator* memory)
+      : sizes_(sizes), offsets_(std::move(offsets)), bytes_(bytes), data_(data), base_(base), memory_(memory),
         slots_(sizes.size()), taken_(new std::atomic<bool>[sizes.size()]) {
     for (size_t i = 0; i < sizes.size(); ++i) {
       slots_[i].block = this;
@@ -54,7 +56,7 @@ class BucketBlock {
       taken_[i].store(false, std::memory_order_relaxed);
     }
   }
-  ~BucketBlock() { base_->Deallocate(data_, bytes_); }
+  ~BucketBlock() { memory_->Deallocate(data_, bytes_); }
 
   // Every buffer of a slot, served or not, holds a reference: the slot is
   // its allocator until it is freed.
@@ -84,17 +86,16 @@ class BucketBlock {
   const std::vector<size_t> sizes_, offsets_;
   const size_t bytes_;
   char* const data_;
-  Allocator* const base_;
+  Allocator* const base_;    // requests a slot does not serve
+  Allocator* const memory_;  // the block's own
   std::vector<Slot> slots_;
   std::unique_ptr<std::atomic<bool>[]> taken_;
   std::atomic<int64_t> refs_{1};
   std::atomic<bool> retired_{false};
 };
 
-namespace {
-
 // Input i at a 64-byte aligned offset, end to end; the message's bytes.
-size_t LayoutOf(const std::vector<size_t>& sizes, std::vector<size_t>* offsets) {
+size_t BucketLender::LayoutOf(const std::vector<size_t>& sizes, std::vector<size_t>* offsets) {
   offsets->assign(sizes.size(), 0);
   size_t end = 0;
   for (size_t i = 0; i < sizes.size(); ++i) {
@@ -103,8 +104,6 @@ size_t LayoutOf(const std::vector<size_t>& sizes, std::vector<size_t>* offsets) 
   }
   return end;
 }
-
-}  // namespace
 
 BucketLender::BucketLender(std::string name) : name_(std::move(name)) {}
 
@@ -121,7 +120,8 @@ void BucketLender::RetireCurrent() {
   current_ = nullptr;
 }
 
-void BucketLender::Observe(const std::vector<size_t>& bytes, size_t element_bytes, Allocator* base) {
+void BucketLender::Observe(const std::vector<size_t>& bytes, size_t element_bytes, Allocator* base,
+                           Allocator* block_memory) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_ || (!sizes_.empty() && bytes == sizes_ && element_bytes == element_bytes_)) return;
   // Decided by the sizes alone, alike on every rank.
@@ -139,7 +139,7 @@ void BucketLender::Observe(const std::vector<size_t>& bytes, size_t element_byte
   element_bytes_ = element_bytes;
   total_ = LayoutOf(sizes_, &offsets_);
   // This rank's block (none after a failure, or without memory for it).
-  if (!failed_) current_ = BucketBlock::Create(name_, sizes_, offsets_, total_, base);
+  if (!failed_) current_ = BucketBlock::Create(name_, sizes_, offsets_, total_, base, block_memory);
 }
 
 bool BucketLender::Layout(const std::vector<size_t>& bytes, std::vector<size_t>* offsets, size_t* total) const {

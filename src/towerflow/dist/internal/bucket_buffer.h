@@ -61,8 +61,15 @@ class BucketLender {
   // After a run whose inputs held `bytes` each (elements of `element_bytes`),
   // requests sent to `base` (the kernel's device's allocator): keeps the
   // layout, or makes a new one and its block (no memory for the block: the
-  // layout stays, and this rank packs by it).
-  void Observe(const std::vector<size_t>& bytes, size_t element_bytes, Allocator* base);
+  // layout stays, and this rank packs by it). `block_memory`, when given,
+  // provides the block instead of `base` (a shared bucket's memory,
+  // World::SharedBucket); it must outlive every block.
+  void Observe(const std::vector<size_t>& bytes, size_t element_bytes, Allocator* base,
+               Allocator* block_memory = nullptr);
+
+  // The layout of inputs of `bytes`, as Observe makes it: each input's
+  // offset (64-byte aligned, end to end) and the message's bytes.
+  static size_t LayoutOf(const std::vector<size_t>& bytes, std::vector<size_t>* offsets);
 
   // The current layout when it is the layout of inputs of `bytes`: each
   // input's offset and the message's bytes (gaps included). False before the

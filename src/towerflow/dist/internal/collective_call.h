@@ -51,6 +51,7 @@ struct Call {
   char* data() const { return external != nullptr ? external : buffer.get(); }
   std::vector<std::string> gathered;
   std::function<Status()> work;  // kTask
+  bool shared = false;           // a shared bucket's round summed through shared memory (set by `work`)
   std::chrono::steady_clock::time_point submitted, started, finished;
   // Guarded by the world's mutex.
   int64_t seq = -1;  // its place on the channel, once issued
