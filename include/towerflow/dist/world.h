@@ -155,6 +155,10 @@ class World {
     virtual const void* sum() const = 0;
     virtual int64_t count() const = 0;
     virtual DataType dtype() const = 0;
+    // False once a round found that some rank has no memory for it (every
+    // rank learns it in the same round): its later rounds would all go
+    // through MPI, and the caller should stop sharing it.
+    virtual bool usable() const = 0;
   };
   // A shared bucket of `count` elements of `dtype`; null when the ranks do
   // not all run on this host, for a type other than float and double, for a
@@ -174,7 +178,8 @@ class World {
   // its share, the mean divided as AllReduce does it, into bucket.sum(), and
   // the answer is true. Otherwise MPI reduces every rank's gradients, in
   // the block or from `pieces` into their outputs, and the answer is false.
-  // kSum and kMean. A first call also makes the bucket's memory.
+  // kSum and kMean, on the gradients channel. A first call also makes the
+  // bucket's memory.
   virtual StatusOr<bool> ReduceShared(const CollectiveTag& tag, SharedBucket& bucket, bool in_block, bool sum_free,
                                       const std::vector<Piece>& pieces, ReduceOp op) {
     (void)tag;

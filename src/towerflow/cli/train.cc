@@ -456,7 +456,7 @@ int RunTrain(int argc, char** argv) {
       ->check(NonNegativeFiniteNumber());
   app.add_option("--allreduce", f.allreduce,
                  "several processes on one host: auto: gradient buckets summed in memory the ranks share, each "
-                 "rank its share (default) | mpi: MPI's all-reduce")
+                 "rank its share (default; MPI's with --deterministic past 2 ranks) | mpi: MPI's all-reduce")
       ->check(CLI::IsMember({"auto", "mpi"}));
   app.add_option("--bind-cores", f.bind_cores,
                  "several processes on one host: auto: each rank runs on its share of the host's cores unless "
@@ -520,7 +520,11 @@ int RunTrain(int argc, char** argv) {
   dist::World* world = nullptr;
   if (launch.multi_process) {
     auto started =
-        dist::World::Start({.collective_timeout_seconds = f.collective_timeout, .share_memory = f.allreduce == "auto"});
+        dist::World::Start({.collective_timeout_seconds = f.collective_timeout,
+                            // A shared round adds in rank order, MPI in its own: with more than 2
+                            // ranks, a round that falls back would change the bits of a
+                            // --deterministic run.
+                            .share_memory = f.allreduce == "auto" && !(f.deterministic && ranks > 2)});
     if (!started.ok()) return UsageError(started.status());
     world = *started;
   }

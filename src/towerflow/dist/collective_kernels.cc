@@ -69,26 +69,25 @@ class SharedBlockMemory final : public Allocator {
   bool given_ = false;                     // guarded by mu_
 };
 
-// Outputs that view a shared bucket's sum: the Allocate after View hands out
-// the place it was given; any other (a deep copy of a view uses its
-// allocator) is host memory, freed as such. Views are never freed: the
-// memory is the world's.
+// Outputs that view a shared bucket's sum (View); any other request (a deep
+// copy of a view uses its allocator, on any thread) is host memory, freed as
+// such. Views are never freed: the memory is the world's.
 class SumViews final : public Allocator {
  public:
   std::string Name() const override { return "shared gradient bucket's sum"; }
-  void View(void* at) {
-    std::lock_guard<std::mutex> lock(mu_);
-    next_ = at;
+  // A tensor over `at`: the place reaches Allocate through this thread alone.
+  StatusOr<Tensor> View(void* at, DataType dtype, const TensorShape& shape) {
+    next_on_this_thread_ = at;
+    StatusOr<Tensor> view = Tensor::Allocate(this, dtype, shape);
+    next_on_this_thread_ = nullptr;
+    return view;
   }
   void* Allocate(size_t bytes) override {
-    {
+    if (void* at = next_on_this_thread_; at != nullptr) {
+      next_on_this_thread_ = nullptr;
       std::lock_guard<std::mutex> lock(mu_);
-      if (next_ != nullptr) {
-        void* at = next_;
-        next_ = nullptr;
-        ++views_[at];
-        return at;
-      }
+      ++views_[at];
+      return at;
     }
     return CpuAllocator()->Allocate(bytes);
   }
@@ -106,10 +105,11 @@ class SumViews final : public Allocator {
   size_t BytesInUse() const override { return 0; }
 
  private:
+  static thread_local void* next_on_this_thread_;
   std::mutex mu_;
-  void* next_ = nullptr;               // guarded by mu_
-  std::map<void*, int64_t> views_;      // guarded by mu_: views alive, by place
+  std::map<void*, int64_t> views_;  // guarded by mu_: views alive, by place
 };
+thread_local void* SumViews::next_on_this_thread_ = nullptr;
 
 class ProcessCollectiveOp : public OpKernel {
  public:
@@ -277,13 +277,18 @@ class ProcessCollectiveOp : public OpKernel {
       ctx->SetStatus(summed.status());
       return true;
     }
-    lender_->Observe(sizes, elem, ctx->device()->allocator(), block_memory_);
+    // A bucket whose memory some rank could not make is not shared again (the
+    // first round told every rank alike): its block is this rank's own.
+    if (!shared_->usable()) {
+      block_memory_->Set(nullptr);
+      shared_.reset();
+    }
+    lender_->Observe(sizes, elem, ctx->device()->allocator(), shared_ != nullptr ? block_memory_ : nullptr);
     if (*summed) {
       views_.clear();
       char* sum = static_cast<char*>(const_cast<void*>(shared_->sum()));
       for (int k = 0; k < n; ++k) {
-        views_allocator_->View(sum + offsets[static_cast<size_t>(k)]);
-        auto view = Tensor::Allocate(views_allocator_, dtype_, ctx->input(k).shape());
+        auto view = views_allocator_->View(sum + offsets[static_cast<size_t>(k)], dtype_, ctx->input(k).shape());
         if (!view.ok()) {
           ctx->SetStatus(view.status());
           return true;

@@ -116,6 +116,9 @@ class MpiWorld final : public World {
     MpiSharedBucket* bucket = SharedBuckets::Of(handle);
     if (bucket == nullptr) return errors::InvalidArgument("ReduceShared of a bucket this world did not make");
     if (op != ReduceOp::kSum && op != ReduceOp::kMean) return errors::InvalidArgument("ReduceShared sums only");
+    // One channel makes every window, in one order on every rank (Finalize
+    // frees them in that order).
+    if (tag.channel != Channel::kGradients) return errors::InvalidArgument("ReduceShared on the gradients channel only");
     if (in_block && bucket->gradients() == nullptr) return errors::FailedPrecondition("the shared bucket has no block");
     const DataType dtype = bucket->dtype();
     CallPtr call;

@@ -55,6 +55,7 @@ class MpiSharedBucket final : public World::SharedBucket {
   const void* sum() const override { return sum_; }
   int64_t count() const override { return count_; }
   DataType dtype() const override { return dtype_; }
+  bool usable() const override { return everywhere_; }
 
   // One round over `comm` (`rank` of `size`) on the channel's thread: the
   // first makes the window; `ready` is this rank's flag (its gradients in
@@ -69,7 +70,8 @@ class MpiSharedBucket final : public World::SharedBucket {
   SharedBuckets* const owner_;
   const DataType dtype_;
   const int64_t count_;
-  bool tried_ = false;  // the first round made the window (or failed to)
+  bool tried_ = false;       // the first round made the window (or failed to)
+  bool everywhere_ = true;   // every rank's memory was made (known after the first round)
   MPI_Win win_ = MPI_WIN_NULL;
   void* gradients_ = nullptr;
   void* sum_ = nullptr;

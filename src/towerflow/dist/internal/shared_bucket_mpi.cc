@@ -16,6 +16,7 @@ class Handle final : public World::SharedBucket {
   const void* sum() const override { return bucket_->sum(); }
   int64_t count() const override { return bucket_->count(); }
   DataType dtype() const override { return bucket_->dtype(); }
+  bool usable() const override { return bucket_->usable(); }
   MpiSharedBucket* bucket() const { return bucket_.get(); }
 
  private:
@@ -82,8 +83,8 @@ Status MpiSharedBucket::MakeWindow(MPI_Comm comm, int size) {
     void* at = nullptr;
     TW_RETURN_IF_ERROR(MpiStatus("MPI_Win_shared_query", MPI_Win_shared_query(win_, r, &segment, &unit, &at)));
     const char* aligned = at != nullptr ? AlignUp(at) : nullptr;
-    usable = usable && aligned != nullptr &&
-             static_cast<size_t>(segment) >= block + static_cast<size_t>(aligned - static_cast<const char*>(at));
+    const size_t needed = (r == 0 ? sum_at + block : block) + static_cast<size_t>(aligned - static_cast<const char*>(at));
+    usable = usable && aligned != nullptr && static_cast<size_t>(segment) >= needed;
     blocks_[static_cast<size_t>(r)] = aligned;
   }
   // A window some segment of which is short is kept, freed with the others,
@@ -105,11 +106,13 @@ Status MpiSharedBucket::Reduce(MPI_Comm comm, int rank, int size, bool ready, vo
                       << " bytes is reduced by MPI's all-reduce, not through shared memory: " << made.ToString();
     }
   }
+  // {ready, memory made}: their minimum over the ranks.
   const bool usable = gradients_ != nullptr;
-  int mine = ready && usable ? 1 : 0, all = 0;
+  int mine[2] = {ready && usable ? 1 : 0, usable ? 1 : 0}, all[2] = {0, 0};
   if (win_ != MPI_WIN_NULL) MPI_Win_sync(win_);
-  TW_RETURN_IF_ERROR(MpiStatus("MPI_Allreduce", MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm)));
-  if (all == 1) {
+  TW_RETURN_IF_ERROR(MpiStatus("MPI_Allreduce", MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MIN, comm)));
+  everywhere_ = everywhere_ && all[1] == 1;
+  if (all[0] == 1) {
     MPI_Win_sync(win_);  // the other ranks' blocks, as they wrote them before the agreement
     const size_t per_line = kLine / DataTypeSize(dtype_);
     const int64_t share =
