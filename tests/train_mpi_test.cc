@@ -295,13 +295,16 @@ TEST_F(TrainMpiTest, ARankWithOtherCheckpointOrResumeFlagsIsRefused) {
   every.insert(every.end(), {"--checkpoint-every-steps", "5", "--collective-timeout", "600"});
   std::vector<std::string> resumed = TrainArgs("run", 20, "cpu:0");
   resumed.insert(resumed.end(), {"--resume", "--collective-timeout", "600"});
+  std::vector<std::string> by_mpi = TrainArgs("run", 20, "cpu:0");
+  by_mpi.insert(by_mpi.end(), {"--allreduce", "mpi", "--collective-timeout", "600"});
   const std::vector<std::string> plain = [&] {
     std::vector<std::string> a = TrainArgs("run", 20, "cpu:0");
     a.insert(a.end(), {"--collective-timeout", "600"});
     return a;
   }();
   for (const auto& [other, line] : {std::pair{every, std::string("checkpoint every 5 steps")},
-                                    std::pair{resumed, std::string("resume yes")}}) {
+                                    std::pair{resumed, std::string("resume yes")},
+                                    std::pair{by_mpi, std::string("all-reduce mpi")}}) {
     SCOPED_TRACE(line);
     const std::string mpmd = MpirunCommand(1, Command(plain)) + " : -np 1 " + Command(other);
     ShellResult r = RunShell(mpmd, 120);

@@ -349,6 +349,7 @@ Status Configure(const Flags& f, const HostShare& share, bool writes_trace, Trai
   c->check_numerics = f.check_numerics;
   c->stop_on_nan_loss = f.on_nan_loss == "stop";
   c->deterministic = f.deterministic;
+  c->allreduce = f.allreduce;
   c->input = f.input;
   c->input_threads = f.input_threads;
   c->min_after_dequeue = f.min_after_dequeue;

@@ -89,7 +89,9 @@ std::vector<std::string> ConfigFingerprint(const TrainConfig& c) {
           "checkpoint every " + std::to_string(c.checkpoint_every_steps) + " steps, stop on a NaN loss " +
               (c.stop_on_nan_loss ? "yes" : "no") + ", trace " +
               (c.trace_file.empty() ? std::string("off") : std::to_string(c.trace_steps) + " steps") + ", resume " +
-              (c.resume ? "yes" : "no")};
+              (c.resume ? "yes" : "no"),
+          // How a gradient bucket's round runs (--deterministic keeps MPI's past 2 ranks).
+          "all-reduce " + c.allreduce + (c.deterministic ? ", deterministic" : "")};
 }
 
 }  // namespace tw::cli

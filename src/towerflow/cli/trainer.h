@@ -85,6 +85,9 @@ struct TrainConfig {
   // draw, and the towers' dequeues in tower order (each tower's batch is then
   // a function of the seed alone).
   bool deterministic = false;
+  // Several processes: "auto" (buckets of one host summed in shared memory) or
+  // "mpi" (--allreduce); every rank must make the same calls.
+  std::string allreduce = "auto";
   // The input pipeline (both read, shuffle, parse and batch the same way):
   //   "queue"    TF1's: a TFRecordReader per input thread, ReadUpTo +
   //              ParseExample + DecodeRaw, a shuffle queue of min_after_dequeue

@@ -2,6 +2,8 @@
 // memory pool, within a logical device's byte limit.
 #include "towerflow/device/cuda/gpu_allocator.h"
 
+#include <atomic>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -40,15 +42,26 @@ size_t BlockBytes(size_t bytes) { return bytes == 0 ? 256 : bytes; }
 
 constexpr char kOrdinalTag[] = " (ordinal ";
 
+// The ordinals of the GPUs this process opened (an allocator each), as bits;
+// past 63, every ordinal counts as opened.
+std::atomic<uint64_t> g_opened{0};
+bool Opened(int ordinal) {
+  return ordinal < 0 || ordinal >= 64 || (g_opened.load(std::memory_order_acquire) >> ordinal & 1) != 0;
+}
+
 // Makes `ordinal` current for the scope and restores the thread's device after:
 // a tensor may be freed (or allocated) in the middle of a kernel of another
-// GPU, whose launches that follow need their own device current.
+// GPU, whose launches that follow need their own device current. Not back to
+// a GPU this process never opened: a thread that chose no device reads 0, and
+// making GPU 0 current creates its context (CUDA 12), on a GPU that a rank
+// of a multi-process job left to another (SessionOptions::visible_gpus).
 class ScopedDevice {
  public:
   explicit ScopedDevice(int ordinal) {
     err_ = cudaGetDevice(&previous_);
     if (err_ == cudaSuccess && previous_ != ordinal) {
       err_ = cudaSetDevice(ordinal);
+      if (!Opened(previous_)) previous_ = -1;
     } else {
       previous_ = -1;  // nothing to restore
     }
@@ -73,7 +86,9 @@ GpuAllocator::GpuAllocator(std::string name, int ordinal, size_t limit)
     : name_(StrCat(name, kOrdinalTag, ordinal, ", limit ", HumanBytes(limit), ")")),
       ordinal_(ordinal),
       limit_(limit),
-      poison_(PoisonRequested()) {}
+      poison_(PoisonRequested()) {
+  if (ordinal >= 0 && ordinal < 64) g_opened.fetch_or(uint64_t{1} << ordinal, std::memory_order_acq_rel);
+}
 
 std::string GpuAllocator::Describe() const {
   // name_ is "<label> (ordinal k, limit L)", made by the constructor.
