@@ -181,22 +181,10 @@ class ProcessCollectiveOp : public OpKernel {
           return;
         }
       }
-      // Packed: each output over its input's buffer where this op holds the
-      // only reference (the world reads every input before it writes any
-      // output). Once a layout is fixed, with its gaps, so that this rank's
-      // call has the length and the element places of the others' (which
-      // may be in place).
+      // Packed; once a layout is fixed, with its gaps.
       std::vector<World::Piece> pieces;
       size_t end = 0;
-      for (int k = 0; k < n; ++k) {
-        if (laid_out && offsets[static_cast<size_t>(k)] > end) {
-          pieces.push_back({nullptr, nullptr, static_cast<int64_t>((offsets[static_cast<size_t>(k)] - end) / elem)});
-        }
-        Tensor* out = nullptr;
-        TW_OP_REQUIRES_OK(ctx, ctx->forward_input_or_allocate_output({k}, k, ctx->input(k).shape(), &out));
-        pieces.push_back({ctx->input(k).raw_data(), out->raw_data(), out->NumElements()});
-        end = (laid_out ? offsets[static_cast<size_t>(k)] : end) + out->TotalBytes();
-      }
+      TW_OP_REQUIRES_OK(ctx, Pack(ctx, laid_out ? &offsets : nullptr, &pieces, &end));
       tag.what = StrCat(node().name(), " (", n, " tensors, ", end, " bytes)");
       TW_OP_REQUIRES_OK(ctx, world->AllReduce(tag, dtype_, pieces, op));
       return;
@@ -222,6 +210,27 @@ class ProcessCollectiveOp : public OpKernel {
   }
 
  private:
+  // The inputs as the pieces of one all-reduce, each output over its input's
+  // buffer where this op holds the only reference (the world reads every
+  // input before it writes any output). With `offsets` (a layout), input k
+  // at its offset and the gaps as pieces without data, so that this rank's
+  // call has the length and the element places of the others' (which may be
+  // in place); else end to end. `end`: the call's bytes.
+  Status Pack(OpKernelContext* ctx, const std::vector<size_t>* offsets, std::vector<World::Piece>* pieces,
+              size_t* end) {
+    const size_t elem = DataTypeSize(dtype_);
+    *end = 0;
+    for (int k = 0; k < ctx->num_inputs(); ++k) {
+      const size_t at = offsets != nullptr ? (*offsets)[static_cast<size_t>(k)] : *end;
+      if (at > *end) pieces->push_back({nullptr, nullptr, static_cast<int64_t>((at - *end) / elem)});
+      Tensor* out = nullptr;
+      TW_RETURN_IF_ERROR(ctx->forward_input_or_allocate_output({k}, k, ctx->input(k).shape(), &out));
+      pieces->push_back({ctx->input(k).raw_data(), out->raw_data(), out->NumElements()});
+      *end = at + out->TotalBytes();
+    }
+    return Status::OK();
+  }
+
   // The round of a shared bucket (every rank on this host); false, nothing
   // done, where the bucket is not shared (the caller reduces over MPI; every
   // rank decides alike, from the inputs' sizes and the world). Any error is
@@ -248,18 +257,11 @@ class ProcessCollectiveOp : public OpKernel {
     const bool in_block = in_place.data != nullptr && in_place.data == shared_->gradients();
     // Elsewhere: packed by the layout, gaps and all, into outputs of its own.
     std::vector<World::Piece> pieces;
+    size_t end = 0;
     if (!in_block) {
-      size_t end = 0;
-      for (int k = 0; k < n; ++k) {
-        const size_t at = offsets[static_cast<size_t>(k)];
-        if (at > end) pieces.push_back({nullptr, nullptr, static_cast<int64_t>((at - end) / elem)});
-        Tensor* out = nullptr;
-        if (Status s = ctx->forward_input_or_allocate_output({k}, k, ctx->input(k).shape(), &out); !s.ok()) {
-          ctx->SetStatus(s);
-          return true;
-        }
-        pieces.push_back({ctx->input(k).raw_data(), out->raw_data(), out->NumElements()});
-        end = at + out->TotalBytes();
+      if (Status s = Pack(ctx, &offsets, &pieces, &end); !s.ok()) {
+        ctx->SetStatus(s);
+        return true;
       }
     }
     // The sum is free when only this kernel holds its last outputs.
