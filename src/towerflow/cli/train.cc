@@ -541,7 +541,10 @@ int RunTrain(int argc, char** argv) {
   };
   auto fail = [&](const Status& status) {
     if (world == nullptr) return Fail(status);
-    std::fprintf(stderr, "towerflow train: rank %d of %d: %s\n", world->rank(), world->size(), status.ToString().c_str());
+    // The step it was at (0: before training), which errors from the input
+    // or a kernel do not say.
+    std::fprintf(stderr, "towerflow train: rank %d of %d (step %lld): %s\n", world->rank(), world->size(),
+                 static_cast<long long>(world->step()), status.ToString().c_str());
     return finish(1);
   };
 
@@ -563,6 +566,16 @@ int RunTrain(int argc, char** argv) {
   }
   auto result = Train(config);
   if (!result.ok()) return fail(result.status());
+  // Every rank leaves the job together here: what rank 0 does next (the
+  // evaluation, its output) needs no other rank, and a rank left waiting for
+  // an evaluation would wait untimed. A failure after this is rank 0's alone.
+  // Not after Ctrl-C (the ranks agreed on it): mpirun ends a job it was asked
+  // to stop once a rank exits, so the others wait in Finalize until rank 0
+  // has written its lines (no evaluation follows a stop).
+  if (world != nullptr && !result->interrupted) {
+    world->Finalize();
+    world = nullptr;
+  }
   if (!chief) return finish(0);
   if (result->interrupted) std::printf("interrupted at step %lld\n", static_cast<long long>(result->global_step));
   std::printf("checkpoint: %s\nTensorBoard: tensorboard --logdir %s\n", result->checkpoint.c_str(),

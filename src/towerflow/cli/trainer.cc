@@ -105,8 +105,10 @@ class Loop {
       return !c_.trace_file.empty() && steps >= warmup && steps < warmup + c_.trace_steps;
     };
     std::optional<InFlight> ahead;  // the next step, run before this one's metrics were read
-    while (ahead || (result->global_step < c_.total_steps && !coord.ShouldStop())) {
-      // Several processes agree on when to stop (below), after a step.
+    // Several processes agree on when to stop (below), after a step: a rank
+    // that left on its own (its coordinator stopped, Ctrl-C) would leave the
+    // others waiting in a collective it never joins.
+    while (ahead || (result->global_step < c_.total_steps && (world_ != nullptr || !coord.ShouldStop()))) {
       if (!ahead && world_ == nullptr && g_stop_requested.load()) {
         result->interrupted = true;
         break;
@@ -188,8 +190,8 @@ class Loop {
         }
         const bool ask_time = chief_ && by_time && !time_checkpoint_asked_ && !(agreed && agreed->checkpoint);
         time_checkpoint_asked_ = time_checkpoint_asked_ || ask_time;
-        const double mine[4] = {result->final_loss, result->final_accuracy, g_stop_requested.load() ? 1.0 : 0.0,
-                                ask_time ? 1.0 : 0.0};
+        const bool stop = g_stop_requested.load() || coord.ShouldStop();
+        const double mine[4] = {result->final_loss, result->final_accuracy, stop ? 1.0 : 0.0, ask_time ? 1.0 : 0.0};
         TW_ASSIGN_OR_RETURN(metrics_in_flight_, world_->StartAllReduce(ControlTag("the step's metrics"), kFloat64,
                                                                        mine, 4, dist::ReduceOp::kSum));
         if (last) {
@@ -513,19 +515,17 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   train::Coordinator coord;
   std::vector<std::thread> runners = train::StartQueueRunners(session, coord);
   // Ctrl-C must also wake a step blocked on an empty queue: the watcher stops
-  // the coordinator, whose cancel threads close the queues. With several
-  // processes the ranks first agree to stop after a step (Loop::Run); the
-  // queues are closed only if that has not happened 10 s later.
+  // the coordinator, whose cancel threads close the queues. Not with several
+  // processes: their ranks agree to stop after a step (Loop::Run), and a rank
+  // whose step failed on a closed queue would leave the others in that
+  // step's collectives. A rank whose input stalls is named by the collective
+  // timeout instead.
   std::atomic<bool> loop_done{false};
   std::thread watcher([&] {
-    std::optional<Clock::time_point> asked;
-    while (!loop_done.load()) {
+    while (world == nullptr && !loop_done.load()) {
       if (g_stop_requested.load()) {
-        if (!asked) asked = Clock::now();
-        if (world == nullptr || SecondsSince(*asked) > 10) {
-          coord.RequestStop();
-          return;
-        }
+        coord.RequestStop();
+        return;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
@@ -533,7 +533,9 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   Status status = loop.Run(coord, checkpoints, &result);
   loop_done = true;
   watcher.join();
-  if (g_stop_requested.load()) result.interrupted = true;
+  // Several processes: interrupted only where the ranks agreed (Loop::Run),
+  // so that a rank's failed step is never taken for a clean stop.
+  if (world == nullptr && g_stop_requested.load()) result.interrupted = true;
   // A step that failed because the input stopped reports the input's error.
   coord.RequestStop(status);
   Status joined = coord.Join(runners, std::chrono::seconds(30));

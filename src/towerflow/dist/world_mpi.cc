@@ -51,6 +51,7 @@
 #include "towerflow/dist/internal/collective_call.h"
 #include "towerflow/dist/internal/peer_reports.h"
 #include "towerflow/dist/internal/shared_bucket.h"
+#include "towerflow/dist/internal/start_watchdog.h"
 #include "towerflow/dist/internal/world_registry.h"
 
 namespace tw::dist::internal {
@@ -189,6 +190,17 @@ class MpiWorld final : public World {
   }
 
   void Finalize() override {
+    // MPI_Win_free, the heartbeats' last sends and MPI_Finalize wait for the
+    // other ranks without a timeout: first a timed collective that every rank
+    // reaches only on its way out, so that these wait only on ranks already
+    // leaving, and a rank that hangs before it leaves ends the job instead.
+    int64_t leaving = 0;
+    if (Status s = AllReduce({.channel = Channel::kControl, .what = "the ranks' leaving of the job"}, kInt64,
+                             &leaving, 1, ReduceOp::kSum);
+        !s.ok()) {
+      std::fprintf(stderr, "towerflow: rank %d of %d: %s\n", rank(), size(), s.ToString().c_str());
+      Abort(1);
+    }
     StopThreads();
     SetCurrentWorld(nullptr);
     shared_.FreeAll();
@@ -506,7 +518,11 @@ class MpiWorld final : public World {
     if (rank() == 0) {
       who = peers_.Missing(static_cast<int>(c.tag.channel), seq);
     } else {
-      who = "rank 0 names the missing ranks when it is alive";
+      // Rank 0 gives up first and ends the job naming the missing ranks:
+      // that it has not means it is the one held up.
+      who = StrCat("rank 0 (", hosts()[0], "), which gives up ", static_cast<int64_t>(LimitSeconds() - options().collective_timeout_seconds),
+                   " s earlier and names the missing ranks, has not: rank 0 is most likely the rank that hangs, "
+                   "was stopped, or spends longer than the timeout outside the collectives (writing a checkpoint, say)");
     }
     return Status(Code::kDeadlineExceeded,
                   StrCat("rank ", rank(), " (", hosts()[static_cast<size_t>(rank())], "): ", Describe(c),
@@ -536,6 +552,8 @@ class MpiWorld final : public World {
 }  // namespace
 
 StatusOr<std::unique_ptr<World>> StartMpiWorld(const Launch& launch, const WorldOptions& options) {
+  // MPI_Init and the collectives below wait for every rank, untimed.
+  StartWatchdog watchdog(launch.rank, launch.size, options.collective_timeout_seconds);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
