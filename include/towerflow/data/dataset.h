@@ -124,8 +124,9 @@ class Dataset;
 using DatasetFn = std::function<StatusOr<Dataset>(const Element& element)>;
 
 struct MapOptions {
-  // Elements mapped at once, each on a thread of the pipeline; 0 maps on the
-  // consumer's thread. kAutotune: chosen at run time, up to one per core.
+  // Elements mapped at once, each on a thread of the pipeline (at most
+  // max(64, 4 x cores) threads); 0 maps on the consumer's thread. kAutotune:
+  // chosen at run time, up to one per core.
   int64_t num_parallel_calls = 0;
   // Elements come out in input order; false lets a finished element overtake
   // a slow one (tf.data's deterministic=False).

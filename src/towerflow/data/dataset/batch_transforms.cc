@@ -50,9 +50,12 @@ class BatchDataset final : public UnaryDataset {
       // The slots are kept from batch to batch and handed to the input to
       // fill: an input that reuses what it is handed (TFRecord) then allocates
       // nothing per element but the element's bytes.
-      elements_.resize(static_cast<size_t>(d.batch_size_));
+      // Made as elements come, not batch_size up front: Batch(1 << 40) over
+      // ten elements holds ten.
+      const auto want = static_cast<uint64_t>(d.batch_size_);
       size_t count = 0;
-      while (count < elements_.size()) {
+      while (count < want) {
+        if (count == elements_.size()) elements_.emplace_back();
         bool input_end = false;
         TW_RETURN_IF_ERROR(input_->GetNext(&elements_[count], &input_end));
         if (input_end) break;

@@ -81,6 +81,10 @@ class CacheDataset final : public UnaryDataset {
         *end = false;
         return Status::OK();
       }
+      if (finished_) {  // asked again after its end (Batch's partial last batch does)
+        *end = true;
+        return Status::OK();
+      }
       TW_RETURN_IF_ERROR(input_->GetNext(out, end));
       if (*end) return Finish();
       ++index_;
@@ -125,6 +129,7 @@ class CacheDataset final : public UnaryDataset {
    private:
     Status Finish() {
       const CacheDataset& d = dataset();
+      finished_ = true;
       if (writer_) {
         Status s = writer_->Close();
         writer_.reset();
@@ -134,6 +139,7 @@ class CacheDataset final : public UnaryDataset {
         if (!s.ok()) std::remove(temp_.c_str());
         return s;
       }
+      if (!d.filename_.empty()) return Status::OK();  // its writer failed to open: nothing recorded
       std::lock_guard<std::mutex> lock(d.mu_);
       if (!d.memory_) d.memory_ = std::make_shared<const std::vector<Element>>(std::move(recorded_));
       recorded_.clear();
@@ -143,6 +149,7 @@ class CacheDataset final : public UnaryDataset {
     std::vector<Element> recorded_;
     std::string encoded_;
     int64_t index_ = 0;
+    bool finished_ = false;  // the input ended and the record was kept
   };
 
   std::string filename_;

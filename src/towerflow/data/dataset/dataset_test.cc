@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <set>
 
 #include "towerflow/data/dataset/dataset_test_util.h"
@@ -114,6 +115,35 @@ TEST(DatasetTest, PaddedBatchPadsToTheLongestOrTheGivenShape) {
 TEST(DatasetTest, UnbatchUndoesBatch) {
   EXPECT_EQ(Ints(Dataset::Range(10).Batch(3).Unbatch()), Seq(0, 10));
   EXPECT_EQ(Dataset::Range(3).Unbatch().status().code(), Code::kInvalidArgument);
+}
+
+TEST(DatasetTest, CountsPastInt64AreExactOrSaturated) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max(), kMin = std::numeric_limits<int64_t>::min();
+  EXPECT_EQ(Dataset::Range(0, kMax, 2).Cardinality(), kMax / 2 + 1);
+  EXPECT_EQ(Ints(Dataset::Range(0, kMax, 2).Take(3)), (std::vector<int64_t>{0, 2, 4}));
+  EXPECT_EQ(Dataset::Range(-1, kMax).Cardinality(), kMax);  // 2^63 elements
+  EXPECT_EQ(Ints(Dataset::Range(-1, kMax).Take(2)), (std::vector<int64_t>{-1, 0}));
+  EXPECT_EQ(Ints(Dataset::Range(0, kMin, -1).Take(2)), (std::vector<int64_t>{0, -1}));
+  EXPECT_EQ(Ints(Dataset::Range(kMin, kMax, kMax)), (std::vector<int64_t>{kMin, -1, kMax - 1}));
+  EXPECT_EQ(Ints(Dataset::Range(kMax, kMin, kMin)), (std::vector<int64_t>{kMax, -1}));
+  EXPECT_EQ(Dataset::Range(3).Repeat(kMax).Cardinality(), kMax);
+}
+
+// Sizes are limits, not allocations: a batch of 2^40 over ten elements, a
+// shuffle buffer of 2^40 or 2^62 rows (fused with its Unbatch and Batch or
+// not) over ten rows.
+TEST(DatasetTest, HugeBatchAndBufferSizesHoldOnlyTheData) {
+  std::vector<Element> one = Drain(Dataset::Range(10).Batch(int64_t{1} << 40));
+  ASSERT_EQ(one.size(), 1u);
+  EXPECT_EQ(Values(one[0][0]), Seq(0, 10));
+  for (const int64_t buffer : {int64_t{1} << 40, int64_t{1} << 62}) {
+    std::vector<int64_t> rows;
+    for (const Element& b : Drain(Dataset::Range(10).Batch(3).Unbatch().Shuffle(buffer, {.seed = 7}).Batch(4))) {
+      for (int64_t v : Values(b[0])) rows.push_back(v);
+    }
+    std::sort(rows.begin(), rows.end());
+    EXPECT_EQ(rows, Seq(0, 10)) << buffer;
+  }
 }
 
 TEST(DatasetTest, TakeSkipRepeat) {
@@ -349,6 +379,20 @@ TEST_F(DatasetFileTest, CacheReplaysTheFirstCompleteIteration) {
   std::filesystem::remove(Path("e.tfrecord"));
   EXPECT_EQ(Strings(Dataset::TFRecord({Path("e.tfrecord")}).Cache(cache)),
             (std::vector<std::string>{"e0", "e1", "e2", "e3"}));
+}
+
+// A partial last batch asks the cache again after its end: every epoch still
+// replays the whole record, in memory and in a file.
+TEST_F(DatasetFileTest, CacheUnderAPartialBatchReplaysEveryEpoch) {
+  std::vector<int64_t> three;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    for (int64_t i = 0; i < 10; ++i) three.push_back(i);
+  }
+  for (const std::string& file : {std::string(), Path("batched.cache")}) {
+    Dataset d = Dataset::Range(10).Cache(file).Batch(4).Repeat(3).Unbatch();
+    EXPECT_EQ(Ints(d), three) << file;
+    EXPECT_EQ(Ints(d), three) << file << ", a second iterator";
+  }
 }
 
 TEST(DatasetTest, InterleaveCyclesBlocksInTFsOrder) {

@@ -1,5 +1,7 @@
 // Map (sequential, or parallel through RunAhead) and Filter. A failure of
 // the function names the element's number in this iteration and the node.
+#include <algorithm>
+
 #include "towerflow/data/dataset/dataset_base.h"
 #include "towerflow/data/dataset/element_util.h"
 #include "towerflow/data/dataset/graph_function.h"
@@ -24,7 +26,10 @@ class MapDataset final : public UnaryDataset {
     if (options_.num_parallel_calls != 0) {
       const bool tune = options_.num_parallel_calls == kAutotune;
       const int cores = PipelineCores();
-      const int workers = tune ? 1 : static_cast<int>(options_.num_parallel_calls);
+      // One thread per call: past max(64, 4 x cores) more threads only
+      // take turns (and 100,000 of them would fail to start).
+      const int64_t most = std::max<int64_t>(64, 4 * static_cast<int64_t>(cores));
+      const int workers = tune ? 1 : static_cast<int>(std::min(options_.num_parallel_calls, most));
       it->run_ahead_ = std::make_unique<RunAhead>(
           ctx, it->input_.get(),
           [fn = fn_](int64_t index, Element&& in, Element* out) { return Apply(*fn, index, in, out); },
@@ -99,6 +104,9 @@ class FilterDataset final : public UnaryDataset {
     Status GetNext(Element* out, bool* end) override {
       Element keep;
       while (true) {
+        // A predicate false for long (forever, over a repeated input) must
+        // not keep a closed iterator's worker from stopping.
+        if (ctx()->cancelled.load(std::memory_order_relaxed)) return CancelledError();
         TW_RETURN_IF_ERROR(input_->GetNext(out, end));
         if (*end) return Status::OK();
         Status s = dataset().fn_->Run(*out, &keep);

@@ -297,5 +297,32 @@ TEST(DatasetCancelTest, DestroyingAnIteratorWithBlockedThreadsReturnsWithinASeco
   EXPECT_EQ(s.code(), Code::kCancelled) << s.ToString();
 }
 
+// Loops that discard elements (a predicate false forever over a repeated
+// input, Skip(-1) of one) stop when their iterator is closed.
+TEST(DatasetCancelTest, LoopsThatDiscardEveryElementStopWhenClosed) {
+  PredicateFn never = [](const Scope& s, const std::vector<Output>& x) { return Equal(s, x[0], I64(s, -1)); };
+  for (const Dataset& d : {Dataset::Range(10).Repeat().Filter(never).Prefetch(1),
+                           Dataset::Range(10).Repeat().Skip(-1).Prefetch(1)}) {
+    auto it = d.MakeIterator();
+    ASSERT_TRUE(it.ok()) << it.status().ToString();
+    std::thread canceller([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      (*it)->Cancel();
+    });
+    Element e;
+    EXPECT_EQ((*it)->GetNext(&e).code(), Code::kCancelled);
+    canceller.join();
+    const auto start = std::chrono::steady_clock::now();
+    it->reset();  // joins the prefetch worker, which was inside the loop
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(1));
+  }
+}
+
+// More parallel calls than threads can start run on at most max(64, 4 x cores).
+TEST(MapDatasetTest, HugeParallelCallsRunOnABoundedNumberOfThreads) {
+  EXPECT_EQ(Ints(Dataset::Range(200).Map(Times10(), {.num_parallel_calls = int64_t{1} << 40})),
+            Ints(Dataset::Range(200).Map(Times10())));
+}
+
 }  // namespace
 }  // namespace tw::data

@@ -241,7 +241,7 @@ Status RunAhead::Save(StateWriter& w) const {
 }
 
 Status RunAhead::Restore(const StateReader& r) {
-  std::lock_guard<std::mutex> lock(mu_);
+  std::unique_lock<std::mutex> lock(mu_);
   if (started_) return errors::FailedPrecondition(options_.stage, ": Restore after GetNext");
   int64_t n = 0, end = 0;
   TW_RETURN_IF_ERROR(r.ReadInt("buffered", &n));
@@ -261,6 +261,11 @@ Status RunAhead::Restore(const StateReader& r) {
     next_seq_ = n + 1;
     input_done_ = true;
   }
+  // Not under mu_: restoring the input may destroy a RunAhead inside it, whose
+  // RemoveWaker waits for the context's wake lock, which a Cancel holds
+  // while it calls this RunAhead's waker, which takes mu_. No worker runs
+  // before the first GetNext, on this thread.
+  lock.unlock();
   return RestoreInput(*input_, r);
 }
 

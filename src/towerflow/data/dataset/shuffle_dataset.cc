@@ -6,8 +6,10 @@
 // time. The position saves the buffer itself, the generator's state, the
 // seed and the iteration's number: a restored pipeline draws the later
 // iterations' orders of the run that saved it, whatever seed it was built with.
+#include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <limits>
 #include <random>
 #include <sstream>
 
@@ -167,10 +169,11 @@ class ShuffleBatchIter final : public IteratorBase {
         rows_shape_(std::move(rows)),
         rng_(Mix(shuffle.seed(), iteration)),
         iteration_(iteration) {
+    // MakeShuffleBatchIterator checked that a full buffer's bytes fit.
     for (size_t c = 0; c < dtypes_.size(); ++c) {
       row_bytes_.push_back(static_cast<size_t>(rows_shape_[c].num_elements()) * DataTypeSize(dtypes_[c]));
-      store_.emplace_back(row_bytes_.back() * static_cast<size_t>(shuffle_->buffer_size_));
     }
+    store_.resize(dtypes_.size());
   }
   const std::string& name() const override { return name_; }
 
@@ -236,6 +239,7 @@ class ShuffleBatchIter final : public IteratorBase {
     size_ = buffer.empty() ? 0 : buffer[0].dim(0);
     if (size_ > shuffle_->buffer_size_) return errors::DataLoss("Shuffle: the saved buffer holds too many rows");
     for (size_t c = 0; c < dtypes_.size(); ++c) {
+      Reserve(c, static_cast<size_t>(size_));
       if (buffer[c].TotalBytes() > 0) std::memcpy(store_[c].data(), buffer[c].raw_data(), buffer[c].TotalBytes());
     }
     TW_RETURN_IF_ERROR(r.ReadInt("index", &index_));
@@ -278,6 +282,16 @@ class ShuffleBatchIter final : public IteratorBase {
     return Status::OK();
   }
 
+  // Room for `rows` rows of component c: the store grows with the rows that
+  // come (doubling, up to buffer_size rows), so that a buffer larger than the
+  // data holds the data, as the unfused Shuffle's.
+  void Reserve(size_t c, size_t rows) {
+    const size_t need = rows * row_bytes_[c];
+    if (need <= store_[c].size()) return;
+    const size_t full = static_cast<size_t>(shuffle_->buffer_size_) * row_bytes_[c];
+    store_[c].resize(std::min(full, std::max(need, 2 * store_[c].size())));
+  }
+
   // Copies the next input row into slot size_; *got false at the input's end.
   Status NextRow(bool* got) {
     while (index_ >= batch_rows_) {
@@ -293,6 +307,7 @@ class ShuffleBatchIter final : public IteratorBase {
     }
     for (size_t c = 0; c < dtypes_.size(); ++c) {
       const size_t n = row_bytes_[c];
+      Reserve(c, static_cast<size_t>(size_) + 1);
       std::memcpy(store_[c].data() + static_cast<size_t>(size_) * n,
                   static_cast<const char*>(batch_[c].raw_data()) + static_cast<size_t>(index_) * n, n);
     }
@@ -310,7 +325,7 @@ class ShuffleBatchIter final : public IteratorBase {
   const std::vector<DataType> dtypes_;
   const std::vector<TensorShape> rows_shape_;
   std::vector<size_t> row_bytes_;
-  std::vector<std::vector<char>> store_;  // per component: buffer_size rows
+  std::vector<std::vector<char>> store_;  // per component: up to buffer_size rows (Reserve)
   int64_t size_ = 0;                       // rows in the buffer
   Element batch_;                          // the input batch being unbatched
   int64_t index_ = 0, batch_rows_ = 0;     // its next row, its rows
@@ -338,6 +353,19 @@ StatusOr<std::unique_ptr<IteratorBase>> MakeShuffleBatchIterator(const DatasetBa
       if (d < 0) return std::unique_ptr<IteratorBase>();
     }
     rows.emplace_back(std::move(dims));
+  }
+  // The fused iterator makes each batch whole up front and may hold
+  // buffer_size rows: past these sizes (or where they overflow) the unfused
+  // path runs, whose memory follows the elements that come.
+  constexpr uint64_t kMaxFusedBatchBytes = uint64_t{1} << 30;
+  for (size_t c = 0; c < rows.size(); ++c) {
+    uint64_t row = 0, batch = 0, buffer = 0;
+    if (__builtin_mul_overflow(static_cast<uint64_t>(rows[c].num_elements()), DataTypeSize(spec.dtypes[c]), &row) ||
+        __builtin_mul_overflow(row, static_cast<uint64_t>(batch_size), &batch) || batch > kMaxFusedBatchBytes ||
+        __builtin_mul_overflow(row, static_cast<uint64_t>(s->buffer_size_), &buffer) ||
+        buffer > static_cast<uint64_t>(std::numeric_limits<std::ptrdiff_t>::max())) {
+      return std::unique_ptr<IteratorBase>();
+    }
   }
   const uint64_t iteration = !s->options_.reshuffle_each_iteration ? 0
                              : ctx->probe                         ? s->iterations_.load()

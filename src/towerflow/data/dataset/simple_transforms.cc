@@ -1,4 +1,6 @@
 // Repeat, Take, Skip and Shard: transformations that only count elements.
+#include <limits>
+
 #include "towerflow/data/dataset/dataset_base.h"
 
 namespace tw::data {
@@ -13,7 +15,9 @@ class RepeatDataset final : public UnaryDataset {
     const int64_t n = input()->Cardinality();
     if (count_ == 0 || n == 0) return 0;
     if (count_ < 0 || n == kInfiniteCardinality) return kInfiniteCardinality;
-    return n < 0 ? n : n * count_;
+    if (n < 0) return n;
+    int64_t total = 0;  // saturates: no run reads that far
+    return __builtin_mul_overflow(n, count_, &total) ? std::numeric_limits<int64_t>::max() : total;
   }
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
     auto it = std::make_unique<Iter>(*this, ctx);
@@ -114,6 +118,8 @@ class TakeSkipDataset final : public UnaryDataset {
         return Status::OK();
       }
       while (count < 0 || seen_ < count) {
+        // Skip(-1) over a repeated input skips forever: a closed iterator stops it.
+        if (ctx()->cancelled.load(std::memory_order_relaxed)) return CancelledError();
         TW_RETURN_IF_ERROR(input_->GetNext(out, end));
         if (*end) return Status::OK();
         ++seen_;

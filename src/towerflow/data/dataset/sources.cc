@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <limits>
 #include <random>
 
 #include "towerflow/data/dataset/dataset_base.h"
@@ -70,9 +71,18 @@ class RangeDataset final : public DatasetBase {
   RangeDataset(int64_t start, int64_t stop, int64_t step)
       : DatasetBase("Range", ElementSpec{{kInt64}, {PartialShape(TensorShape{})}}),
         start_(start), stop_(stop), step_(step) {}
+  // In unsigned arithmetic: the span of Range(INT64_MIN, INT64_MAX) and
+  // the step's magnitude fit 64 bits unsigned, not signed. A count past
+  // INT64_MAX saturates (no run reads that far).
   int64_t Cardinality() const override {
-    if (step_ > 0) return stop_ > start_ ? (stop_ - start_ + step_ - 1) / step_ : 0;
-    return start_ > stop_ ? (start_ - stop_ - step_ - 1) / -step_ : 0;
+    const bool up = step_ > 0;
+    if (up ? stop_ <= start_ : start_ <= stop_) return 0;
+    const uint64_t span = up ? static_cast<uint64_t>(stop_) - static_cast<uint64_t>(start_)
+                             : static_cast<uint64_t>(start_) - static_cast<uint64_t>(stop_);
+    const uint64_t stride = up ? static_cast<uint64_t>(step_) : uint64_t{0} - static_cast<uint64_t>(step_);
+    const uint64_t count = span / stride + (span % stride != 0 ? 1 : 0);
+    return count > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ? std::numeric_limits<int64_t>::max()
+                                                                              : static_cast<int64_t>(count);
   }
   StatusOr<int64_t> SplitUnits() const override { return Cardinality(); }
   StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
@@ -89,7 +99,10 @@ class RangeDataset final : public DatasetBase {
         *end = true;
         return Status::OK();
       }
-      out->assign(1, Tensor::Scalar<int64_t>(dataset().start_ + index_ * dataset().step_));
+      // start + index * step lies between start and stop: the unsigned sum wraps to it.
+      out->assign(1, Tensor::Scalar<int64_t>(static_cast<int64_t>(
+                         static_cast<uint64_t>(dataset().start_) +
+                         static_cast<uint64_t>(index_) * static_cast<uint64_t>(dataset().step_))));
       ++index_;
       *end = false;
       return Status::OK();
