@@ -128,7 +128,12 @@ nb::object TensorToNumpy(const Tensor& tensor) {
   std::vector<size_t> dims = Dims(tensor);
   nb::ndarray<nb::numpy> array(tensor.raw_data(), dims.size(), dims.data(), capsule, nullptr,
                                DlpackType(tensor.dtype()));
-  return nb::cast(array, nb::rv_policy::reference);
+  nb::object out = nb::cast(array, nb::rv_policy::reference);
+  // A 64-bit integer comes out of DLPack as NumPy's 'longlong' ('q'), which
+  // on LP64 is not the type np.int64 names ('l'): its scalars would fail
+  // isinstance(x, np.int64) where TensorFlow's pass. A view, no copy.
+  if (tensor.dtype() == kInt64) out = out.attr("view")("int64");
+  return out;
 }
 
 Tensor TensorFromPython(nb::handle value, DataType dtype) {

@@ -41,9 +41,21 @@ def rank(input, name=None):  # noqa: A002
     return fw.constant(x.shape.ndims, _dtypes.int32, name=name or "Rank")
 
 
+def _is_tensor(value):
+    return isinstance(value, fw.Tensor) or hasattr(value, "_tw_as_tensor")
+
+
+def _has_tensor(value):
+    """A list or tuple of which some item is a tensor ([tf.shape(x)[0], -1])."""
+    return isinstance(value, (list, tuple)) and any(_is_tensor(v) for v in value)
+
+
 def _int32(value, name):
-    if isinstance(value, (fw.Tensor,)) or hasattr(value, "_tw_as_tensor"):
+    if _is_tensor(value):
         return convert_to_tensor(value, dtype=_dtypes.int32)
+    if _has_tensor(value):
+        # TF packs such a list into one int32 vector.
+        return stack([v if _is_tensor(v) else fw.constant(np.int32(v), _dtypes.int32) for v in value], name=name)
     return fw.constant(np.asarray(value, dtype=np.int32), _dtypes.int32, name=name)
 
 
@@ -151,14 +163,14 @@ def fill(dims, value, name=None):
 
 def zeros(shape, dtype=_dtypes.float32, name=None):
     dtype = _dtypes.as_dtype(dtype)
-    if isinstance(shape, fw.Tensor):
+    if _is_tensor(shape) or _has_tensor(shape):
         return fill(shape, np.array(0, dtype.as_numpy_dtype), name=name or "zeros")
     return fw.constant(np.zeros(fw.as_shape(shape).as_list(), dtype.as_numpy_dtype), dtype, name=name or "zeros")
 
 
 def ones(shape, dtype=_dtypes.float32, name=None):
     dtype = _dtypes.as_dtype(dtype)
-    if isinstance(shape, fw.Tensor):
+    if _is_tensor(shape) or _has_tensor(shape):
         return fill(shape, np.array(1, dtype.as_numpy_dtype), name=name or "ones")
     return fw.constant(np.ones(fw.as_shape(shape).as_list(), dtype.as_numpy_dtype), dtype, name=name or "ones")
 

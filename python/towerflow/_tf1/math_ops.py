@@ -208,8 +208,12 @@ def _getitem(self, key):
                     raise NotImplementedError("negative slice bounds into an unknown dimension")
                 start = start + dim if start < 0 else start
                 stop = stop + dim if stop is not None and stop < 0 else stop
+            if dim is not None:
+                # Python's (and strided_slice's) clamping: x[:100] of 10 is x, x[3:2] is empty.
+                start = min(max(start, 0), dim)
+                stop = None if stop is None else min(max(stop, 0), dim)
             begin.append(int(start))
-            size.append(-1 if stop is None else int(stop) - int(start))
+            size.append(-1 if stop is None else max(0, int(stop) - int(start)))
         else:
             raise NotImplementedError("towerflow's tensor indexing takes ints and slices of step 1, not %r" % (k,))
     for _ in range(len(key), shape.ndims):

@@ -196,6 +196,7 @@ class BaseSession:
         self._config = config or ConfigProto()
         self._session = _core.Session(self._graph._graph, self._config._session_options())
         self._closed = False
+        self._runner_groups = []  # start_queue_runners' threads, stopped at close
         self._default_contexts = []
         self._one_shot_done = 0
 
@@ -255,6 +256,9 @@ class BaseSession:
         if not self._closed:
             self._closed = True
             self._session.close()
+            # Their queues are closed now: the runner threads end, and the
+            # groups' destructors join them.
+            self._runner_groups = []
 
     def as_default(self):
         return _DefaultSession(self)

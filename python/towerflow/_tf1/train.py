@@ -2,6 +2,7 @@
 Coordinator, queue runners, input producers and batching."""
 
 import contextlib
+import numbers
 import os
 import threading
 
@@ -154,7 +155,8 @@ class Saver:
     def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix="meta",
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
         if global_step is not None:
-            step = global_step if isinstance(global_step, int) else int(sess.run(global_step))
+            # A Python or NumPy integer (a step fetched by sess.run), else a tensor or variable.
+            step = int(global_step) if isinstance(global_step, numbers.Integral) else int(sess.run(global_step))
             save_path = "%s-%d" % (save_path, step)
         directory = os.path.dirname(save_path)
         if directory:
@@ -277,7 +279,13 @@ def start_queue_runners(sess=None, coord=None, daemon=True, start=True, collecti
     if collection != "queue_runners":
         raise NotImplementedError("towerflow's queue runners live in collection 'queue_runners'")
     coord = coord or Coordinator()
-    return [_core.start_queue_runners(sess._session, coord._coord)]
+    group = _core.start_queue_runners(sess._session, coord._coord)
+    # TF's runner threads are daemons that run whether or not the caller
+    # keeps the list (tf.train.start_queue_runners(sess=sess), its result
+    # dropped, is the usual call): the session keeps them too, and stops
+    # them when it closes.
+    sess._runner_groups.append(group)
+    return [group]
 
 
 # ---- input producers and batching ---------------------------------------------------

@@ -1,0 +1,92 @@
+"""Idioms of ported TF1 scripts, towerflow.compat.v1 against TensorFlow's own
+(the harness of tf1_surface_test.py: each snippet runs under both engines and
+the JSON objects they print must be equal).
+
+Each case is a line that TF1 training scripts write as a matter of course: a
+runner list dropped, a step fetched by sess.run handed to Saver.save, a shape
+list holding a tensor, a slice past a dimension's end.
+
+Run: python -m unittest -v tests/python/tf1_idioms_test.py (or directly).
+"""
+
+import unittest
+
+import tf1_surface_test as surface
+
+
+class TF1IdiomsTest(unittest.TestCase):
+    """Each test: one snippet, run under towerflow and under TensorFlow."""
+
+    maxDiff = None
+    setUpClass = classmethod(surface.TF1SurfaceTest.setUpClass.__func__)
+    tearDownClass = classmethod(surface.TF1SurfaceTest.tearDownClass.__func__)
+    _params = surface.TF1SurfaceTest._params
+    run_both = surface.TF1SurfaceTest.run_both
+    compare = surface.TF1SurfaceTest.compare
+
+    def test_queue_runners_run_when_their_list_is_dropped(self):
+        # TF's runner threads are daemons: the list tf.train.start_queue_runners
+        # returns is usually dropped.
+        self.compare('''
+            r = {}
+            files = tf.train.string_input_producer([PARAMS["records"]], shuffle=False)
+            _, serialized = tf.TFRecordReader().read(files)
+            feats = tf.parse_single_example(serialized, {"label": tf.FixedLenFeature([], tf.int64)})
+            labels = tf.train.batch([feats["label"]], batch_size=3)
+            with tf.Session() as sess:
+                sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+                tf.train.start_queue_runners(sess=sess)
+                r["labels"] = [sess.run(labels) for _ in range(4)]
+            emit(r)
+        ''')
+
+    def test_saver_takes_a_step_fetched_by_run(self):
+        self.compare('''
+            r = {}
+            w = tf.get_variable("w", initializer=np.array([1.0, 2.0], np.float32))
+            gs = tf.train.get_or_create_global_step()
+            inc = tf.assign_add(gs, 1)
+            saver = tf.train.Saver()
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(inc)
+                step = sess.run(inc)
+                r["step_type"] = type(step).__name__
+                path = saver.save(sess, os.path.join(PARAMS["tmp"], "model.ckpt"), global_step=step)
+                r["saved"] = os.path.basename(path)
+                r["latest"] = os.path.basename(tf.train.latest_checkpoint(PARAMS["tmp"]))
+            emit(r)
+        ''')
+
+    def test_shape_lists_holding_tensors(self):
+        self.compare('''
+            r = {}
+            x = tf.placeholder(tf.float32, [None, 2, 3])
+            n = tf.shape(x)[0]
+            flat = tf.reshape(x, [n, -1])
+            zeros = tf.zeros([n, 4])
+            ones = tf.ones([2, tf.shape(x)[1]], tf.int32)
+            filled = tf.fill([n, 2], 7.0)
+            r["dtypes"] = [t.dtype.name for t in (flat, zeros, ones, filled)]
+            with tf.Session() as sess:
+                feed = {x: np.arange(24, dtype=np.float32).reshape(4, 2, 3)}
+                r["values"] = sess.run([flat, zeros, ones, filled], feed)
+            emit(r)
+        ''')
+
+    def test_slices_clamp_as_python_does(self):
+        self.compare('''
+            r = {}
+            v = tf.constant(np.arange(10, dtype=np.float32))
+            m = tf.constant(np.arange(12, dtype=np.int32).reshape(3, 4))
+            cases = {"past_end": v[:100], "empty": v[3:2], "from_past_end": v[20:], "negative_past": v[-100:2],
+                     "rows": m[1:10], "cols": m[:, 2:9], "none": m[2:1, :]}
+            r["shapes"] = {k: shape(t) for k, t in cases.items()}
+            with tf.Session() as sess:
+                r["values"] = sess.run(cases)
+            emit(r)
+        ''')
+
+
+if __name__ == "__main__":
+    unittest.main()
