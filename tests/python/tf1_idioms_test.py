@@ -58,6 +58,22 @@ class TF1IdiomsTest(unittest.TestCase):
             emit(r)
         ''')
 
+    def test_a_global_step_made_by_hand_is_the_global_step(self):
+        self.compare('''
+            r = {}
+            gs = tf.Variable(0, name="global_step", trainable=False, dtype=tf.int64)
+            w = tf.get_variable("w", initializer=np.array([1.0, 2.0], np.float32))
+            found = tf.train.get_or_create_global_step()
+            r["found"] = [found.name, found.dtype.base_dtype.name, tf.train.get_global_step().name]
+            train = tf.train.GradientDescentOptimizer(0.1).minimize(tf.reduce_sum(w * w), global_step=found)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(train)
+                sess.run(train)
+                r["steps"] = [sess.run(gs), sess.run(found)]
+            emit(r)
+        ''')
+
     def test_shape_lists_holding_tensors(self):
         self.compare('''
             r = {}

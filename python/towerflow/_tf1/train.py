@@ -120,6 +120,10 @@ class AdamOptimizer(Optimizer):
 
 def get_or_create_global_step(graph=None):
     g = graph or fw.get_default_graph()
+    # As TF: a variable the script made itself, tf.Variable(0, name="global_step"), is the step.
+    existing = get_global_step(g)
+    if existing is not None:
+        return existing
     core_var = _core.get_or_create_global_step(g._scopes[0])
     return variables._wrap_variable(g, core_var, False)
 
