@@ -74,6 +74,20 @@ class TF1IdiomsTest(unittest.TestCase):
             emit(r)
         ''')
 
+    def test_fetch_structures_of_every_kind(self):
+        self.compare('''
+            import collections
+            r = {}
+            a, b = tf.constant(1.0), tf.constant([2, 3])
+            d = collections.defaultdict(list, {"a": a, "b": [b, a]})
+            o = collections.OrderedDict([("b", b), ("a", a)])
+            with tf.Session() as sess:
+                got_d, got_o = sess.run([d, o])
+            r["defaultdict"] = [type(got_d).__name__, got_d.default_factory.__name__, sorted(got_d.items())]
+            r["ordered"] = [type(got_o).__name__, list(got_o.items())]
+            emit(r)
+        ''')
+
     def test_shape_lists_holding_tensors(self):
         self.compare('''
             r = {}

@@ -143,6 +143,16 @@ class _Fetch:
     def _flatten(self, f):
         if f is None:
             raise TypeError("Fetch argument None has invalid type <class 'NoneType'>")
+        if isinstance(f, collections.defaultdict):
+            # As TF: the same kind of dict with the same default factory.
+            parts = {k: self._flatten(v) for k, v in f.items()}
+            kind, factory = type(f), f.default_factory
+
+            def rebuilt(values):
+                out = kind(factory)
+                out.update((k, p(values)) for k, p in parts.items())
+                return out
+            return rebuilt
         if isinstance(f, dict):
             parts = {k: self._flatten(v) for k, v in f.items()}
             kind = type(f)
