@@ -104,6 +104,18 @@ class TF1IdiomsTest(unittest.TestCase):
             emit(r)
         ''')
 
+    def test_unstack_of_an_unknown_dimension_takes_num(self):
+        self.compare('''
+            r = {}
+            x = tf.placeholder(tf.float32, [None, 2])
+            rows = tf.unstack(x, num=3)
+            r["count"] = len(rows)
+            r["no_num"] = raised(lambda: tf.unstack(x))
+            with tf.Session() as sess:
+                r["rows"] = sess.run(rows, {x: np.arange(6, dtype=np.float32).reshape(3, 2)})
+            emit(r)
+        ''')
+
     def test_slices_clamp_as_python_does(self):
         self.compare('''
             r = {}

@@ -133,9 +133,11 @@ def stack(values, axis=0, name="stack"):
 def unstack(value, num=None, axis=0, name="unstack"):
     x = convert_to_tensor(value)
     shp = x.shape
-    if shp.ndims is None or shp[axis].value is None:
+    if shp.ndims is None:
+        raise NotImplementedError("tf.unstack of a tensor of unknown rank is not supported by towerflow")
+    if num is None and shp[axis].value is None:
         raise ValueError("Cannot infer num from shape %s" % shp)
-    n = shp[axis].value if num is None else num
+    n = shp[axis].value if num is None else int(num)
     axis = axis % shp.ndims
     out = []
     g = x.graph
