@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <nlohmann/json.hpp>
 
@@ -352,6 +353,29 @@ TEST_F(TrainMpiTest, AHungRankIsNamedAfterTheCollectiveTimeout) {
   const bool silent = r.output.find("has been silent for") != std::string::npos;
   EXPECT_TRUE(never_joined || silent) << r.output;
   EXPECT_NE(r.output.find("rank 1 ("), std::string::npos) << r.output;
+}
+
+// Rank 1's input fails mid-training (a corrupt record in its shard, TF1's
+// queue pipeline): the job fails naming the error, on every rank alike; it is
+// never taken for a clean stop ("interrupted", exit 0).
+TEST_F(TrainMpiTest, AnInputThatFailsOnOneRankFailsTheJob) {
+  MakeData(2);
+  const fs::path file = dir_ / "data" / "train-00001-of-00002.tfrecord";
+  {
+    std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+    ASSERT_TRUE(f.good());
+    f.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
+    f.put('\x5a');
+    f.put('\xa5');
+  }
+  std::vector<std::string> args = TrainArgs("run", 1000000, "cpu:0");
+  args.insert(args.end(), {"--input", "queue", "--collective-timeout", "60"});
+  ShellResult r = Mpirun(2, args, 120);
+  EXPECT_NE(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.exit_code, 124) << r.output;
+  EXPECT_NE(r.output.find("DataLoss"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("\"interrupted\": true"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("interrupted at step"), std::string::npos) << r.output;
 }
 
 // Ctrl-C on mpirun (SIGINT: it sends SIGTERM to every rank): the ranks stop

@@ -71,6 +71,12 @@ struct WorldOptions {
   // A collective that has not completed after this long fails (0, or more
   // than 1e9 s: wait forever).
   double collective_timeout_seconds = 300;
+  // The longest wait at start for every rank to arrive (MPI_Init and the
+  // world's first collectives, which no collective timeout covers); past it
+  // this rank says so and exits, and the launcher ends the job. Negative:
+  // the collective timeout, at least 60 s (start-up under a loaded launcher
+  // is slow); 0: forever.
+  double start_timeout_seconds = -1;
   // Ranks that all run on one host reduce gradient buckets through memory
   // they share (NewSharedBucket); false: MPI's all-reduce always.
   bool share_memory = true;
@@ -231,7 +237,10 @@ class World {
   };
   virtual GradientStats gradient_stats() const = 0;
 
-  // Leaves the job normally (MPI_Finalize), every rank alike; Current() is then null.
+  // Leaves the job normally (MPI_Finalize), every rank alike; Current() is
+  // then null. A collective: it starts with one that has the collective
+  // timeout, and a rank that does not arrive in time (or a world already
+  // broken by a timeout) makes it print the error and Abort(1).
   virtual void Finalize() = 0;
   // Ends the whole job now with `exit_code` (MPI_Abort): the launcher stops
   // every rank. Does not return.

@@ -54,8 +54,12 @@ def _int32(value, name):
     if _is_tensor(value):
         return convert_to_tensor(value, dtype=_dtypes.int32)
     if _has_tensor(value):
-        # TF packs such a list into one int32 vector.
-        return stack([v if _is_tensor(v) else fw.constant(np.int32(v), _dtypes.int32) for v in value], name=name)
+        # TF packs such a list into one vector (int32 here: the engine's shapes are int32).
+        g = fw._graph_of([v for v in value if _is_tensor(v)])
+        with g.as_default():
+            parts = [cast(v, _dtypes.int32) if _is_tensor(v) else fw.constant(np.int32(v), _dtypes.int32)
+                     for v in value]
+            return stack(parts, name=name)
     return fw.constant(np.asarray(value, dtype=np.int32), _dtypes.int32, name=name)
 
 

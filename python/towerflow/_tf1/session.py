@@ -265,10 +265,12 @@ class BaseSession:
     def close(self):
         if not self._closed:
             self._closed = True
-            self._session.close()
-            # Their queues are closed now: the runner threads end, and the
-            # groups' destructors join them.
+            # The runner threads first, while the session is open: the groups'
+            # destructors stop them cleanly (their coordinators' cancel threads
+            # close the queues) and join them; a session closed under them would
+            # leave a CancelledError in the user's coordinator.
             self._runner_groups = []
+            self._session.close()
 
     def as_default(self):
         return _DefaultSession(self)

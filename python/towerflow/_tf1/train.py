@@ -123,6 +123,8 @@ def get_or_create_global_step(graph=None):
     # As TF: a variable the script made itself, tf.Variable(0, name="global_step"), is the step.
     existing = get_global_step(g)
     if existing is not None:
+        if not existing.dtype.base_dtype.is_integer:
+            raise TypeError("Existing \"global_step\" does not have integer type: %s" % existing.dtype)
         return existing
     core_var = _core.get_or_create_global_step(g._scopes[0])
     return variables._wrap_variable(g, core_var, False)

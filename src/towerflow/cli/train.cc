@@ -572,6 +572,7 @@ int RunTrain(int argc, char** argv) {
   // Not after Ctrl-C (the ranks agreed on it): mpirun ends a job it was asked
   // to stop once a rank exits, so the others wait in Finalize until rank 0
   // has written its lines (no evaluation follows a stop).
+  const bool multi_process = world != nullptr;
   if (world != nullptr && !result->interrupted) {
     world->Finalize();
     world = nullptr;
@@ -582,7 +583,7 @@ int RunTrain(int argc, char** argv) {
               config.logdir.c_str());
   if (!config.trace_file.empty()) {
     std::printf("trace: %s%s (open in https://ui.perfetto.dev)\n", config.trace_file.c_str(),
-                world != nullptr ? " (every rank's, as processes \"rank r: <device>\")" : "");
+                multi_process ? " (every rank's, as processes \"rank r: <device>\")" : "");
   }
   std::optional<EvalResult> eval;
   if (!eval_files.empty() && !result->interrupted) {

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "towerflow/cli/progress.h"
+#include "towerflow/cli/rank_agreement.h"
 #include "towerflow/cli/train_graph.h"
 #include "towerflow/cli/train_input.h"
 #include "towerflow/cli/train_optimizer.h"
@@ -35,11 +36,6 @@ double SecondsSince(Clock::time_point t) { return std::chrono::duration<double>(
 
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch()).count();
-}
-
-// The collective tag of the trainer's own calls (dist/world.h).
-dist::CollectiveTag ControlTag(const std::string& what) {
-  return {.channel = dist::Channel::kControl, .bucket = 0, .num_buckets = 1, .what = what};
 }
 
 // The physical description of each tower's GPU; InvalidArgument naming a GPU
@@ -83,7 +79,8 @@ class Loop {
         // line into whatever its own output is (often a log): plain lines.
         progress_(stdout, StdoutIsTerminal() && world == nullptr, c.log_every_seconds),
         examples_per_step_(c.batch_size * static_cast<int64_t>(c.devices.size()) *
-                           (world != nullptr ? world->size() : 1)) {}
+                           (world != nullptr ? world->size() : 1)),
+        agreement_(world != nullptr ? std::make_unique<StepAgreement>(*world) : nullptr) {}
 
   // Runs steps until the total, a stop request, or an error (returned).
   //
@@ -183,20 +180,24 @@ class Loop {
         // runs (a step's host never waits for the others' metrics): the
         // previous step's come back now, the last step waits for its own.
         const bool last = result->global_step >= c_.total_steps;
-        std::optional<RankMetrics> agreed;
-        if (metrics_in_flight_ != nullptr) {
-          TW_ASSIGN_OR_RETURN(agreed, TakeMetrics());
+        std::optional<StepFlags> agreed;
+        if (agreement_->in_flight()) {
+          TW_ASSIGN_OR_RETURN(agreed, agreement_->Take());
           time_checkpoint_asked_ = false;
         }
         const bool ask_time = chief_ && by_time && !time_checkpoint_asked_ && !(agreed && agreed->checkpoint);
         time_checkpoint_asked_ = time_checkpoint_asked_ || ask_time;
-        const bool stop = g_stop_requested.load() || coord.ShouldStop();
-        const double mine[4] = {result->final_loss, result->final_accuracy, stop ? 1.0 : 0.0, ask_time ? 1.0 : 0.0};
-        TW_ASSIGN_OR_RETURN(metrics_in_flight_, world_->StartAllReduce(ControlTag("the step's metrics"), kFloat64,
-                                                                       mine, 4, dist::ReduceOp::kSum));
+        // A stop asked for (Ctrl-C) and an input that stopped (a failed
+        // queue runner) apart: the first is a clean end, the second an error.
+        TW_RETURN_IF_ERROR(agreement_->Start({.loss = result->final_loss,
+                                              .accuracy = result->final_accuracy,
+                                              .stop = g_stop_requested.load(),
+                                              .checkpoint = ask_time,
+                                              .input_stopped = coord.ShouldStop()}));
         if (last) {
-          TW_ASSIGN_OR_RETURN(agreed, TakeMetrics());
+          TW_ASSIGN_OR_RETURN(agreed, agreement_->Take());
         }
+        if (agreed && agreed->input_stopped) return InputStoppedError(*world_, coord, result->global_step);
         if (agreed) {
           result->final_loss = agreed->loss;
           result->final_accuracy = agreed->accuracy;
@@ -242,7 +243,7 @@ class Loop {
       if (!ahead_failed.ok()) return ahead_failed;
     }
     // Every rank issued the last step's metrics: they are waited for.
-    if (metrics_in_flight_ != nullptr) TW_RETURN_IF_ERROR(TakeMetrics().status());
+    if (agreement_ != nullptr && agreement_->in_flight()) TW_RETURN_IF_ERROR(agreement_->Take().status());
     result->seconds = SecondsSince(started);
     const double timed = SecondsSince(timed_from);
     result->examples_per_sec = timed_steps > 0 && timed > 0
@@ -263,19 +264,6 @@ class Loop {
     step.start_ns = NowNs();
     TW_ASSIGN_OR_RETURN(step.fetches, session_.RunAsync({}, fetches, {g_.step.train_op}, traced ? &step.stats : nullptr));
     return step;
-  }
-
-  // One step's metrics summed over the ranks (Run).
-  struct RankMetrics {
-    double loss = 0, accuracy = 0;  // means over the ranks
-    bool stop = false, checkpoint = false;
-  };
-  StatusOr<RankMetrics> TakeMetrics() {
-    double m[4] = {};
-    std::unique_ptr<dist::World::PendingAllReduce> pending = std::move(metrics_in_flight_);
-    TW_RETURN_IF_ERROR(pending->Wait(m));
-    const double ranks = world_->size();
-    return RankMetrics{.loss = m[0] / ranks, .accuracy = m[1] / ranks, .stop = m[2] > 0, .checkpoint = m[3] > 0};
   }
 
   void Finish(const TrainResult& result) {
@@ -356,34 +344,10 @@ class Loop {
   Progress progress_;
   const int64_t examples_per_step_;
   // The step's metrics being reduced over the ranks while the next step runs.
-  std::unique_ptr<dist::World::PendingAllReduce> metrics_in_flight_;
+  std::unique_ptr<StepAgreement> agreement_;  // several processes
   bool time_checkpoint_asked_ = false;  // rank 0 asked, and has no answer yet
   TraceRecorder trace_;
 };
-
-// Several processes: every rank's variables must be the same bits (the
-// cross-process mean is exact); Internal naming the first that differs.
-Status CheckReplicas(dist::World& world, Session& session, const Graph& graph, int64_t step, Loop& loop) {
-  std::vector<Output> values;
-  std::vector<std::string> names;
-  for (const Variable& v : GlobalVariables(graph)) {
-    values.push_back(v.value);
-    names.push_back(v.name);
-  }
-  auto got = session.Run(values);
-  if (!got.ok()) return got.status();
-  std::string mine;
-  for (const Tensor& t : *got) {
-    const uint64_t fp = dist::Fingerprint64(t.raw_data(), t.TotalBytes());
-    mine.append(reinterpret_cast<const char*>(&fp), sizeof(fp));
-  }
-  auto all = world.AllGather(ControlTag("the fingerprints of the variables"), mine);
-  if (!all.ok()) return all.status();
-  if (Status s = dist::CheckReplicasIdentical(*all, names, step); !s.ok()) return s;
-  loop.Message("replicas: all " + std::to_string(values.size()) + " variables bit-identical on the " +
-               std::to_string(world.size()) + " ranks at step " + std::to_string(step));
-  return Status::OK();
-}
 
 // Restores the newest checkpoint that validates (--resume); the global step it
 // holds, or 0 when there is none yet.
@@ -546,7 +510,9 @@ StatusOr<TrainResult> Train(const TrainConfig& c) {
   loop.Finish(result);
   if (!status.ok()) return status;  // the newest checkpoint stays the last good one
   if (world != nullptr) {
-    if (Status s = CheckReplicas(*world, session, g.graph, result.global_step, loop); !s.ok()) return s;
+    auto replicas = CheckReplicas(*world, session, g.graph, result.global_step);
+    if (!replicas.ok()) return replicas.status();
+    loop.Message(*replicas);
     const dist::World::GradientStats stats = world->gradient_stats();
     if (stats.rounds > 0) {
       result.allreduce_ms_per_step = stats.seconds / static_cast<double>(stats.rounds) * 1e3;

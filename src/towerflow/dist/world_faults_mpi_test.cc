@@ -46,7 +46,7 @@ TEST(WorldFaultRanks, DISABLED_HangBeforeLeaving) {
 // Rank 1 hangs before it starts: the others' start gives up.
 TEST(WorldFaultRanks, DISABLED_HangBeforeStart) {
   if (DetectLaunch().rank == 1) std::this_thread::sleep_for(std::chrono::seconds(60));
-  auto started = World::Start({.collective_timeout_seconds = 2});
+  auto started = World::Start({.collective_timeout_seconds = 60, .start_timeout_seconds = 2});
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   (*started)->Finalize();
 }

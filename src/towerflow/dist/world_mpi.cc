@@ -553,7 +553,11 @@ class MpiWorld final : public World {
 
 StatusOr<std::unique_ptr<World>> StartMpiWorld(const Launch& launch, const WorldOptions& options) {
   // MPI_Init and the collectives below wait for every rank, untimed.
-  StartWatchdog watchdog(launch.rank, launch.size, options.collective_timeout_seconds);
+  const double collective = options.collective_timeout_seconds;
+  const double start_limit = options.start_timeout_seconds >= 0       ? options.start_timeout_seconds
+                             : collective <= 0 || collective > 1e9 ? 0
+                                                                    : std::max(60.0, collective);
+  StartWatchdog watchdog(launch.rank, launch.size, start_limit);
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {

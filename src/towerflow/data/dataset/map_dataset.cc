@@ -12,6 +12,14 @@ namespace {
 
 using DatasetPtr = std::shared_ptr<const DatasetBase>;
 
+// The threads of `num_parallel_calls` (not kAutotune): one per call, but
+// past max(64, 4 x cores) more threads only take turns (and 100,000 of them
+// would fail to start).
+int MapWorkers(int64_t num_parallel_calls, int cores) {
+  const int64_t most = std::max<int64_t>(64, 4 * static_cast<int64_t>(cores));
+  return static_cast<int>(std::min(num_parallel_calls, most));
+}
+
 class MapDataset final : public UnaryDataset {
  public:
   MapDataset(DatasetPtr input, std::shared_ptr<GraphFunction> fn, MapOptions options)
@@ -26,10 +34,7 @@ class MapDataset final : public UnaryDataset {
     if (options_.num_parallel_calls != 0) {
       const bool tune = options_.num_parallel_calls == kAutotune;
       const int cores = PipelineCores();
-      // One thread per call: past max(64, 4 x cores) more threads only
-      // take turns (and 100,000 of them would fail to start).
-      const int64_t most = std::max<int64_t>(64, 4 * static_cast<int64_t>(cores));
-      const int workers = tune ? 1 : static_cast<int>(std::min(options_.num_parallel_calls, most));
+      const int workers = tune ? 1 : MapWorkers(options_.num_parallel_calls, cores);
       it->run_ahead_ = std::make_unique<RunAhead>(
           ctx, it->input_.get(),
           [fn = fn_](int64_t index, Element&& in, Element* out) { return Apply(*fn, index, in, out); },
@@ -217,7 +222,7 @@ StatusOr<std::unique_ptr<IteratorBase>> MakeMapAndBatchIterator(const DatasetBas
   it->chunks_ = std::make_unique<ChunkIterator>(std::move(input), batch_size, drop_remainder);
   const bool tune = m->options().num_parallel_calls == kAutotune;
   const int cores = PipelineCores();
-  const int workers = tune ? 1 : static_cast<int>(m->options().num_parallel_calls);
+  const int workers = tune ? 1 : MapWorkers(m->options().num_parallel_calls, cores);
   const size_t arity = m->input()->spec().size();
   it->run_ahead_ = std::make_unique<RunAhead>(
       ctx, it->chunks_.get(),

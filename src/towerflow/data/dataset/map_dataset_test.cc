@@ -22,6 +22,7 @@ namespace {
 using testing::Drain;
 using testing::Ints;
 using testing::Seq;
+using testing::Values;
 
 Output I64(const Scope& s, int64_t v) { return Const(s, Tensor::Scalar<int64_t>(v)); }
 
@@ -322,6 +323,11 @@ TEST(DatasetCancelTest, LoopsThatDiscardEveryElementStopWhenClosed) {
 TEST(MapDatasetTest, HugeParallelCallsRunOnABoundedNumberOfThreads) {
   EXPECT_EQ(Ints(Dataset::Range(200).Map(Times10(), {.num_parallel_calls = int64_t{1} << 40})),
             Ints(Dataset::Range(200).Map(Times10())));
+  // Fused with the Batch after it.
+  std::vector<Element> batches =
+      Drain(Dataset::Range(200).Map(Times10(), {.num_parallel_calls = 100000}).Batch(50));
+  ASSERT_EQ(batches.size(), 4u);
+  EXPECT_EQ(Values(batches[3][0]).back(), 1990);
 }
 
 }  // namespace

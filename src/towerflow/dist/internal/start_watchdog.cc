@@ -15,7 +15,7 @@ StartWatchdog::StartWatchdog(int rank, int size, double seconds) {
     std::fprintf(stderr,
                  "towerflow: rank %d of %d: the job's %d ranks did not all start within %.0f s: a rank hangs "
                  "before it joins (reading its data, say) or was never launched; this rank leaves "
-                 "(--collective-timeout sets the wait)\n",
+                 "(the longer of --collective-timeout and 60 s)\n",
                  rank, size, size, seconds);
     std::fflush(stderr);
     ::_exit(1);

@@ -3,7 +3,7 @@
 // rank, so a rank that never comes (it hangs before its start, in a read of
 // its data say, or was never launched) would hold the others forever.
 //
-// While armed, a thread waits `seconds` (the collective timeout); if the
+// While armed, a thread waits `seconds` (WorldOptions::start_timeout_seconds); if the
 // guard is still armed then, it writes one line naming this rank and the
 // wait to stderr and ends the process with _exit(1), which makes the
 // launcher (mpirun) end the job. Destroying the guard disarms it; seconds
