@@ -235,6 +235,10 @@ TEST_F(MapFileTest, ASavedIteratorContinuesItsEpochExactly) {
                     .Prefetch(3); },
                 22);
   ExpectResumes([] { return Dataset::Range(40).Shard(3, 1).Skip(2).Take(9).Batch(2).Unbatch(); }, 3);
+  // A shuffled file list: the epochs after the restored one draw the orders
+  // of the run that saved (a restore in the third epoch).
+  const std::string pattern = Path("ex*.tfrecord");
+  ExpectResumes([&] { return Dataset::ListFiles(pattern, {.shuffle = true, .seed = 5}).Repeat(6); }, 8);
   ExpectResumes(
       [&] {
         return Dataset::TFRecord(files).Shuffle(8, {.seed = 3}).Map(Parse(), {.num_parallel_calls = 2}).Batch(4);

@@ -181,17 +181,18 @@ class ListFilesDataset final : public DatasetBase {
     }
     const uint64_t iteration = ctx->probe ? iterations_.load() : iterations_.fetch_add(1);
     if (options_.shuffle) {
-      std::mt19937_64 rng(seed_ * 0x9e3779b97f4a7c15ull + iteration);
+      std::mt19937_64 rng(seed_.load() * 0x9e3779b97f4a7c15ull + iteration);
       std::shuffle(files.begin(), files.end(), rng);
     }
-    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx, std::move(files)));
+    return std::unique_ptr<IteratorBase>(std::make_unique<Iter>(*this, ctx, std::move(files), iteration));
   }
 
  private:
   class Iter final : public DatasetIterator<ListFilesDataset> {
    public:
-    Iter(const ListFilesDataset& d, std::shared_ptr<PipelineContext> ctx, std::vector<std::string> files)
-        : DatasetIterator(d, std::move(ctx)), files_(std::move(files)) {}
+    Iter(const ListFilesDataset& d, std::shared_ptr<PipelineContext> ctx, std::vector<std::string> files,
+         uint64_t iteration)
+        : DatasetIterator(d, std::move(ctx)), files_(std::move(files)), iteration_(iteration) {}
     Status GetNext(Element* out, bool* end) override {
       *end = next_ >= static_cast<int64_t>(files_.size());
       if (!*end) out->assign(1, Tensor::String(files_[static_cast<size_t>(next_++)]));
@@ -202,6 +203,10 @@ class ListFilesDataset final : public DatasetBase {
       std::string order;
       for (const std::string& f : files_) order += f + '\n';
       w.WriteString("files", order);
+      // The order's draw, so that the iterations after a restore draw the
+      // orders the run that saved would have drawn (Shuffle's rule).
+      w.WriteInt("iteration", static_cast<int64_t>(iteration_));
+      w.WriteInt("seed", static_cast<int64_t>(dataset().seed_.load()));
       return Status::OK();
     }
     Status Restore(const StateReader& r) override {
@@ -218,17 +223,26 @@ class ListFilesDataset final : public DatasetBase {
       if (next_ < 0 || next_ > static_cast<int64_t>(files_.size())) {
         return errors::DataLoss("ListFiles: saved position ", next_, " outside 0..", files_.size());
       }
+      if (r.Contains("iteration")) {  // states saved before it was kept have no draw
+        int64_t iteration = 0, seed = 0;
+        TW_RETURN_IF_ERROR(r.ReadInt("iteration", &iteration));
+        TW_RETURN_IF_ERROR(r.ReadInt("seed", &seed));
+        iteration_ = static_cast<uint64_t>(iteration);
+        dataset().iterations_.store(iteration_ + 1);
+        dataset().seed_.store(static_cast<uint64_t>(seed));
+      }
       return Status::OK();
     }
 
    private:
     std::vector<std::string> files_;
     int64_t next_ = 0;
+    uint64_t iteration_;
   };
 
   std::string pattern_;
   ListFilesOptions options_;
-  uint64_t seed_;
+  mutable std::atomic<uint64_t> seed_;  // a restore takes the saved one
   mutable std::atomic<uint64_t> iterations_{0};
 };
 
