@@ -344,6 +344,10 @@ TEST_F(TrainMpiTest, AHungRankIsNamedAfterTheCollectiveTimeout) {
   EXPECT_LT(std::stod(r.output.substr(r.output.find("waited=") + 7)), 60) << r.output;
   EXPECT_NE(r.output.find("rank 0 of 2 (step "), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("): DeadlineExceeded: "), std::string::npos) << r.output;
+  // Said once, as the collective gave up (the world's hook), not again when
+  // the error has unwound the step.
+  const size_t said = r.output.find("rank 0 of 2 (step ");
+  EXPECT_EQ(r.output.find("rank 0 of 2 (step ", said + 1), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("rank 0 ("), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("at step "), std::string::npos) << r.output;
   // Rank 1 stopped before the collective (it never joined) or inside it (it

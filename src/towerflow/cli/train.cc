@@ -30,6 +30,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -306,6 +307,32 @@ Status Configure(const Flags& f, const HostShare& share, bool writes_trace, Trai
   return Status::OK();
 }
 
+// A collective's timeout, said by the world's hook as it happens (before the
+// step unwinds and the input's threads are joined, which can take long), so
+// that rank 0's diagnosis is out before a later rank's own timeout ends the
+// job; the error that reaches `fail` afterwards is not said again.
+std::mutex g_timeout_mu;
+std::string g_timeout_said;  // guarded by g_timeout_mu
+
+void SayTimeout(const Status& status) {
+  const dist::World* world = dist::World::Current();
+  std::lock_guard<std::mutex> lock(g_timeout_mu);
+  if (!g_timeout_said.empty()) return;
+  g_timeout_said = status.message();
+  if (world == nullptr) {
+    std::fprintf(stderr, "towerflow train: %s\n", status.ToString().c_str());
+  } else {
+    std::fprintf(stderr, "towerflow train: rank %d of %d (step %lld): %s\n", world->rank(), world->size(),
+                 static_cast<long long>(world->step()), status.ToString().c_str());
+  }
+  std::fflush(stderr);
+}
+
+bool TimeoutSaid(const Status& status) {
+  std::lock_guard<std::mutex> lock(g_timeout_mu);
+  return !g_timeout_said.empty() && status.message().find(g_timeout_said) != std::string::npos;
+}
+
 }  // namespace
 
 int RunTrain(int argc, char** argv) {
@@ -464,7 +491,8 @@ int RunTrain(int argc, char** argv) {
                             // A shared round adds in rank order, MPI in its own: with more than 2
                             // ranks, a round that falls back would change the bits of a
                             // --deterministic run.
-                            .share_memory = f.allreduce == "auto" && !(f.deterministic && ranks > 2)});
+                            .share_memory = f.allreduce == "auto" && !(f.deterministic && ranks > 2),
+                            .on_timeout = SayTimeout});
     if (!started.ok()) return UsageError(started.status());
     world = *started;
   }
@@ -482,6 +510,7 @@ int RunTrain(int argc, char** argv) {
     if (world == nullptr) return Fail(status);
     // The step it was at (0: before training), which errors from the input
     // or a kernel do not say.
+    if (TimeoutSaid(status)) return finish(1);
     std::fprintf(stderr, "towerflow train: rank %d of %d (step %lld): %s\n", world->rank(), world->size(),
                  static_cast<long long>(world->step()), status.ToString().c_str());
     return finish(1);

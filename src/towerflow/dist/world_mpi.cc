@@ -375,8 +375,11 @@ class MpiWorld final : public World {
     Status timeout = TimeoutError(*call, seq, std::chrono::duration<double>(Clock::now() - submitted).count());
     lock.lock();
     if (call->done) return call->status;  // it completed meanwhile
-    if (broken_.ok()) broken_ = timeout;
+    if (!broken_.ok()) return broken_;      // another call gave up meanwhile
+    broken_ = timeout;
     done_.notify_all();
+    lock.unlock();
+    if (options().on_timeout) options().on_timeout(timeout);
     return timeout;
   }
 

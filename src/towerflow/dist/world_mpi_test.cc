@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -367,7 +368,11 @@ TEST(WorldRanks, DISABLED_DistributedDatasets) {
 
 // Rank 1 never joins a call: rank 0 names it and ends the job.
 TEST(WorldRanks, DISABLED_Timeout) {
-  auto started = World::Start({.collective_timeout_seconds = 1});
+  static std::atomic<int> timeouts{0};
+  auto started = World::Start({.collective_timeout_seconds = 1, .on_timeout = [](const Status& s) {
+                                 std::printf("on_timeout %d: %s\n", timeouts.fetch_add(1) + 1, s.ToString().c_str());
+                                 std::fflush(stdout);
+                               }});
   ASSERT_TRUE(started.ok()) << started.status().ToString();
   World& w = **started;
   w.set_step(17);
@@ -377,7 +382,12 @@ TEST(WorldRanks, DISABLED_Timeout) {
   }
   Status s = w.AllReduce({.channel = Channel::kGradients, .bucket = 0, .num_buckets = 2, .what = "bucket_0"}, kFloat64,
                          &x, 1, ReduceOp::kSum);
-  std::printf("rank %d: %s\n", w.rank(), s.ToString().c_str());
+  // A second call fails at once, and the hook is not called again.
+  Status again = w.AllReduce({.channel = Channel::kGradients, .bucket = 1, .num_buckets = 2, .what = "bucket_1"},
+                             kFloat64, &x, 1, ReduceOp::kSum);
+  std::printf("rank %d: %s; again the same: %d; hook calls: %d\n", w.rank(), s.ToString().c_str(),
+              again.ToString() == s.ToString(), timeouts.load());
+  std::fflush(stdout);
   w.Abort(3);
 }
 
@@ -418,6 +428,14 @@ TEST(WorldMpiTest, AHungRankIsNamedAndTheJobEndsWithinTheTimeout) {
   EXPECT_NE(r.output.find("never joined it"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("at step 17"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("DeadlineExceeded"), std::string::npos) << r.output;
+  // Rank 0's hook said it before the call returned, once.
+  const size_t hook = r.output.find("on_timeout 1: DeadlineExceeded: rank 0 (");
+  const size_t returned = r.output.find("rank 0: DeadlineExceeded");
+  ASSERT_NE(hook, std::string::npos) << r.output;
+  ASSERT_NE(returned, std::string::npos) << r.output;
+  EXPECT_LT(hook, returned) << r.output;
+  EXPECT_NE(r.output.find("again the same: 1; hook calls: 1", returned), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("on_timeout 2"), std::string::npos) << r.output;
 }
 
 // The mean's division as the result is copied out: for a power of two ranks a
