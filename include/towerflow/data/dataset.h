@@ -27,7 +27,13 @@
 // transformation; every transformation of it keeps that error, and
 // MakeIterator returns it. Errors while iterating (a corrupt record, a Map that
 // fails on an element) come from GetNext, naming the dataset, the element and,
-// for Map, the node; the iterator is then spent (its next GetNext fails too).
+// for Map, the node. As in tf.data, an error belongs to its element and the
+// iteration goes on: the next GetNext returns the element after it (a Batch
+// holding the failed element fails as a whole, its other elements dropped; a
+// TFRecord file that cannot be opened or read on goes on with the next file),
+// so a caller may skip errors, or IgnoreErrors() may; a caller that stops at
+// the first error sees nothing new. Only Cancel (or a closed session) ends
+// an iteration with an error: every later GetNext returns Cancelled.
 //
 // Graph use: data/iterator_ops.h makes an iterator an op of a training graph
 // (IteratorGetNext, one per tower).
@@ -189,6 +195,11 @@ class Dataset {
   Dataset Filter(const PredicateFn& predicate) const;
   Dataset FlatMap(const DatasetFn& fn) const;
   Dataset Interleave(const DatasetFn& fn, const InterleaveOptions& options = {}) const;
+  // The input's elements without its errors (tf.data's ignore_errors): an
+  // element whose GetNext fails (a Map that fails on it, a corrupt or missing
+  // TFRecord file, a Batch holding such an element) is skipped and counted
+  // (Iterator::Gauges' "Errors ignored"). Cancelled is not ignored.
+  Dataset IgnoreErrors() const;
   // REQUIRES (else the dataset's error): buffer_size >= 1.
   Dataset Shuffle(int64_t buffer_size, const ShuffleOptions& options = {}) const;
   // The dataset `count` times; -1 forever.
@@ -289,7 +300,8 @@ class Iterator {
   // ("Map: 2 parallel calls, Prefetch: 8 elements"); "" when nothing is tuned.
   std::string AutotuneSummary() const;
   // Live measures of the pipeline, by name: "Shuffle buffer fill" (0..1, the
-  // fraction of the shuffle buffer filled, as TF's queue fill summaries).
+  // fraction of the shuffle buffer filled, as TF's queue fill summaries),
+  // "Errors ignored" (IgnoreErrors' count of skipped elements).
   std::map<std::string, double> Gauges() const;
 
   // Stops the pipeline, from any thread: a GetNext waiting now, and every

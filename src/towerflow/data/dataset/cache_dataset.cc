@@ -5,6 +5,8 @@
 // "<filename>.tmp-<pid>-<n>" and renamed to <filename> once complete, so an
 // interrupted iteration leaves no partial cache behind, and a later run
 // (another process) replays a complete file without reading the input.
+// An input element's error is not recorded (the replays skip it, as
+// tf.data's do).
 #include <unistd.h>
 
 #include <atomic>
@@ -73,9 +75,11 @@ class CacheDataset final : public UnaryDataset {
           *end = true;
           return Status::OK();
         }
-        TW_RETURN_IF_ERROR(s);
+        // A cache file that fails to read is read no further: its error,
+        // then the end.
+        if (!s.ok()) return EndReplayAfter(s);
         auto e = DecodeElement(record);
-        if (!e.ok()) return e.status().WithContext(dataset().filename_);
+        if (!e.ok()) return EndReplayAfter(e.status().WithContext(dataset().filename_));
         *out = std::move(e).value();
         ++index_;
         *end = false;
@@ -91,7 +95,14 @@ class CacheDataset final : public UnaryDataset {
       if (writer_) {
         encoded_.clear();
         EncodeElement(*out, &encoded_);
-        TW_RETURN_IF_ERROR(writer_->WriteRecord(encoded_));
+        if (Status s = writer_->WriteRecord(encoded_); !s.ok()) {
+          // Said once; the iteration goes on reading the input, and caches
+          // nothing (a later one reads the input again).
+          writer_->Close().IgnoreError();
+          writer_.reset();
+          std::remove(temp_.c_str());
+          return s.WithContext("Cache: writing " + temp_);
+        }
       } else {
         recorded_.push_back(*out);
       }
@@ -127,6 +138,13 @@ class CacheDataset final : public UnaryDataset {
     std::string temp_;
 
    private:
+    Status EndReplayAfter(const Status& error) {
+      file_.reset();
+      replay_ = std::make_shared<const std::vector<Element>>();  // the end, from now on
+      index_ = 0;
+      return error;
+    }
+
     Status Finish() {
       const CacheDataset& d = dataset();
       finished_ = true;

@@ -224,6 +224,7 @@ Dataset Dataset::PaddedBatch(int64_t batch_size, const PaddedBatchOptions& optio
 Dataset Dataset::Unbatch() const { TW_DATASET_CHAIN("Unbatch", MakeUnbatchDataset(impl_)); }
 Dataset Dataset::Take(int64_t count) const { TW_DATASET_CHAIN("Take", MakeTakeDataset(impl_, count)); }
 Dataset Dataset::Skip(int64_t count) const { TW_DATASET_CHAIN("Skip", MakeSkipDataset(impl_, count)); }
+Dataset Dataset::IgnoreErrors() const { TW_DATASET_CHAIN("IgnoreErrors", MakeIgnoreErrorsDataset(impl_)); }
 Dataset Dataset::Shard(int64_t num_shards, int64_t index) const {
   TW_DATASET_CHAIN("Shard", MakeShardDataset(impl_, num_shards, index));
 }
@@ -267,8 +268,9 @@ Status Iterator::GetNext(Element* element) {
   bool end = false;
   Status s = impl_->GetNext(element, &end);
   if (!s.ok()) {
-    // An input that ends with an error ends there: the next call fails the same way.
-    spent_ = s;
+    // An element's error is that element's: the next call goes on with the
+    // next one (tf.data's rule). A closed pipeline stays closed.
+    if (errors::IsCancelled(s)) spent_ = s;
     return s;
   }
   if (end) {

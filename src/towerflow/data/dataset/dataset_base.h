@@ -206,6 +206,7 @@ StatusOr<std::shared_ptr<const DatasetBase>> MakePaddedBatchDataset(std::shared_
 StatusOr<std::shared_ptr<const DatasetBase>> MakeUnbatchDataset(std::shared_ptr<const DatasetBase> input);
 StatusOr<std::shared_ptr<const DatasetBase>> MakeTakeDataset(std::shared_ptr<const DatasetBase> input,
                                                              int64_t count);
+StatusOr<std::shared_ptr<const DatasetBase>> MakeIgnoreErrorsDataset(std::shared_ptr<const DatasetBase> input);
 StatusOr<std::shared_ptr<const DatasetBase>> MakeSkipDataset(std::shared_ptr<const DatasetBase> input,
                                                              int64_t count);
 StatusOr<std::shared_ptr<const DatasetBase>> MakeShardDataset(std::shared_ptr<const DatasetBase> input,

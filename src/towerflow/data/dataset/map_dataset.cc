@@ -150,15 +150,23 @@ class ChunkIterator final : public IteratorBase {
   const std::string& name() const override { return name_; }
   Status GetNext(Element* out, bool* end) override {
     out->assign(1, Tensor());
-    int64_t count = 0;
+    int64_t count = 0, taken = 0;
     Element e;
-    while (count < size_) {
+    Status failed;  // as Batch: a chunk holding a failed element fails whole
+    while (taken < size_) {
       bool input_end = false;
-      TW_RETURN_IF_ERROR(input_->GetNext(&e, &input_end));
-      if (input_end) break;
+      Status s = input_->GetNext(&e, &input_end);
+      if (errors::IsCancelled(s)) return s;
+      if (s.ok() && input_end) break;
+      ++taken;
+      if (!s.ok()) {
+        if (failed.ok()) failed = s;
+        continue;
+      }
       for (Tensor& t : e) out->push_back(std::move(t));
       ++count;
     }
+    if (!failed.ok()) return failed;
     *end = count == 0 || (drop_remainder_ && count < size_);
     (*out)[0] = Tensor::Scalar<int64_t>(count);
     return Status::OK();

@@ -71,11 +71,15 @@ void RunAhead::WorkerLoop() {
         pulled = input_->GetNext(&in, &end);
         std::lock_guard<std::mutex> l(mu_);
         seq = next_seq_++;
-        if (!pulled.ok() || end) end_seq_ = seq;
+        // An input's error is its element's (tf.data's rule: the next one
+        // follows); only the end, or a closed pipeline, ends the input.
+        if (end || errors::IsCancelled(pulled)) end_seq_ = seq;
       }
     }
     Result r;
+    bool ends = false;
     if (seq >= 0) {
+      ends = end || errors::IsCancelled(pulled);
       if (!pulled.ok() || end) {
         r.status = pulled;
         r.end = end;
@@ -93,7 +97,7 @@ void RunAhead::WorkerLoop() {
     if (seq < 0) {
       input_exhausted_seen = true;
     } else {
-      if (!r.status.ok() || r.end) {
+      if (ends) {
         input_done_ = true;
         end_seq_ = end_seq_ < 0 ? seq : std::min(end_seq_, seq);
       }

@@ -7,9 +7,10 @@
 // transform them without the lock, and file the result under its number.
 // The consumer takes results in input order (ordered) or as they finish. A
 // worker pulls only while fewer than `buffer` results wait or are in flight,
-// so memory stays bounded. The first error or the input's end stops the
-// pulling; the consumer gets every result before it, then the error or the
-// end. Autotune: every 64 GetNexts, if the consumer waited in more than a
+// so memory stays bounded. An error, the input's or the transform's, is the
+// result of its element, and the elements after it follow (tf.data's rule);
+// the input's end (or Cancelled) stops the pulling, and the consumer gets
+// every result before it, then the end. Autotune: every 64 GetNexts, if the consumer waited in more than a
 // tenth of them, one more worker (up to max_workers), kept only if the next
 // 64 come at least 5% faster (else it is retired and the workers are final),
 // or, once workers are final, a buffer twice as large (up to max_buffer); the
@@ -102,7 +103,7 @@ class RunAhead {
   std::map<int64_t, Result> results_;  // guarded by mu_; by input number
   int64_t next_seq_ = 0;               // guarded by input_mu_ and mu_: the next input number
   int64_t next_deliver_ = 0;           // guarded by mu_: results handed out so far (ordered: the next number)
-  int64_t end_seq_ = -1;               // guarded by mu_: the number of the end or error result
+  int64_t end_seq_ = -1;               // guarded by mu_: the number of the end (or Cancelled) result
   int busy_ = 0;                       // guarded by mu_: workers between pull and filing
   bool input_done_ = false;            // guarded by mu_
   bool stop_ = false;                  // guarded by mu_

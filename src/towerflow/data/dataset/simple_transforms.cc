@@ -1,4 +1,4 @@
-// Repeat, Take, Skip and Shard: transformations that only count elements.
+// Repeat, Take, Skip, Shard and IgnoreErrors: transformations that only count elements.
 #include <limits>
 
 #include "towerflow/data/dataset/dataset_base.h"
@@ -188,7 +188,54 @@ class ShardDataset final : public UnaryDataset {
   int64_t num_shards_, index_;
 };
 
+// IgnoreErrors: the input's elements, skipping those whose GetNext fails
+// (each input recovers from its own errors: dataset.h). The count skipped is
+// part of the position, and the pipeline's "Errors ignored" gauge.
+class IgnoreErrorsDataset final : public UnaryDataset {
+ public:
+  explicit IgnoreErrorsDataset(DatasetPtr input) : UnaryDataset("IgnoreErrors", input->spec(), input) {}
+  StatusOr<std::unique_ptr<IteratorBase>> MakeIterator(const std::shared_ptr<PipelineContext>& ctx) const override {
+    auto it = std::make_unique<Iter>(*this, ctx);
+    TW_ASSIGN_OR_RETURN(it->input_, input()->MakeIterator(ctx));
+    return std::unique_ptr<IteratorBase>(std::move(it));
+  }
+
+ private:
+  class Iter final : public DatasetIterator<IgnoreErrorsDataset> {
+   public:
+    using DatasetIterator::DatasetIterator;
+    Status GetNext(Element* out, bool* end) override {
+      while (true) {
+        // An input that fails on every element (forever, under a Repeat)
+        // must not keep a closed iterator's worker from stopping.
+        if (ctx()->cancelled.load(std::memory_order_relaxed)) return CancelledError();
+        Status s = input_->GetNext(out, end);
+        if (s.ok() || errors::IsCancelled(s)) return s;
+        ++ignored_;
+        ctx()->SetGauge("Errors ignored", static_cast<double>(ignored_));
+      }
+    }
+    Status Save(StateWriter& w) const override {
+      w.WriteInt("ignored", ignored_);
+      return SaveInput(*input_, w);
+    }
+    Status Restore(const StateReader& r) override {
+      TW_RETURN_IF_ERROR(r.ReadInt("ignored", &ignored_));
+      return RestoreInput(*input_, r);
+    }
+
+    std::unique_ptr<IteratorBase> input_;
+
+   private:
+    int64_t ignored_ = 0;
+  };
+};
+
 }  // namespace
+
+StatusOr<DatasetPtr> MakeIgnoreErrorsDataset(DatasetPtr input) {
+  return DatasetPtr(std::make_shared<IgnoreErrorsDataset>(std::move(input)));
+}
 
 StatusOr<DatasetPtr> MakeRepeatDataset(DatasetPtr input, int64_t count) {
   if (count < -1) return errors::InvalidArgument("count must be >= -1, got ", count);

@@ -3,6 +3,7 @@
 // restore reopens the file and skips them, checking their CRCs again).
 // Under AutoShard, the shard's files, or of every file the records whose
 // index within the file is the shard's (the others are read and dropped).
+// A file that fails to open or read is its error, once; the next file follows.
 #include "towerflow/data/dataset/dataset_base.h"
 #include "towerflow/data/record_reader.h"
 
@@ -49,7 +50,11 @@ class TFRecordDataset final : public DatasetBase {
       const TFRecordDataset& d = dataset();
       while (file_ < static_cast<int64_t>(files_.size())) {
         if (ctx()->cancelled.load(std::memory_order_relaxed)) return CancelledError();
-        if (reader_ == nullptr) TW_RETURN_IF_ERROR(Open(0));
+        if (reader_ == nullptr) {
+          // A file that cannot be opened is this element's error; the next
+          // GetNext goes on with the next file.
+          if (Status s = Open(0); !s.ok()) return NextFileAfter(s);
+        }
         std::string_view record;
         const uint64_t offset = reader_->offset();
         Status s = reader_->ReadRecordView(&record);
@@ -77,7 +82,7 @@ class TFRecordDataset final : public DatasetBase {
           *end = false;
           return Status::OK();
         }
-        if (s.code() != Code::kOutOfRange) return s;
+        if (s.code() != Code::kOutOfRange) return NextFileAfter(s);
         reader_.reset();
         ++file_;
       }
@@ -105,6 +110,15 @@ class TFRecordDataset final : public DatasetBase {
 
    private:
     friend class TFRecordDataset;
+    // A file that failed (corrupt, truncated, unreadable) is read no further,
+    // as tf.data does after DataLoss: its error is returned and the next
+    // GetNext starts the next file (where tf.data retries a file it cannot
+    // open forever).
+    Status NextFileAfter(const Status& error) {
+      reader_.reset();
+      ++file_;
+      return error;
+    }
     // Opens file_ and reads past its first `skip` records.
     Status Open(int64_t skip) {
       const std::string& path = files_[static_cast<size_t>(file_)];
