@@ -14,6 +14,7 @@ void BindSession(nb::module_& m);  // session_bindings.cc
 void BindTrain(nb::module_& m);    // train_bindings.cc
 void BindData(nb::module_& m);     // data_bindings.cc
 void BindDataset(nb::module_& m);  // dataset_bindings.cc
+void BindRecords(nb::module_& m);  // record_bindings.cc
 
 // Runs a builder in `scope` and raises the first error it recorded there:
 // Python reports a bad node where it is built, as TF1's Python does.

@@ -11,7 +11,10 @@
 #include <nanobind/stl/unique_ptr.h>
 #include <nanobind/stl/vector.h>
 
+#include <functional>
 #include <memory>
+#include <mutex>
+#include <set>
 
 #include "bindings.h"
 #include "convert.h"
@@ -27,9 +30,19 @@ namespace {
 // threads without the GIL: the reference is released under the GIL.
 using PyFn = std::shared_ptr<nb::object>;
 
+// Whether the interpreter is exiting: a thread that takes the GIL now is
+// ended by Python (which a C++ thread cannot survive), so none may.
+bool Finalizing() {
+#if PY_VERSION_HEX >= 0x030D0000
+  return !Py_IsInitialized() || Py_IsFinalizing();
+#else
+  return !Py_IsInitialized() || _Py_IsFinalizing();
+#endif
+}
+
 PyFn HoldCallable(nb::callable fn) {
   return PyFn(new nb::object(std::move(fn)), [](nb::object* p) {
-    if (!Py_IsInitialized()) {
+    if (Finalizing()) {
       (void)p->release();  // the interpreter is gone: leak the reference
       delete p;
       return;
@@ -81,6 +94,7 @@ nb::list SpecToPython(const data::ElementSpec& spec) {
 data::DatasetFn DatasetFnFromPython(nb::callable fn) {
   PyFn held = HoldCallable(std::move(fn));
   return [held](const data::Element& element) -> StatusOr<Dataset> {
+    if (Finalizing()) return errors::Cancelled("the Python interpreter is exiting");
     nb::gil_scoped_acquire gil;
     try {
       nb::object result = (*held)(ElementToPython(element));
@@ -95,9 +109,83 @@ data::DatasetFn DatasetFnFromPython(nb::callable fn) {
   };
 }
 
+// A Python-side iterator. Its pipeline's threads may wait for the GIL (a
+// flat_map's Python function runs under it), so the pipeline is stopped,
+// saved and restored with the GIL released, and every live one is closed at
+// interpreter exit (CloseAllIterators, from atexit): a thread that waits for
+// the GIL during finalization is ended by Python, which a C++ thread cannot
+// survive.
+class PyIterator {
+ public:
+  explicit PyIterator(std::unique_ptr<data::Iterator> it) : it_(std::move(it)) {
+    std::lock_guard<std::mutex> lock(LiveMutex());
+    Live().insert(this);
+  }
+  ~PyIterator() {
+    {
+      std::lock_guard<std::mutex> lock(LiveMutex());
+      Live().erase(this);
+    }
+    Close();
+  }
+  PyIterator(const PyIterator&) = delete;
+  PyIterator& operator=(const PyIterator&) = delete;
+
+  // The pipeline; FailedPrecondition once closed. REQUIRES: the GIL.
+  std::shared_ptr<data::Iterator> get() const {
+    if (it_ == nullptr) ThrowIfError(errors::FailedPrecondition("the dataset iterator was closed (interpreter exit)"));
+    return it_;
+  }
+
+  // Stops and joins the pipeline's threads. REQUIRES: the GIL.
+  void Close() {
+    std::shared_ptr<data::Iterator> it = std::move(it_);
+    if (it == nullptr) return;
+    nb::gil_scoped_release release;
+    it->Cancel();
+    it.reset();  // joins, unless a get_next on another thread holds it: that one then does
+  }
+
+  static void CloseAll() {
+    std::vector<PyIterator*> live;
+    {
+      std::lock_guard<std::mutex> lock(LiveMutex());
+      live.assign(Live().begin(), Live().end());
+    }
+    for (PyIterator* it : live) it->Close();
+  }
+
+ private:
+  static std::mutex& LiveMutex() {
+    static std::mutex mu;
+    return mu;
+  }
+  static std::set<PyIterator*>& Live() {
+    static std::set<PyIterator*> live;
+    return live;
+  }
+
+  std::shared_ptr<data::Iterator> it_;
+};
+
+// Runs `build` (FlatMap, Interleave) without the GIL: learning the element
+// spec reads the input's first element, whose pipeline may run Python
+// functions on its threads; the Python function of this transformation
+// takes the GIL itself.
+Dataset BuiltWithoutGil(const std::function<Dataset()>& build) {
+  Dataset ds;
+  {
+    nb::gil_scoped_release release;
+    ds = build();
+  }
+  return Built(std::move(ds));
+}
+
 }  // namespace
 
 void BindDataset(nb::module_& m) {
+  m.def("_close_dataset_iterators", &PyIterator::CloseAll,
+        "Closes every live dataset iterator (registered with atexit by towerflow.data).");
   m.attr("AUTOTUNE") = data::kAutotune;
 
   nb::class_<Dataset>(m, "Dataset", "A tf.data-style input pipeline (data/dataset.h).")
@@ -141,13 +229,19 @@ void BindDataset(nb::module_& m) {
              return Built(ds.Filter(predicate));
            },
            "predicate"_a)
-      .def("flat_map", [](const Dataset& ds, nb::callable fn) { return Built(ds.FlatMap(DatasetFnFromPython(fn))); },
+      .def("flat_map",
+           [](const Dataset& ds, nb::callable fn) {
+             data::DatasetFn f = DatasetFnFromPython(fn);
+             return BuiltWithoutGil([&] { return ds.FlatMap(f); });
+           },
            "fn"_a)
       .def("interleave",
            [](const Dataset& ds, nb::callable fn, int64_t cycle_length, int64_t block_length,
               int64_t num_parallel_calls, bool deterministic) {
-             return Built(ds.Interleave(DatasetFnFromPython(fn), {cycle_length, block_length, num_parallel_calls,
-                                                                    deterministic}));
+             data::DatasetFn f = DatasetFnFromPython(fn);
+             return BuiltWithoutGil([&] {
+               return ds.Interleave(f, {cycle_length, block_length, num_parallel_calls, deterministic});
+             });
            },
            "fn"_a, "cycle_length"_a = data::kAutotune, "block_length"_a = 1, "num_parallel_calls"_a = 0,
            "deterministic"_a = true)
@@ -162,6 +256,7 @@ void BindDataset(nb::module_& m) {
       .def("unbatch", [](const Dataset& ds) { return Built(ds.Unbatch()); })
       .def("take", [](const Dataset& ds, int64_t n) { return Built(ds.Take(n)); }, "count"_a)
       .def("skip", [](const Dataset& ds, int64_t n) { return Built(ds.Skip(n)); }, "count"_a)
+      .def("ignore_errors", [](const Dataset& ds) { return Built(ds.IgnoreErrors()); })
       .def("shard", [](const Dataset& ds, int64_t n, int64_t i) { return Built(ds.Shard(n, i)); },
            "num_shards"_a, "index"_a)
       .def("cache", [](const Dataset& ds, const std::string& f) { return Built(ds.Cache(f)); }, "filename"_a = "")
@@ -175,38 +270,58 @@ void BindDataset(nb::module_& m) {
       .def_prop_ro("element_spec", [](const Dataset& ds) { return SpecToPython(ds.element_spec()); })
       .def("cardinality", &Dataset::Cardinality)
       .def("debug_string", &Dataset::DebugString)
-      .def("make_iterator", [](const Dataset& ds) { return ValueOrThrow(ds.MakeIterator()); });
+      .def("make_iterator",
+           [](const Dataset& ds) { return std::make_unique<PyIterator>(ValueOrThrow(ds.MakeIterator())); });
 
-  nb::class_<data::Iterator>(m, "DatasetIterator", "Iterates a Dataset from Python (data/dataset.h).")
+  // Every call takes its own reference to the pipeline, so that a Close on
+  // another thread (interpreter exit) leaves the last one to join it.
+  nb::class_<PyIterator>(m, "DatasetIterator", "Iterates a Dataset from Python (data/dataset.h).")
       .def("get_next",
-           [](data::Iterator& it) {
+           [](PyIterator& py) {
+             std::shared_ptr<data::Iterator> it = py.get();
              data::Element element;
              Status s;
              {
                nb::gil_scoped_release release;
-               s = it.GetNext(&element);
+               s = it->GetNext(&element);
+               it.reset();
              }
              ThrowIfError(s);
              return ElementToPython(element);
            })
       .def("save",
-           [](const data::Iterator& it) {
+           [](PyIterator& py) {
+             std::shared_ptr<data::Iterator> it = py.get();
              data::IteratorState state;
-             ThrowIfError(it.Save(&state));
+             Status s;
+             {
+               nb::gil_scoped_release release;  // Save waits for the elements in flight
+               s = it->Save(&state);
+               it.reset();
+             }
+             ThrowIfError(s);
              std::string bytes = data::SerializeIteratorState(state);
              return nb::bytes(bytes.data(), bytes.size());
            })
       .def("restore",
-           [](data::Iterator& it, nb::bytes bytes) {
+           [](PyIterator& py, nb::bytes bytes) {
+             std::shared_ptr<data::Iterator> it = py.get();
              data::IteratorState state =
                  ValueOrThrow(data::ParseIteratorState(std::string_view(bytes.c_str(), bytes.size())));
-             ThrowIfError(it.Restore(state));
+             Status s;
+             {
+               nb::gil_scoped_release release;
+               s = it->Restore(state);
+               it.reset();
+             }
+             ThrowIfError(s);
            },
            "state"_a)
-      .def("autotune_summary", &data::Iterator::AutotuneSummary)
-      .def("gauges", &data::Iterator::Gauges)
-      .def("cancel", &data::Iterator::Cancel)
-      .def_prop_ro("element_spec", [](const data::Iterator& it) { return SpecToPython(it.element_spec()); });
+      .def("autotune_summary", [](PyIterator& py) { return py.get()->AutotuneSummary(); })
+      .def("gauges", [](PyIterator& py) { return py.get()->Gauges(); })
+      .def("cancel", [](PyIterator& py) { py.get()->Cancel(); })
+      .def("close", &PyIterator::Close, "Stops the pipeline and joins its threads; later calls fail.")
+      .def_prop_ro("element_spec", [](PyIterator& py) { return SpecToPython(py.get()->element_spec()); });
 
   nb::class_<data::GraphIterator>(m, "GraphIterator", "A dataset's iterator in a graph (data/iterator_ops.h).")
       .def_prop_ro("handle", &data::GraphIterator::handle)
@@ -239,10 +354,12 @@ void BindDataset(nb::module_& m) {
       .def("autotune_summary", [](const data::GraphIterator& it, Session& s) { return data::IteratorAutotuneSummary(s, it); },
            "session"_a);
   m.def("make_graph_iterator",
-        [](const Scope& scope, const Dataset& ds, const std::string& shared_name) {
-          return Checked(scope, [&] { return data::MakeIterator(scope, ds, {.shared_name = shared_name}); });
+        [](const Scope& scope, const Dataset& ds, const std::string& shared_name, bool initializable) {
+          return Checked(scope, [&] {
+            return data::MakeIterator(scope, ds, {.shared_name = shared_name, .initializable = initializable});
+          });
         },
-        "scope"_a, "dataset"_a, "shared_name"_a = "");
+        "scope"_a, "dataset"_a, "shared_name"_a = "", "initializable"_a = false);
 }
 
 }  // namespace tw::python

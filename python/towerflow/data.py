@@ -10,15 +10,66 @@ build a towerflow subgraph once (with towerflow.compat.v1 ops); ``flat_map``
 and ``interleave`` functions run per element and return a Dataset.
 """
 
+import atexit as _atexit
+import os as _os
+
+import numpy as _np
+
 from . import _core
 from ._tf1 import dtypes as _dtypes
 from ._tf1 import framework as _fw
 
 AUTOTUNE = _core.AUTOTUNE
 
+# Pipelines iterated from Python stop before the interpreter finalizes (their
+# threads may be waiting to run a Python function).
+_atexit.register(_core._close_dataset_iterators)
+
+
+def ignore_errors(log_warning=False):
+    """tf.data.experimental.ignore_errors: for Dataset.apply."""
+    return lambda dataset: dataset.ignore_errors(log_warning)
+
 
 def _flat(value):
     return list(value) if isinstance(value, tuple) else [value]
+
+
+def _component(value, where):
+    """A NumPy value of one component of from_tensors/from_tensor_slices,
+    with TF's dtypes for Python values (floats float32, ints int32)."""
+    if isinstance(value, dict) or (isinstance(value, tuple) and not isinstance(value, _np.ndarray)):
+        raise NotImplementedError(
+            "%s: nested structures (a dict, a tuple inside the tuple) are not supported; "
+            "give a tuple of arrays" % where)
+    if isinstance(value, _fw.Tensor) or hasattr(value, "_as_graph_element") or hasattr(value, "graph"):
+        raise NotImplementedError(
+            "%s: a graph tensor (a constant, a placeholder fed at the initializer) is not supported; "
+            "give NumPy arrays or Python lists" % where)
+    if isinstance(value, (_np.ndarray, _np.generic)):
+        return value
+    arr = _np.asarray(value)
+    if arr.dtype.kind in ("f", "i", "u"):
+        return arr.astype(_fw._inferred_dtype(value).as_numpy_dtype)
+    return value
+
+
+def _seed(op_seed):
+    """The seed of a shuffle or list_files: TF's rule with tf.set_random_seed
+    (a graph seed and no op seed: an op seed drawn from a per-graph count, so
+    the same program shuffles alike in every run)."""
+    g = _fw.get_default_graph()
+    graph_seed = g.seed
+    if graph_seed is None:
+        return None if op_seed is None else int(op_seed)
+    if op_seed is None:
+        op_seed = getattr(g, "_dataset_seeds", 0)
+        g._dataset_seeds = op_seed + 1
+    return (int(graph_seed) * 1000003 + int(op_seed)) % (1 << 63)
+
+
+def _components(value, where):
+    return [_component(v, where) for v in _flat(value)]
 
 
 class Dataset:
@@ -31,11 +82,13 @@ class Dataset:
     # ---- sources
     @staticmethod
     def from_tensors(tensors):
-        return Dataset(_core.Dataset.from_tensors(_flat(tensors)), not isinstance(tensors, tuple))
+        return Dataset(_core.Dataset.from_tensors(_components(tensors, "from_tensors")),
+                       not isinstance(tensors, tuple))
 
     @staticmethod
     def from_tensor_slices(tensors):
-        return Dataset(_core.Dataset.from_tensor_slices(_flat(tensors)), not isinstance(tensors, tuple))
+        return Dataset(_core.Dataset.from_tensor_slices(_components(tensors, "from_tensor_slices")),
+                       not isinstance(tensors, tuple))
 
     @staticmethod
     def range(*args):
@@ -44,8 +97,8 @@ class Dataset:
 
     @staticmethod
     def list_files(file_pattern, shuffle=None, seed=None):
-        return Dataset(_core.Dataset.list_files(str(file_pattern), True if shuffle is None else bool(shuffle), seed),
-                       True)
+        return Dataset(_core.Dataset.list_files(str(file_pattern), True if shuffle is None else bool(shuffle),
+                                                _seed(seed)), True)
 
     # ---- transformations
     def _wrap(self, core, single=None):
@@ -104,7 +157,7 @@ class Dataset:
         return self._wrap(core, call.single)
 
     def shuffle(self, buffer_size, seed=None, reshuffle_each_iteration=None):
-        return self._wrap(self._ds.shuffle(int(buffer_size), seed,
+        return self._wrap(self._ds.shuffle(int(buffer_size), _seed(seed),
                                            True if reshuffle_each_iteration is None else reshuffle_each_iteration))
 
     def repeat(self, count=None):
@@ -121,6 +174,12 @@ class Dataset:
 
     def skip(self, count):
         return self._wrap(self._ds.skip(int(count)))
+
+    def ignore_errors(self, log_warning=False):
+        """The elements whose computation did not fail (a map function that
+        raised, a corrupt or missing TFRecord file, a batch holding such an
+        element); `log_warning` is accepted and has no effect."""
+        return self._wrap(self._ds.ignore_errors())
 
     def shard(self, num_shards, index):
         return self._wrap(self._ds.shard(int(num_shards), int(index)))
@@ -168,13 +227,24 @@ class Dataset:
         return Iterator(self, initialized=False, shared_name=shared_name or "")
 
 
+def _filenames(filenames):
+    """File names as str: one name or a list of them, each str, bytes or a
+    path; a NumPy array of them (what interleave gives its function)."""
+    if isinstance(filenames, _np.ndarray):
+        filenames = filenames.ravel().tolist()
+    elif isinstance(filenames, (str, bytes, _os.PathLike)):
+        filenames = [filenames]
+    if isinstance(filenames, _fw.Tensor):
+        raise NotImplementedError("TFRecordDataset of a graph tensor: give the names, or a Dataset of them")
+    return [_os.fsdecode(f) if isinstance(f, (bytes, _os.PathLike)) else str(f) for f in filenames]
+
+
 class TFRecordDataset(Dataset):
     """tf.data.TFRecordDataset: the records of `filenames` (a list of names
     or a Dataset of them), compression detected unless given."""
 
     def __init__(self, filenames, compression_type=None, buffer_size=None, num_parallel_reads=None):
-        files = filenames._ds if isinstance(filenames, Dataset) else (
-            [filenames] if isinstance(filenames, str) else [str(f) for f in filenames])
+        files = filenames._ds if isinstance(filenames, Dataset) else _filenames(filenames)
         compression = "auto" if compression_type is None else compression_type
         core = _core.Dataset.tfrecord(files, compression, int(buffer_size or 256 << 10),
                                       int(num_parallel_reads or 1))
@@ -185,7 +255,8 @@ class PythonIterator:
     """Iterates a dataset in this process; save()/restore() checkpoint its position."""
 
     def __init__(self, dataset):
-        self._it = dataset._ds.make_iterator()
+        self._ds = dataset._ds
+        self._it = self._ds.make_iterator()
         self._single = dataset._single
 
     def __iter__(self):
@@ -207,7 +278,11 @@ class PythonIterator:
         return self._it.save()
 
     def restore(self, state):
-        self._it.restore(state)
+        """Continues from `state` (save()), whatever this iterator has read."""
+        it = self._ds.make_iterator()
+        it.restore(state)
+        self._it.close()
+        self._it = it
 
     def autotune_summary(self):
         return self._it.autotune_summary()
@@ -221,12 +296,11 @@ class Iterator:
         g = _fw.get_default_graph()
         self._graph = g
         self._single = dataset._single
-        self._it = _core.make_graph_iterator(g._scope, dataset._ds, shared_name)
+        # One-shot: the first get_next of each session starts the pass (a
+        # session that never reads it never starts it); initializable: a
+        # get_next before the initializer ran is FailedPreconditionError.
+        self._it = _core.make_graph_iterator(g._scope, dataset._ds, shared_name, not initialized)
         self._initializer = g._wrap_node(self._it.initializer)
-        if initialized:
-            # One-shot: every session runs the initializer before its first
-            # run that follows the iterator's creation (session.py).
-            g._one_shot_inits.append(self._initializer)
 
     @property
     def initializer(self):

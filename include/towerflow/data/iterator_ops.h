@@ -42,6 +42,10 @@ struct IteratorOptions {
   // Iterators (in one session) naming the same shared_name share one
   // position; default: the Iterator node's name.
   std::string shared_name = "";
+  // false (a one-shot iterator): the first GetNext starts a pass. true
+  // (tf.data's make_initializable_iterator): a GetNext or Save before the
+  // initializer has run is FailedPrecondition, as in TensorFlow.
+  bool initializable = false;
 };
 
 class GraphIterator {

@@ -52,6 +52,8 @@ def get_default_session():
 class Graph:
     """A TF1 graph (tf.Graph) over the engine's graph."""
 
+    _captures_constants = False  # a dataset function's graph (_borrow) does
+
     def __init__(self):
         self._graph = _core.Graph()
         self._scopes = [_core.Scope(self._graph)]
@@ -68,7 +70,6 @@ class Graph:
         self._reserved = {}  # lowercased full name -> op_name blocks holding it
         self._finalized = False
         self._lock = threading.RLock()
-        self._one_shot_inits = []  # initializers of one-shot dataset iterators (data.py)
 
     @classmethod
     def _borrow(cls, scope):
@@ -87,7 +88,7 @@ class Graph:
         g._reserved = {}
         g._finalized = False
         g._lock = threading.RLock()
-        g._one_shot_inits = []
+        g._captures_constants = True
         return g
 
     # -- context
@@ -459,6 +460,7 @@ def make_op(op_type, inputs, attrs=None, name=None, graph=None):
     """Builds one node; returns its Operation. `inputs` are Tensors (lists flattened)."""
     g = graph or _graph_of(inputs)
     tensors = [convert_to_tensor(t) for t in inputs]
+    tensors = [_in_graph(g, t, tensors) for t in tensors]
     _check_input_dtypes(op_type, tensors, attrs or {})
     outputs = [t._output for t in tensors]
     # The name op_name reserved for it, or one made unique as TF makes it (the
@@ -469,6 +471,22 @@ def make_op(op_type, inputs, attrs=None, name=None, graph=None):
     with building():
         node = _core.add_op(g._scope, op_type, outputs, attrs or {}, name)
     return g._wrap_node(node)
+
+
+def _in_graph(g, t, tensors):
+    """`t` as an input of an op of `g`: itself, or, in a dataset function's
+    graph, a copy of a constant of the outer graph (TF captures it); any other
+    tensor of another graph is TF's ValueError."""
+    if t.graph is g:
+        return t
+    if g._captures_constants:
+        if t.op.type == "Const":
+            with g.as_default():
+                return constant(t.op.get_attr("value"), dtype=t.dtype)
+        raise ValueError("%r is a tensor of the outer graph: a dataset function captures its constants only "
+                         "(give the function its values as NumPy arrays or Python numbers)" % (t,))
+    first = next((x for x in tensors if x.graph is g), tensors[0])
+    raise ValueError("%r must be from the same graph as %r." % (t, first))
 
 
 _schemas = {}

@@ -1,6 +1,7 @@
 """TFRecord reading and tf.train.Example parsing of TF1's Python API."""
 
 import collections
+import os
 
 from .. import _core
 from . import dtypes as _dtypes
@@ -92,9 +93,67 @@ def decode_raw(input_bytes=None, out_type=None, little_endian=True, name=None, b
     return g._tensor(out)
 
 
+class TFRecordCompressionType:
+    NONE = 0
+    ZLIB = 1
+    GZIP = 2
+
+
+def _compression_name(compression_type):
+    if isinstance(compression_type, int):
+        return {0: "", 1: "ZLIB", 2: "GZIP"}[compression_type]
+    return compression_type or ""
+
+
 class TFRecordOptions:
+    compression_type_map = {0: "", 1: "ZLIB", 2: "GZIP"}
+
     def __init__(self, compression_type=None):
-        self.compression_type = compression_type or ""
+        self.compression_type = _compression_name(compression_type)
+
+    @classmethod
+    def get_compression_type_string(cls, options):
+        return "" if options is None else _compression_name(options.compression_type)
+
+
+def _options_name(options):
+    if options is None:
+        return ""
+    if isinstance(options, (str, int)):
+        return _compression_name(options)
+    return _compression_name(options.compression_type)
+
+
+class TFRecordWriter:
+    """tf.python_io.TFRecordWriter: writes records (bytes) to a TFRecord file,
+    byte for byte as TensorFlow does; a context manager."""
+
+    def __init__(self, path, options=None):
+        self._writer = _core.RecordWriter(os.fsdecode(path), _options_name(options))
+
+    def write(self, record):
+        if isinstance(record, str):
+            record = record.encode()
+        self._writer.write(bytes(record))
+
+    def flush(self):
+        self._writer.flush()
+
+    def close(self):
+        self._writer.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+
+def tf_record_iterator(path, options=None):
+    """tf.python_io.tf_record_iterator: the records (bytes) of a TFRecord
+    file; its compression detected when `options` is None."""
+    return _core.RecordIterator(os.fsdecode(path), "AUTO" if options is None else _options_name(options))
 
 
 class TFRecordReader:

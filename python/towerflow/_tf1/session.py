@@ -88,13 +88,35 @@ def _parse_visible_device_list(text):
 
 
 class RunOptions:
-    def __init__(self, trace_level=0, timeout_in_ms=0):
-        if trace_level or timeout_in_ms:
-            raise NotImplementedError("RunOptions are not supported by towerflow (use towerflow's --trace)")
+    """tf.RunOptions: accepted, with no effect on the run (a step's trace is
+    towerflow's --trace / Session's trace file, not RunMetadata.step_stats);
+    a timeout is refused, as the engine would not honour it."""
+
+    NO_TRACE = 0
+    SOFTWARE_TRACE = 1
+    HARDWARE_TRACE = 2
+    FULL_TRACE = 3
+
+    def __init__(self, trace_level=0, timeout_in_ms=0, inter_op_thread_pool=0, output_partition_graphs=False,
+                 debug_options=None, report_tensor_allocations_upon_oom=False, experimental=None):
+        if timeout_in_ms:
+            raise NotImplementedError("RunOptions.timeout_in_ms is not supported by towerflow")
+        self.trace_level = int(trace_level)
+        self.timeout_in_ms = 0
+        self.inter_op_thread_pool = int(inter_op_thread_pool)
+        self.output_partition_graphs = bool(output_partition_graphs)
+        self.debug_options = debug_options
+        self.report_tensor_allocations_upon_oom = bool(report_tensor_allocations_upon_oom)
+        self.experimental = experimental
 
 
 class RunMetadata:
-    pass
+    """tf.RunMetadata: left empty by a run (see RunOptions)."""
+
+    def __init__(self):
+        self.step_stats = None
+        self.partition_graphs = []
+        self.cost_graph = None
 
 
 class _Fetch:
@@ -208,7 +230,6 @@ class BaseSession:
         self._closed = False
         self._runner_groups = []  # start_queue_runners' threads, stopped at close
         self._default_contexts = []
-        self._one_shot_done = 0
 
     @property
     def graph(self):
@@ -246,12 +267,6 @@ class BaseSession:
                                 "Python scalars, strings, lists, numpy ndarrays, or TensorHandles.")
             _check_feed_shape(t, value)
             feeds.append((t._output, value))
-        inits = self._graph._one_shot_inits
-        if len(inits) > self._one_shot_done:
-            # One-shot dataset iterators made since the last run start here.
-            pending = inits[self._one_shot_done:]
-            self._one_shot_done = len(inits)
-            self._session.run([], [], [op._node for op in pending])
         values = self._session.run(feeds, fetch.outputs, fetch.targets)
         return fetch.result([_as_value(v) for v in values])
 

@@ -5,12 +5,32 @@ of merge/merge_all) returns the serialized tensorflow.Summary bytes (field
 numbers as TF's summary.proto: value=1; tag=1, simple_value=2), which
 FileWriter.add_summary writes as an Event of the event file."""
 
+import atexit
+import itertools
+import os
+import re
 import struct
+import threading
+import weakref
 
 import numpy as np
 
 from .. import _core
+from .. import errors
 from . import framework as fw
+
+_writer_ids = itertools.count(1)
+_live_writers = weakref.WeakSet()
+
+
+@atexit.register
+def _flush_live_writers():
+    """A writer left open at exit loses none of its events."""
+    for w in list(_live_writers):
+        try:
+            w.flush()
+        except Exception:  # noqa: BLE001: exit goes on
+            pass
 
 
 def _varint(n):
@@ -93,7 +113,10 @@ def scalar(name, tensor, collections=None, family=None):
     if t.shape.ndims not in (None, 0):
         raise ValueError("tf.summary.scalar takes a scalar; '%s' has shape %s" % (name, t.shape))
     g = t.graph
-    tag = g._scope.name_scope + "/" + name if g._scope.name_scope else name
+    # TF's tag: the name with characters TensorBoard does not take replaced
+    # by '_', under the name scope, made unique ("loss", "loss_1").
+    clean = re.sub(r"[^-/\w\.]", "_", str(name)).lstrip("/") or "summary"
+    tag = g.unique_name(clean)
     s = _Summary(g, [(tag, t)])
     for c in (collections if collections is not None else ["summaries"]):
         g.add_to_collection(c, s)
@@ -120,9 +143,36 @@ class FileWriter:
     """tf.summary.FileWriter: an event file in `logdir` that TensorBoard reads."""
 
     def __init__(self, logdir, graph=None, max_queue=10, flush_secs=120, filename_suffix=None, session=None):
-        self._writer = _core.EventFileWriter.create(str(logdir), filename_suffix or "")
+        suffix = filename_suffix or ""
+        try:
+            self._writer = _core.EventFileWriter.create(str(logdir), suffix)
+        except errors.AlreadyExistsError:
+            # Another writer of this host opened one in the same second: TF
+            # writes both; so does this one, under a name of its own.
+            suffix = ".%d.%d%s" % (os.getpid(), next(_writer_ids), suffix)
+            self._writer = _core.EventFileWriter.create(str(logdir), suffix)
+        # TF's queue: events reach the file after max_queue of them, or
+        # flush_secs after the last flush (a thread of the writer's own).
+        self._lock = threading.Lock()
+        self._max_queue = max(1, int(max_queue))
+        self._flush_secs = float(flush_secs)
+        self._pending = 0
+        self._closed = threading.Event()
+        self._flusher = threading.Thread(target=self._flush_every, name="FileWriter flush", daemon=True)
+        self._flusher.start()
+        _live_writers.add(self)
         if graph is not None:
             self.add_graph(graph)
+
+    def _flush_every(self):
+        while not self._closed.wait(self._flush_secs):
+            self.flush()
+
+    def _added(self):
+        self._pending += 1
+        if self._pending >= self._max_queue:
+            self._writer.flush()
+            self._pending = 0
 
     def get_logdir(self):
         import os
@@ -133,17 +183,27 @@ class FileWriter:
             pairs = _decode(bytes(summary))
         else:
             raise TypeError("add_summary takes the bytes a session run of a summary returned")
-        self._writer.add_scalars(int(global_step or 0), [(t, float(v)) for t, v in pairs])
+        with self._lock:
+            self._writer.add_scalars(int(global_step or 0), [(t, float(v)) for t, v in pairs])
+            self._added()
 
     def add_graph(self, graph, global_step=None):
         g = graph if isinstance(graph, fw.Graph) else graph.graph
-        self._writer.add_graph(g._graph)
+        with self._lock:
+            self._writer.add_graph(g._graph)
+            self._added()
 
     def flush(self):
-        self._writer.flush()
+        with self._lock:
+            if not self._closed.is_set() or self._pending:
+                self._writer.flush()
+            self._pending = 0
 
     def close(self):
-        self._writer.close()
+        self._closed.set()
+        with self._lock:
+            self._writer.close()
+            self._pending = 0
 
     def __enter__(self):
         return self

@@ -146,6 +146,25 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
   if (by_name_.count(spec.name)) return fail(errors::AlreadyExists("a node with this name exists"));
   if (Status s = BindInputs(*def, spec); !s.ok()) return fail(s);
   if (Status s = CheckAttrs(*def, spec.attrs); !s.ok()) return fail(s);
+  // Every input from this graph (one of another would be read through this
+  // graph's ids: a wrong tensor, a crash or a hang at run time).
+  auto owned = [&](const Node* n) {
+    return n != nullptr && n->id() >= 0 && n->id() < num_nodes() && nodes_[static_cast<size_t>(n->id())].get() == n;
+  };
+  for (size_t i = 0; i < spec.inputs.size(); ++i) {
+    if (!owned(spec.inputs[i].node)) {
+      return fail(errors::InvalidArgument("input ", i, " ('", spec.inputs[i].name(),
+                                          "') is a tensor of another graph: an op's inputs must come from the "
+                                          "graph it is added to"));
+    }
+  }
+  for (const Node* c : spec.control_inputs) {
+    if (!owned(c)) {
+      return fail(errors::InvalidArgument("control input '", c != nullptr ? c->name() : std::string("null"),
+                                          "' is an op of another graph (or null): control inputs must come from the "
+                                          "graph the op is added to"));
+    }
+  }
 
   auto node = std::make_unique<Node>();
   node->def_ = def;

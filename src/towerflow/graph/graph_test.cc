@@ -79,6 +79,28 @@ TEST(GraphTest, SchemaChecksInputsAndAttrs) {
   EXPECT_NE(r3.status().message().find("unknown attr 'bogus'"), std::string::npos);
 }
 
+// An input or control input of another graph is refused when the op is
+// built (read through this graph's ids it would be a wrong tensor, a crash or
+// a hang at run time).
+TEST(GraphTest, InputsOfAnotherGraphAreRefused) {
+  Graph g1, g2;
+  Scope s1(g1), s2(g2);
+  auto a = Placeholder(s1.WithOpName("a"), kFloat32);
+  auto b = Placeholder(s2.WithOpName("b"), kFloat32);
+  auto sum = Identity(s2.WithOpName("sum"), a);
+  EXPECT_FALSE(sum.valid());
+  ASSERT_FALSE(s2.ok());
+  EXPECT_EQ(s2.status().code(), Code::kInvalidArgument);
+  EXPECT_NE(s2.status().message().find("input 0 ('a:0') is a tensor of another graph"), std::string::npos)
+      << s2.status().ToString();
+  Scope s3(g2);
+  NodeBuilder(s3.WithOpName("after"), "Identity").Input(b).ControlInput(a.node).Finalize();
+  ASSERT_FALSE(s3.ok());
+  EXPECT_NE(s3.status().message().find("control input 'a' is an op of another graph"), std::string::npos)
+      << s3.status().ToString();
+  EXPECT_EQ(g2.num_nodes(), 1);  // b alone
+}
+
 TEST(GraphTest, ShapesAreInferredAtBuildTime) {
   Graph g;
   Scope root(g);

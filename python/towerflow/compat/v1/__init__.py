@@ -205,8 +205,11 @@ decode_raw = _io.decode_raw
 TFRecordReader = _io.TFRecordReader
 io = _Namespace(__name__ + ".io", "tf.io", FixedLenFeature=FixedLenFeature, VarLenFeature=VarLenFeature,
                 parse_single_example=parse_single_example, parse_example=parse_example, decode_raw=decode_raw,
-                TFRecordOptions=_io.TFRecordOptions)
-python_io = _Namespace(__name__ + ".python_io", "tf.python_io", TFRecordOptions=_io.TFRecordOptions)
+                TFRecordOptions=_io.TFRecordOptions, TFRecordWriter=_io.TFRecordWriter,
+                tf_record_iterator=_io.tf_record_iterator)
+python_io = _Namespace(__name__ + ".python_io", "tf.python_io", TFRecordOptions=_io.TFRecordOptions,
+                       TFRecordWriter=_io.TFRecordWriter, tf_record_iterator=_io.tf_record_iterator,
+                       TFRecordCompressionType=_io.TFRecordCompressionType)
 
 # ---- training
 train = _Namespace(
@@ -241,7 +244,7 @@ data = _Namespace(__name__ + ".data", "tf.data", Dataset=_data.Dataset, TFRecord
                   make_initializable_iterator=lambda ds, shared_name=None: ds.make_initializable_iterator(
                       shared_name),
                   experimental=_Namespace(__name__ + ".data.experimental", "tf.data.experimental",
-                                          AUTOTUNE=_data.AUTOTUNE))
+                                          AUTOTUNE=_data.AUTOTUNE, ignore_errors=_data.ignore_errors))
 
 # ---- errors
 errors = errors

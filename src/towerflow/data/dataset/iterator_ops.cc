@@ -50,6 +50,7 @@ void RegisterDatasetOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegist
                    .RefOutput("handle", "string")
                    .RequiredAttr("dataset_id", AttrType::kString)
                    .Attr("shared_name", std::string())
+                   .Attr("initializable", false)
                    .Stateful()
                    .Shape([](InferenceContext* c) {
                      c->set_output(0, PartialShape(TensorShape{}));
@@ -98,6 +99,7 @@ GraphIterator MakeIterator(const Scope& scope, const Dataset& dataset, const Ite
   const std::string id = RegisterDataset(scope.graph(), dataset);
   NodeBuilder b(scope, "Iterator", "Iterator");
   b.Attr("dataset_id", id).Attr("shared_name", options.shared_name);
+  if (options.initializable) b.Attr("initializable", true);
   Node* node = b.Finalize();
   if (node == nullptr) return it;
   const Scope init_scope = scope.NewSubScope(node->name());  // NodeBuilder keeps a reference

@@ -44,6 +44,29 @@ TEST(IteratorOpsTest, OneShotThenOutOfRangeAndInitializerRestarts) {
   EXPECT_EQ(Next(session, next[0]), 0);
 }
 
+// tf.data's make_initializable_iterator: nothing is read before the
+// initializer runs (FailedPrecondition, TensorFlow's message), then as one-shot.
+TEST(IteratorOpsTest, AnInitializableIteratorFailsUntilItsInitializerRuns) {
+  Graph graph;
+  Scope root(graph);
+  GraphIterator it = MakeIterator(root, Dataset::Range(3), {.initializable = true});
+  std::vector<Output> next = it.GetNext(root);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(graph);
+  auto early = session.Run({next[0]});
+  EXPECT_EQ(early.status().code(), Code::kFailedPrecondition);
+  EXPECT_NE(early.status().message().find("the iterator has not been initialized"), std::string::npos)
+      << early.status().ToString();
+  IteratorState state;
+  EXPECT_EQ(SaveIterator(session, it, &state).code(), Code::kFailedPrecondition);
+  ASSERT_TRUE(session.Run(it.initializer()).ok());
+  EXPECT_EQ(Next(session, next[0]), 0);
+  EXPECT_EQ(Next(session, next[0]), 1);
+  // Another session has its own pass: not initialized there yet.
+  Session other(graph);
+  EXPECT_EQ(other.Run({next[0]}).status().code(), Code::kFailedPrecondition);
+}
+
 TEST(IteratorOpsTest, ComponentsOfSeveralDtypesKeepTheirOrder) {
   Graph graph;
   Scope root(graph);

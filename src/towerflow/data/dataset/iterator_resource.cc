@@ -88,8 +88,19 @@ struct IteratorResource::DeviceStage {
   }
 };
 
-IteratorResource::IteratorResource(std::string name, Dataset dataset)
-    : name_(std::move(name)), dataset_(std::move(dataset)) {}
+IteratorResource::IteratorResource(std::string name, Dataset dataset, bool initializable)
+    : name_(std::move(name)), dataset_(std::move(dataset)), initializable_(initializable) {}
+
+Status IteratorResource::EnsureStartedLocked() {
+  if (iterator_ != nullptr) return Status::OK();
+  if (initializable_) {
+    return errors::FailedPrecondition("Iterator '", name_,
+                                      "': GetNext() failed because the iterator has not been initialized. Ensure "
+                                      "that you have run the initializer operation for this iterator before getting "
+                                      "the next element.");
+  }
+  return StartLocked();
+}
 
 IteratorResource::~IteratorResource() {
   // The device stage's thread may wait inside the pass: stop the pass first.
@@ -121,7 +132,7 @@ void IteratorResource::StopDeviceStageLocked() {
 
 Status IteratorResource::GetNextOnDevice(Device* device, Element* element) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (iterator_ == nullptr) TW_RETURN_IF_ERROR(StartLocked());
+  TW_RETURN_IF_ERROR(EnsureStartedLocked());
   if (stage_ == nullptr || stage_->device != device) {
     if (stage_ != nullptr) return errors::FailedPrecondition("Iterator '", name_, "' prefetches to ", stage_->device->name(),
                                                              ", not to ", device->name());
@@ -162,7 +173,7 @@ Status IteratorResource::StartLocked() {
 
 Status IteratorResource::GetNext(Element* element) {
   std::lock_guard<std::mutex> lock(mu_);
-  if (iterator_ == nullptr) TW_RETURN_IF_ERROR(StartLocked());
+  TW_RETURN_IF_ERROR(EnsureStartedLocked());
   fresh_ = false;
   return iterator_->GetNext(element);
 }
@@ -178,7 +189,7 @@ Status IteratorResource::Save(IteratorState* state) {
     return errors::Unimplemented("saving Iterator '", name_, "': the elements it prefetched to ", stage_->device->name(),
                                  " are not saved (PrefetchToDevice)");
   }
-  if (iterator_ == nullptr) TW_RETURN_IF_ERROR(StartLocked());
+  TW_RETURN_IF_ERROR(EnsureStartedLocked());
   return iterator_->Save(state).WithContext("saving Iterator '" + name_ + "'");
 }
 
@@ -208,11 +219,13 @@ std::map<std::string, double> IteratorResource::Gauges() {
 StatusOr<std::shared_ptr<IteratorResource>> IteratorResourceOf(ResourceMgr* resources, const Node& node) {
   TW_ASSIGN_OR_RETURN(std::string id, node.attrs().Get<std::string>("dataset_id"));
   TW_ASSIGN_OR_RETURN(std::string shared_name, node.attrs().Get<std::string>("shared_name"));
+  const StatusOr<bool> init_attr = node.attrs().Get<bool>("initializable");  // absent in graphs made before it
+  const bool initializable = init_attr.ok() && *init_attr;
   const std::string name = shared_name.empty() ? node.name() : shared_name;
   return resources->LookupOrCreate<IteratorResource>(
       "iterator:" + name, [&]() -> StatusOr<std::shared_ptr<IteratorResource>> {
         TW_ASSIGN_OR_RETURN(Dataset d, FindDataset(id));
-        return std::make_shared<IteratorResource>(name, std::move(d));
+        return std::make_shared<IteratorResource>(name, std::move(d), initializable);
       });
 }
 

@@ -26,7 +26,9 @@ StatusOr<Dataset> FindDataset(const std::string& id);
 
 class IteratorResource final : public ResourceBase {
  public:
-  IteratorResource(std::string name, Dataset dataset);  // out of line: DeviceStage is incomplete here
+  // `initializable`: no pass starts before Reset (the initializer); else the
+  // first GetNext or Save starts one.
+  IteratorResource(std::string name, Dataset dataset, bool initializable = false);  // out of line: DeviceStage is incomplete here
   ~IteratorResource() override;
   std::string DebugString() const override { return "Iterator " + name_ + " over " + dataset_.DebugString(); }
   void Close() override;
@@ -50,8 +52,13 @@ class IteratorResource final : public ResourceBase {
   // Stops and drops the device stage (REQUIRES: mu_ held).
   void StopDeviceStageLocked();
 
+  // A pass, or FailedPrecondition for an initializable iterator whose
+  // initializer has not run (REQUIRES: mu_ held).
+  Status EnsureStartedLocked();
+
   const std::string name_;
   const Dataset dataset_;
+  const bool initializable_;
   std::mutex mu_;  // serializes passes and GetNext
   std::shared_ptr<Iterator> iterator_;  // guarded by mu_ and cancel_mu_ (writes hold both)
   // PrefetchToDevice: iterator_'s elements copied to device_ ahead of GetNext.
