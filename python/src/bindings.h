@@ -22,7 +22,13 @@ template <typename F>
 auto Checked(const Scope& scope, F&& build) -> decltype(build()) {
   size_t before = scope.errors().size();
   auto result = build();
-  if (scope.errors().size() > before) throw StatusError(scope.errors()[before]);
+  if (scope.errors().size() > before) {
+    // Raised, and so no longer the graph's: a program that catches it goes
+    // on building (TF's graph keeps no record of a failed construction).
+    Status error = scope.errors()[before];
+    scope.ForgetErrors(before);
+    throw StatusError(error);
+  }
   return result;
 }
 

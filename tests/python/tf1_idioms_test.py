@@ -40,6 +40,29 @@ class TF1IdiomsTest(unittest.TestCase):
             emit(r)
         ''')
 
+    def test_a_caught_construction_error_leaves_the_graph_usable(self):
+        # A script probing for a variable (get_variable in a try) goes on to
+        # build and train the graph.
+        self.compare('''
+            r = {}
+            w = tf.get_variable("w", initializer=np.array([1.0, 2.0], np.float32))
+            try:
+                tf.get_variable("w", shape=[2])
+                r["raised"] = None
+            except ValueError as e:
+                r["raised"] = "already exists" in str(e)
+            r["reshape"] = raised(lambda: tf.reshape(tf.constant([1.0, 2.0, 3.0]), [2]))
+            loss = tf.reduce_sum(w * w)
+            train = tf.train.GradientDescentOptimizer(0.25).minimize(loss)
+            grad = tf.gradients(loss, [w])[0]
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                r["grad"] = sess.run(grad).tolist()
+                sess.run(train)
+                r["w"] = sess.run(w).tolist()
+            emit(r)
+        ''')
+
     def test_saver_takes_a_step_fetched_by_run(self):
         self.compare('''
             r = {}

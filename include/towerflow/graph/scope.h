@@ -55,6 +55,11 @@ class Scope {
   // Every recorded error, in order.
   const std::vector<Status>& errors() const { return state_->errors; }
   void UpdateStatus(const Status& s) const;
+  // Forgets every error after the first `keep` (the errors are shared by all
+  // scopes of one root): for a caller that handed them on, as the Python
+  // bindings raise a failed build and the program may go on with the graph.
+  // What the failed builders added to the graph stays in it.
+  void ForgetErrors(size_t keep) const;
 
   const std::string& name_scope() const { return name_scope_; }
   const std::string& device() const { return device_; }

@@ -96,6 +96,10 @@ void Scope::UpdateStatus(const Status& s) const {
   if (!s.ok()) state_->errors.push_back(s);
 }
 
+void Scope::ForgetErrors(size_t keep) const {
+  if (state_->errors.size() > keep) state_->errors.resize(keep);
+}
+
 std::string Scope::Prefixed(const std::string& name) const {
   return name_scope_.empty() ? name : name_scope_ + "/" + name;
 }
