@@ -319,6 +319,11 @@ void BindGraph(nb::module_& m) {
            "seed"_a = 0);
   init.def("zeros", [] { return PyInitializer{ZerosInitializer()}; });
   init.def("constant", [](double value) { return PyInitializer{ConstantInitializer(value)}; }, "value"_a);
+  // tf.Variable(<tensor>): the first value is that tensor of the graph,
+  // computed when the variable's initializer runs.
+  init.def("output", [](const Output& value) {
+    return PyInitializer{[value](const Scope&, const TensorShape&, DataType) { return value; }};
+  }, "value"_a);
   init.def("tensor", [](nb::handle value, const std::string& dtype) {
     return PyInitializer{ConstantTensorInitializer(TensorFromPython(value, DataTypeFromName(dtype)))};
   }, "value"_a, "dtype"_a);

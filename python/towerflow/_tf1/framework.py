@@ -385,14 +385,23 @@ class Tensor:
                                       "(%s -> %s on '%s')" % (self.shape, merged, self.name))
         g = self.graph
         scope = g._scopes[0].colocated_with(self._output)
+        self._shape_sets = getattr(self, "_shape_sets", 0) + 1
         base = "%s/set_shape" % self._op.name
+        if self._index != 0 or self._shape_sets > 1:
+            base += "_%d_%d" % (self._index, self._shape_sets)
         with building():
             target = _core.add_op(scope, "Const", [], {"value": np.asarray([-1 if d is None else d for d in dims],
                                                                              np.int32), "dtype": "int32"},
                                   base + "/shape")
             node = _core.add_op(scope, "Reshape", [self._output, _core.Output(target, 0)], {}, base)
-        op = g._wrap_node(node)
-        self._op, self._index, self._output = op, 0, _core.Output(node, 0)
+        # Consumers and fetches read the checked value; the tensor keeps its
+        # op and name, and a feed of it still feeds its op (a placeholder).
+        g._wrap_node(node)
+        self._output = _core.Output(node, 0)
+
+    def _feed_output(self):
+        """The output a feed of this tensor replaces (its op's, whatever set_shape did)."""
+        return _core.Output(self._op._node, self._index)
 
     @property
     def device(self):

@@ -47,6 +47,80 @@ mul = multiply
 maximum = _binary("Maximum", "Maximum")
 equal = _binary("Equal", "Equal")
 greater_equal = _binary("GreaterEqual", "GreaterEqual")
+
+
+# Comparisons, minimum, abs and reduce_min from the engine's GreaterEqual,
+# Equal, Maximum and Neg (exact: each is a selection or a negation); the op
+# TF would build is the last one, under TF's name.
+def logical_not(x, name=None):
+    x = convert_to_tensor(x)
+    with fw.op_name(name or "LogicalNot", x.graph) as name:
+        return make_tensor("Equal", [x, fw.constant(False, name=name + "/false")], name=name)
+
+
+def _compare(default_name, build):
+    def fn(x, y, name=None):
+        with fw.op_name(name or default_name, fw._graph_of([x, y])) as name:
+            a, b = _binary_inputs(x, y, name)
+            return build(a, b, name)
+    fn.__name__ = default_name
+    return fn
+
+
+less_equal = _compare("LessEqual", lambda a, b, name: make_tensor("GreaterEqual", [b, a], name=name))
+greater = _compare("Greater", lambda a, b, name: logical_not(
+    make_tensor("GreaterEqual", [b, a], name=name + "/GreaterEqual"), name=name))
+less = _compare("Less", lambda a, b, name: logical_not(
+    make_tensor("GreaterEqual", [a, b], name=name + "/GreaterEqual"), name=name))
+not_equal = _compare("NotEqual", lambda a, b, name: logical_not(
+    make_tensor("Equal", [a, b], name=name + "/Equal"), name=name))
+minimum = _compare("Minimum", lambda a, b, name: make_tensor("Neg", [make_tensor(
+    "Maximum", [make_tensor("Neg", [a], name=name + "/Neg"), make_tensor("Neg", [b], name=name + "/Neg_1")],
+    name=name + "/Maximum")], name=name))
+
+
+def abs(x, name=None):  # noqa: A001: TF's name
+    x = convert_to_tensor(x)
+    with fw.op_name(name or "Abs", x.graph) as name:
+        return make_tensor("Maximum", [x, make_tensor("Neg", [x], name=name + "/Neg")], name=name)
+
+
+def pow(x, y, name=None):  # noqa: A001: TF's name
+    """x ** y for a Python integer y (repeated products, exact as TF's for
+    any sign of x), 0.5 and -0.5; a tensor or other exponent is refused (a
+    real power of a negative base would differ from TF's)."""
+    if isinstance(y, float) and y.is_integer():
+        y = int(y)
+    x = convert_to_tensor(x)
+    if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
+        with fw.op_name(name or "Pow", x.graph) as name:
+            n = int(y)
+            if n == 0:
+                return array_ops.ones_like(x, name=name)
+            result, base, k, i = None, x, abs_int(n), 0
+            while k:
+                if k & 1:
+                    result = base if result is None else make_tensor("Mul", [result, base],
+                                                                     name=name + "/mul_%d" % i)
+                k >>= 1
+                if k:
+                    base = make_tensor("Square", [base], name=name + "/square_%d" % i)
+                i += 1
+            if n < 0:
+                return divide(fw.constant(1, dtype=x.dtype, name=name + "/one"), result, name=name)
+            return make_tensor("Identity", [result], name=name)
+    if y == 0.5:
+        return sqrt(x, name=name)
+    if y == -0.5:
+        with fw.op_name(name or "Pow", x.graph) as name:
+            return divide(fw.constant(1, dtype=x.dtype, name=name + "/one"), sqrt(x, name=name + "/Sqrt"), name=name)
+    raise NotImplementedError("towerflow's tf.pow takes a Python integer exponent (or 0.5, -0.5), not %r" % (y,))
+
+
+def abs_int(n):
+    return -n if n < 0 else n
+
+
 _add_operator = _binary("Add", "add")
 _sub_operator = _binary("Sub", "sub")
 _mul_operator = _binary("Mul", "mul")
@@ -140,6 +214,51 @@ reduce_mean = _reduction("Mean", "Mean")
 reduce_max = _reduction("Max", "Max")
 
 
+def reduce_min(input_tensor, axis=None, keepdims=None, name=None, reduction_indices=None, keep_dims=None):
+    """-max(-x): exact."""
+    x = convert_to_tensor(input_tensor)
+    with fw.op_name(name or "Min", x.graph) as name:
+        m = reduce_max(negative(x, name=name + "/Neg"), axis, keepdims, name + "/Max", reduction_indices, keep_dims)
+        return negative(m, name=name)
+
+
+def clip_by_value(t, clip_value_min, clip_value_max, name=None):
+    t = convert_to_tensor(t)
+    with fw.op_name(name or "clip_by_value", t.graph) as name:
+        return maximum(minimum(t, clip_value_max, name=name + "/Minimum"), clip_value_min, name=name)
+
+
+def global_norm(t_list, name=None):
+    """sqrt(sum of every element's square), over the tensors of t_list (None skipped)."""
+    ts = [convert_to_tensor(t) for t in t_list if t is not None]
+    with fw.op_name(name or "global_norm", ts[0].graph if ts else None) as name:
+        sums = [reduce_sum(square(t, name=name + "/Square_%d" % i), name=name + "/Sum_%d" % i)
+                for i, t in enumerate(ts)]
+        return sqrt(add_n(sums, name=name + "/AddN") if len(sums) > 1 else sums[0], name=name)
+
+
+def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
+    """TF's: every tensor times clip_norm / max(global_norm, clip_norm); None stays None."""
+    t_list = list(t_list)
+    with fw.op_name(name or "clip_by_global_norm", fw._graph_of(t_list)) as name:
+        norm = use_norm if use_norm is not None else global_norm(t_list, name=name + "/global_norm")
+        norm = convert_to_tensor(norm)
+        clip = convert_to_tensor(clip_norm, preferred_dtype=norm.dtype)
+        scale = divide(clip, maximum(norm, clip, name=name + "/Maximum"), name=name + "/scale")
+        out = [None if t is None else multiply(t, scale, name=name + "/_%d" % i) for i, t in enumerate(t_list)]
+        return out, norm
+
+
+def clip_by_norm(t, clip_norm, axes=None, name=None):
+    t = convert_to_tensor(t)
+    with fw.op_name(name or "clip_by_norm", t.graph) as name:
+        norm = sqrt(reduce_sum(square(t, name=name + "/Square"), axes, keepdims=True, name=name + "/Sum"),
+                    name=name + "/Sqrt")
+        clip = convert_to_tensor(clip_norm, preferred_dtype=t.dtype)
+        return multiply(t, divide(clip, maximum(norm, clip, name=name + "/Maximum"), name=name + "/truediv"),
+                        name=name)
+
+
 def argmax(input, axis=None, name=None, dimension=None, output_type=_dtypes.int64):  # noqa: A002
     axis = dimension if axis is None else axis
     axis = 0 if axis is None else axis
@@ -167,6 +286,12 @@ def _install_operators(cls):
     cls.__rmatmul__ = binop(lambda a, b: matmul(a, b, name="matmul"), True)
     cls.__neg__ = lambda self: negative(self)
     cls.__pow__ = lambda self, p: _pow(self, p)
+    cls.__abs__ = lambda self: abs(self)
+    cls.__gt__ = binop(greater)
+    cls.__ge__ = binop(greater_equal)
+    cls.__lt__ = binop(less)
+    cls.__le__ = binop(less_equal)
+    cls.__invert__ = lambda self: logical_not(self)
 
 
 def _pow(x, p):
@@ -174,7 +299,7 @@ def _pow(x, p):
         return square(x)
     if p == 0.5:
         return sqrt(x)
-    raise NotImplementedError("towerflow has no Pow op: x**%r (only x**2 and x**0.5)" % (p,))
+    return pow(x, p, name="pow")
 
 
 _install_operators(fw.Tensor)
@@ -190,30 +315,39 @@ def _getitem(self, key):
     if not isinstance(key, tuple):
         key = (key,)
     begin, size, squeeze_axes = [], [], []
+    dims = {}  # axis -> its length at run time (an int32 scalar), for negative bounds into unknown dims
+
+    def run_time_dim(i):
+        if i not in dims:
+            dims[i] = _getitem(array_ops.shape(x, out_type=_dtypes.int32), i)
+        return dims[i]
+
     for i, k in enumerate(key):
         dim = shape[i].value
         if isinstance(k, (int, np.integer)):
             if k < 0:
-                if dim is None:
-                    raise NotImplementedError("negative index into an unknown dimension")
-                k += dim
-            begin.append(int(k))
+                # x[:, -1] of an unknown dimension (an RNN's last output): its length at run time.
+                k = run_time_dim(i) + int(k) if dim is None else k + dim
+            begin.append(k if _is_tensor(k) else int(k))
             size.append(1)
             squeeze_axes.append(i)
         elif isinstance(k, slice) and (k.step in (None, 1)):
             start = k.start or 0
             stop = k.stop
             if start < 0 or (stop is not None and stop < 0):
-                if dim is None:
-                    raise NotImplementedError("negative slice bounds into an unknown dimension")
-                start = start + dim if start < 0 else start
-                stop = stop + dim if stop is not None and stop < 0 else stop
+                length = run_time_dim(i) if dim is None else dim
+                start = length + start if start < 0 else start
+                stop = length + stop if stop is not None and stop < 0 else stop
             if dim is not None:
                 # Python's (and strided_slice's) clamping: x[:100] of 10 is x, x[3:2] is empty.
                 start = min(max(start, 0), dim)
                 stop = None if stop is None else min(max(stop, 0), dim)
-            begin.append(int(start))
-            size.append(-1 if stop is None else max(0, int(stop) - int(start)))
+            if _is_tensor(start) or _is_tensor(stop):
+                begin.append(start)
+                size.append(-1 if stop is None else stop - start)
+            else:
+                begin.append(int(start))
+                size.append(-1 if stop is None else max(0, int(stop) - int(start)))
         else:
             raise NotImplementedError("towerflow's tensor indexing takes ints and slices of step 1, not %r" % (k,))
     for _ in range(len(key), shape.ndims):

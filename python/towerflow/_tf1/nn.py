@@ -63,14 +63,35 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
     if rate is None:
         if keep_prob is None:
             raise ValueError("dropout needs keep_prob or rate")
-        if isinstance(keep_prob, fw.Tensor):
-            raise NotImplementedError("towerflow's dropout takes a Python keep_prob, not a Tensor")
+        if isinstance(keep_prob, fw.Tensor) or hasattr(keep_prob, "_tw_as_tensor"):
+            return _dropout_of_tensor(convert_to_tensor(x), keep_prob, seed, name)
         rate = 1.0 - float(keep_prob)
     x = convert_to_tensor(x)
     g = x.graph
     scope = g._scope.with_op_name(name) if name else g._scope
     out = _core.dropout(scope, x._output, float(rate), 0 if seed is None else int(seed))
     return g._tensor(out)
+
+
+def _dropout_of_tensor(x, keep_prob, seed, name):
+    """Dropout with a keep probability fed at run time (deep MNIST's
+    keep_prob placeholder): TF's x / keep_prob * floor(keep_prob + U[0, 1)),
+    the mask drawn as U >= 1 - keep_prob; keep_prob 1 passes x unchanged."""
+    from . import graph_ops
+    with fw.op_name(name or "dropout", x.graph) as name:
+        kp = array_ops.reshape(convert_to_tensor(keep_prob, preferred_dtype=x.dtype), [], name=name + "/keep_prob")
+        u = graph_ops.random_uniform(array_ops.shape(x, name=name + "/Shape"), dtype=x.dtype, seed=seed,
+                                     name=name + "/random_uniform")
+        keep = math_ops.greater_equal(u, math_ops.subtract(fw.constant(1.0, dtype=x.dtype, name=name + "/one"), kp,
+                                                           name=name + "/sub"), name=name + "/GreaterEqual")
+        mask = array_ops.cast(keep, x.dtype, name=name + "/Cast")
+        out = math_ops.multiply(math_ops.divide(x, kp, name=name + "/div"), mask, name=name)
+        if out.shape.ndims is None and x.shape.ndims is not None:
+            try:
+                out.set_shape(x.shape)  # as TF's dropout: x's static shape
+            except NotImplementedError:
+                pass
+        return out
 
 
 def l2_loss(t, name=None):
@@ -84,13 +105,65 @@ def softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
     x = convert_to_tensor(logits)
     if axis not in (-1, None) and not (x.shape.ndims is not None and axis == x.shape.ndims - 1):
         raise NotImplementedError("towerflow's softmax cross-entropy is over the last axis")
-    y = convert_to_tensor(labels, dtype=x.dtype)
-    # The gradient flows into the logits; labels are data (v1's contract; v2
-    # would also differentiate the labels, which towerflow's op does not).
-    return make_op("SoftmaxCrossEntropyWithLogits", [x, y], name=name or "SoftmaxCrossEntropyWithLogits").outputs[0]
+    y = convert_to_tensor(labels)
+    if y.dtype != x.dtype:
+        y = array_ops.cast(y, x.dtype)  # TF casts integer (one-hot) labels to the logits' type
+    # The gradient flows into the logits; labels are data (v1's contract).
+    return _over_last_axis(x, y, False, lambda a, b, n: make_op("SoftmaxCrossEntropyWithLogits", [a, b],
+                                                                name=n).outputs[0],
+                           name or "SoftmaxCrossEntropyWithLogits")
 
 
-softmax_cross_entropy_with_logits_v2 = softmax_cross_entropy_with_logits
+def softmax_cross_entropy_with_logits_v2(_sentinel=None, labels=None, logits=None, axis=None, name=None, dim=None):
+    """v1's loss, whose gradient also flows into the labels (-log_softmax(logits)
+    per label, as TF's v2): the engine's op computes the loss and the logits'
+    gradient, and a term of value 0 (labels - stop_gradient(labels), times the
+    stopped log-softmax) carries the labels' gradient."""
+    if _sentinel is not None:
+        raise ValueError("Only call `softmax_cross_entropy_with_logits_v2` with named arguments")
+    axis = dim if axis is None else axis
+    x = convert_to_tensor(logits)
+    y = convert_to_tensor(labels)
+    if y.dtype != x.dtype:
+        y = array_ops.cast(y, x.dtype)
+    with fw.op_name(name or "softmax_cross_entropy_with_logits", x.graph) as name:
+        stopped = array_ops.stop_gradient(y, name=name + "/labels_stop_gradient")
+        loss = softmax_cross_entropy_with_logits(labels=stopped, logits=x, axis=axis, name=name + "/loss")
+        shifted = math_ops.subtract(x, math_ops.reduce_max(x, -1, keepdims=True, name=name + "/Max"),
+                                    name=name + "/shifted")
+        log_sum = math_ops.log(math_ops.reduce_sum(math_ops.exp(shifted, name=name + "/Exp"), -1, keepdims=True,
+                                                   name=name + "/Sum"), name=name + "/Log")
+        log_softmax = array_ops.stop_gradient(math_ops.subtract(shifted, log_sum, name=name + "/log_softmax"),
+                                              name=name + "/log_softmax_stop_gradient")
+        zero = math_ops.subtract(y, stopped, name=name + "/zero")
+        carried = math_ops.negative(math_ops.reduce_sum(math_ops.multiply(zero, log_softmax, name=name + "/mul"),
+                                                        -1, name=name + "/labels_term"), name=name + "/Neg")
+        return math_ops.add(loss, carried, name=name)
+
+
+def _over_last_axis(logits, labels, sparse, build, name):
+    """The engine's cross-entropy ops take [batch, classes]: logits of higher
+    rank (a sequence's [batch, time, classes]) are flattened to it, and the
+    loss takes their leading dimensions back, as TF's wrappers do."""
+    rank = logits.shape.ndims
+    if rank is None or rank == 2:
+        return build(logits, labels, name)
+    if rank < 2:
+        raise ValueError("logits must have rank 2 or more, got shape %s" % logits.shape)
+    with fw.op_name(name, logits.graph) as scoped:
+        shape = array_ops.shape(logits, name=scoped + "/Shape")
+        classes = array_ops.slice(shape, [rank - 1], [1], name=scoped + "/classes")
+        flat_shape = array_ops.concat([array_ops._int32([-1], scoped + "/minus_one"), classes],
+                                      0, name=scoped + "/flat_shape")
+        flat_logits = array_ops.reshape(logits, flat_shape, name=scoped + "/flat_logits")
+        flat_labels = array_ops.reshape(labels, [-1] if sparse else flat_shape, name=scoped + "/flat_labels")
+        loss = build(flat_logits, flat_labels, scoped + "/flat_loss")
+        lead = array_ops.slice(shape, [0], [rank - 1], name=scoped + "/lead")
+        out = array_ops.reshape(loss, lead, name=scoped)
+        static = logits.shape.as_list()[:-1]
+        if all(d is not None for d in static):
+            out.set_shape(static)
+        return out
 
 
 def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
@@ -100,8 +173,9 @@ def sparse_softmax_cross_entropy_with_logits(_sentinel=None, labels=None, logits
     y = convert_to_tensor(labels)
     if not y.dtype.is_integer:
         raise TypeError("labels must be int32 or int64, got %s" % y.dtype.name)
-    return make_op("SparseSoftmaxCrossEntropyWithLogits", [x, y],
-                   name=name or "SparseSoftmaxCrossEntropyWithLogits").outputs[0]
+    return _over_last_axis(x, y, True, lambda a, b, n: make_op("SparseSoftmaxCrossEntropyWithLogits", [a, b],
+                                                               name=n).outputs[0],
+                           name or "SparseSoftmaxCrossEntropyWithLogits")
 
 
 def moments(x, axes, shift=None, name=None, keep_dims=False, keepdims=None):

@@ -259,6 +259,9 @@ class BaseSession:
                     key = self._graph.as_graph_element(key, allow_operation=False)
                 except (KeyError, ValueError, TypeError) as e:
                     raise TypeError("Cannot interpret feed_dict key as Tensor: " + _message(e)) from None
+            if not isinstance(key, fw.Tensor) and not hasattr(key, "_tw_as_tensor"):
+                raise TypeError("Cannot interpret feed_dict key as Tensor: Can not convert a %s into a Tensor."
+                                % type(key).__name__)
             t = fw.convert_to_tensor(key) if not isinstance(key, fw.Tensor) else key
             if t.graph is not self._graph:
                 raise ValueError("Cannot feed %r: it is not an element of this graph." % (key,))
@@ -266,7 +269,7 @@ class BaseSession:
                 raise TypeError("The value of a feed cannot be a tf.Tensor object. Acceptable feed values include "
                                 "Python scalars, strings, lists, numpy ndarrays, or TensorHandles.")
             _check_feed_shape(t, value)
-            feeds.append((t._output, value))
+            feeds.append((t._feed_output(), value))
         values = self._session.run(feeds, fetch.outputs, fetch.targets)
         return fetch.result([_as_value(v) for v in values])
 

@@ -29,6 +29,66 @@ class Dimension:
     def __hash__(self):
         return hash(self._value)
 
+    # TF1's arithmetic and comparisons: an unknown operand gives an unknown
+    # dimension (or None for a comparison).
+    def _arith(self, other, fn):
+        other = other.value if isinstance(other, Dimension) else other
+        if self._value is None or other is None:
+            return Dimension(None)
+        return Dimension(fn(self._value, int(other)))
+
+    def __add__(self, other):
+        return self._arith(other, lambda a, b: a + b)
+
+    def __radd__(self, other):
+        return self._arith(other, lambda a, b: b + a)
+
+    def __sub__(self, other):
+        return self._arith(other, lambda a, b: a - b)
+
+    def __rsub__(self, other):
+        return self._arith(other, lambda a, b: b - a)
+
+    def __mul__(self, other):
+        return self._arith(other, lambda a, b: a * b)
+
+    def __rmul__(self, other):
+        return self._arith(other, lambda a, b: b * a)
+
+    def __floordiv__(self, other):
+        return self._arith(other, lambda a, b: a // b)
+
+    def __rfloordiv__(self, other):
+        return self._arith(other, lambda a, b: b // a)
+
+    def __mod__(self, other):
+        return self._arith(other, lambda a, b: a % b)
+
+    def __rmod__(self, other):
+        return self._arith(other, lambda a, b: b % a)
+
+    def _compare(self, other, fn):
+        other = other.value if isinstance(other, Dimension) else other
+        if self._value is None or other is None:
+            return None
+        return fn(self._value, int(other))
+
+    def __lt__(self, other):
+        return self._compare(other, lambda a, b: a < b)
+
+    def __le__(self, other):
+        return self._compare(other, lambda a, b: a <= b)
+
+    def __gt__(self, other):
+        return self._compare(other, lambda a, b: a > b)
+
+    def __ge__(self, other):
+        return self._compare(other, lambda a, b: a >= b)
+
+    def __ne__(self, other):
+        eq = self.__eq__(other)
+        return None if eq is None else not eq
+
     def __repr__(self):
         return "Dimension(%s)" % self._value
 

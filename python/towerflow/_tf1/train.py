@@ -175,7 +175,10 @@ class Saver:
                 os.remove(old)
         if write_state and directory is not None:
             with open(os.path.join(directory or ".", latest_filename or "checkpoint"), "w") as f:
+                # TF's CheckpointState as text: the newest, then every kept one, oldest first.
                 f.write('model_checkpoint_path: "%s"\n' % os.path.basename(save_path))
+                for kept in self._last:
+                    f.write('all_model_checkpoint_paths: "%s"\n' % os.path.basename(kept))
         return save_path
 
     def restore(self, sess, save_path):
@@ -201,6 +204,87 @@ def latest_checkpoint(checkpoint_dir, latest_filename=None):
                 name = line.split(":", 1)[1].strip().strip('"')
                 return os.path.join(checkpoint_dir, name)
     return None
+
+
+class CheckpointState:
+    """What the "checkpoint" file of a directory says (TF's CheckpointState)."""
+
+    def __init__(self, model_checkpoint_path, all_model_checkpoint_paths):
+        self.model_checkpoint_path = model_checkpoint_path
+        self.all_model_checkpoint_paths = list(all_model_checkpoint_paths)
+
+    def __repr__(self):
+        return "CheckpointState(model_checkpoint_path=%r)" % self.model_checkpoint_path
+
+
+def get_checkpoint_state(checkpoint_dir, latest_filename=None):
+    """tf.train.get_checkpoint_state: the newest checkpoint and every kept one
+    (paths under checkpoint_dir), or None without a "checkpoint" file."""
+    path = os.path.join(checkpoint_dir, latest_filename or "checkpoint")
+    if not os.path.exists(path):
+        return None
+    newest, every = None, []
+    with open(path) as f:
+        for line in f:
+            key, _, value = line.partition(":")
+            value = value.strip().strip('"')
+            if not value:
+                continue
+            full = value if os.path.isabs(value) else os.path.join(checkpoint_dir, value)
+            if key.strip() == "model_checkpoint_path":
+                newest = full
+            elif key.strip() == "all_model_checkpoint_paths":
+                every.append(full)
+    if newest is None:
+        return None
+    return CheckpointState(newest, every or [newest])
+
+
+# ---- learning rate schedules -------------------------------------------------------
+
+def exponential_decay(learning_rate, global_step, decay_steps, decay_rate, staircase=False, name=None):
+    """learning_rate * decay_rate ** (global_step / decay_steps), the exponent
+    truncated to an integer with staircase (the step is not negative)."""
+    from . import array_ops, math_ops
+    if global_step is None:
+        raise ValueError("global_step is required for exponential_decay.")
+    lr = fw.convert_to_tensor(learning_rate, name="learning_rate")
+    with fw.op_name(name or "ExponentialDecay", lr.graph) as name:
+        step = array_ops.cast(global_step, lr.dtype, name=name + "/Cast")
+        p = math_ops.divide(step, fw.convert_to_tensor(decay_steps, dtype=lr.dtype, name=name + "/decay_steps"),
+                            name=name + "/truediv")
+        if staircase:
+            p = array_ops.cast(array_ops.cast(p, _dtypes.int64, name=name + "/Floor"), lr.dtype, name=name + "/Cast_1")
+        rate = math_ops.log(fw.convert_to_tensor(decay_rate, dtype=lr.dtype, name=name + "/decay_rate"),
+                            name=name + "/Log")
+        return math_ops.multiply(lr, math_ops.exp(math_ops.multiply(p, rate, name=name + "/mul"),
+                                                  name=name + "/Pow"), name=name)
+
+
+def piecewise_constant(x, boundaries, values, name=None):
+    """values[0] while x <= boundaries[0], values[i] while boundaries[i-1] < x
+    <= boundaries[i], values[-1] after the last boundary (each value exactly:
+    a sum of values times 0/1 masks)."""
+    from . import array_ops, math_ops
+    if len(values) != len(boundaries) + 1:
+        raise ValueError("The length of boundaries should be 1 less than the length of values")
+    x = fw.convert_to_tensor(x)
+    with fw.op_name(name or "PiecewiseConstant", x.graph) as name:
+        vals = [fw.convert_to_tensor(v, name=name + "/value_%d" % i) for i, v in enumerate(values)]
+        dtype = vals[0].dtype
+        terms = []
+        for i, v in enumerate(vals):
+            conditions = []
+            if i > 0:
+                conditions.append(math_ops.greater(x, boundaries[i - 1], name=name + "/Greater_%d" % i))
+            if i < len(boundaries):
+                conditions.append(math_ops.less_equal(x, boundaries[i], name=name + "/LessEqual_%d" % i))
+            mask = None
+            for j, c in enumerate(conditions):
+                m = array_ops.cast(c, dtype, name=name + "/mask_%d_%d" % (i, j))
+                mask = m if mask is None else math_ops.multiply(mask, m, name=name + "/both_%d" % i)
+            terms.append(math_ops.multiply(v, mask, name=name + "/term_%d" % i))
+        return math_ops.add_n(terms, name=name) if len(terms) > 1 else terms[0]
 
 
 # ---- Coordinator and queue runners ------------------------------------------------

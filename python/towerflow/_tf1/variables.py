@@ -315,6 +315,21 @@ def glorot_uniform_initializer(seed=None, dtype=None):
     return _Init(_core.initializers.glorot_uniform, _seed(seed))
 
 
+def _output_initializer(value, dtype):
+    """An initializer whose value is the tensor `value` (tf.Variable(<tensor>),
+    get_variable(initializer=<tensor>)): of the variable's dtype, a fully
+    defined shape, in the default graph."""
+    t = fw.convert_to_tensor(value)
+    if t.dtype.base_dtype != dtype.base_dtype:
+        raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s: %r"
+                         % (dtype.name, t.dtype.base_dtype.name, t))
+    if not t.shape.is_fully_defined():
+        raise ValueError("initial_value must have a shape specified: %r" % (t,))
+    if t.graph is not fw.get_default_graph():
+        raise ValueError("%r must be from the same graph as the variable." % (t,))
+    return _core.initializers.output(t._output)
+
+
 def _engine_initializer(initializer, dtype, shape):
     if initializer is None:
         return None
@@ -323,8 +338,7 @@ def _engine_initializer(initializer, dtype, shape):
     if isinstance(initializer, type) and issubclass(initializer, Initializer):
         return initializer()._tw_initializer(dtype.name)
     if isinstance(initializer, (fw.Tensor, Variable)):
-        raise NotImplementedError("towerflow's get_variable takes an initializer object or a NumPy value, "
-                                  "not a Tensor")
+        return _output_initializer(initializer, dtype)
     if callable(initializer):
         raise NotImplementedError("towerflow's get_variable takes towerflow initializers "
                                   "(tf.truncated_normal_initializer(), ...), not arbitrary callables")
@@ -343,12 +357,23 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
             raise NotImplementedError("tf.get_variable(%s=...) is not supported by towerflow" % what)
     g = fw.get_default_graph()
     vs = get_variable_scope()
+    dtype_arg = dtype
     dtype = _dtypes.as_dtype(dtype or vs.dtype or _dtypes.float32)
     full = vs.name + "/" + name if vs.name else name
     if vs.reuse is AUTO_REUSE and full in g._variables:
         return g._variables[full]
+    if isinstance(initializer, (fw.Tensor, Variable)):
+        # TF: the variable takes the tensor's shape (and dtype, unless given).
+        if shape is not None:
+            raise ValueError("If initializer is a constant, do not specify shape.")
+        t = fw.convert_to_tensor(initializer)
+        if dtype_arg is None:
+            dtype = t.dtype.base_dtype
+        if not t.shape.is_fully_defined():
+            raise ValueError("initial_value must have a shape specified: %r" % (t,))
+        shape = t.shape.as_list()
     if shape is None:
-        if isinstance(initializer, (np.ndarray, list, int, float)):
+        if isinstance(initializer, (np.ndarray, np.generic, list, tuple, int, float)):
             shape = np.shape(initializer)
         elif not (vs.reuse is True):
             raise ValueError("Shape of a new variable (%s) must be fully defined, but instead was None." % full)
@@ -394,21 +419,30 @@ def get_variable(name, shape=None, dtype=None, initializer=None, regularizer=Non
 def VariableV1(initial_value=None, trainable=None, collections=None, validate_shape=True, caching_device=None,
                name=None, variable_def=None, dtype=None, expected_shape=None, import_scope=None,
                constraint=None, use_resource=None, synchronization=None, aggregation=None, shape=None):
-    """tf.Variable(initial_value): a variable named `name` (made unique) with a
-    constant initial value."""
+    """tf.Variable(initial_value): a variable named `name` (made unique) whose
+    first value is a NumPy or Python value, or a tensor of the graph (computed
+    when the initializer runs), or what a callable returns."""
     if initial_value is None:
         raise ValueError("initial_value must be specified.")
     for arg, what in ((caching_device, "caching_device"), (variable_def, "variable_def"),
                       (constraint, "constraint"), (None if validate_shape else False, "validate_shape=False")):
         if arg is not None:
             raise NotImplementedError("tf.Variable(%s) is not supported by towerflow" % what)
-    if isinstance(initial_value, (fw.Tensor, Variable)) or callable(initial_value):
-        raise NotImplementedError("towerflow's tf.Variable takes a NumPy or Python initial value; use "
-                                  "tf.get_variable(initializer=...) for random initial values")
-    value = np.asarray(initial_value)
-    # The dtype tf.constant(initial_value) would have (a NumPy value keeps its own).
-    dtype = fw._inferred_dtype(initial_value) if dtype is None else _dtypes.as_dtype(dtype)
     g = fw.get_default_graph()
+    if callable(initial_value) and not isinstance(initial_value, (fw.Tensor, Variable)):
+        initial_value = initial_value()
+    tensor = None
+    if isinstance(initial_value, (fw.Tensor, Variable)):
+        # tf.Variable(tf.truncated_normal(...)): the tensor is the first value.
+        tensor = fw.convert_to_tensor(initial_value)
+        dtype = tensor.dtype.base_dtype if dtype is None else _dtypes.as_dtype(dtype)
+        init = _output_initializer(tensor, dtype)
+        value_shape = tensor.shape.as_list()
+    else:
+        value = np.asarray(initial_value)
+        # The dtype tf.constant(initial_value) would have (a NumPy value keeps its own).
+        dtype = fw._inferred_dtype(initial_value) if dtype is None else _dtypes.as_dtype(dtype)
+        value_shape = list(value.shape)
     base = name or "Variable"
     full = g.unique_name(base, mark_as_used=False)
     vs = get_variable_scope()
@@ -418,15 +452,16 @@ def VariableV1(initial_value=None, trainable=None, collections=None, validate_sh
     if vs.name and not full.startswith(vs.name + "/"):
         raise NotImplementedError("towerflow's tf.Variable inside a name scope that differs from the variable "
                                   "scope ('%s' in '%s'); use tf.get_variable" % (full, vs.name))
-    init = _core.initializers.tensor(value.astype(dtype.as_numpy_dtype) if dtype != _dtypes.string else value,
-                                     dtype.name)
+    if tensor is None:
+        init = _core.initializers.tensor(value.astype(dtype.as_numpy_dtype) if dtype != _dtypes.string else value,
+                                         dtype.name)
     trainable = True if trainable is None else trainable
     # As TF: `collections` replaces the default ["variables"]; the engine adds
     # "trainable_variables" for a trainable one and keeps every key, and the
     # Python side lists the variable under the keys it answers for itself.
     engine_collections = list(collections or [])
     with fw.building():
-        core_var = _core.get_variable(g._scope, rel, list(value.shape), dtype.name, init, trainable,
+        core_var = _core.get_variable(g._scope, rel, value_shape, dtype.name, init, trainable,
                                       engine_collections)
     v = _wrap_variable(g, core_var, trainable)
     for c in _python_keys(engine_collections):

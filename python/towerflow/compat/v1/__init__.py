@@ -162,10 +162,25 @@ reduce_max = _math.reduce_max
 argmax = _math.argmax
 equal = _math.equal
 greater_equal = _math.greater_equal
+greater = _math.greater
+less = _math.less
+less_equal = _math.less_equal
+not_equal = _math.not_equal
+logical_not = _math.logical_not
+minimum = _math.minimum
+abs = _math.abs  # noqa: A001
+pow = _math.pow  # noqa: A001
+reduce_min = _math.reduce_min
+clip_by_value = _math.clip_by_value
+clip_by_norm = _math.clip_by_norm
+clip_by_global_norm = _math.clip_by_global_norm
+global_norm = _math.global_norm
 math = _Namespace(__name__ + ".math", "math", add=add, subtract=subtract, multiply=multiply, divide=divide,
                   maximum=maximum, negative=negative, square=square, sqrt=sqrt, exp=exp, log=log,
                   sigmoid=sigmoid, tanh=tanh, add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
-                  reduce_max=reduce_max, argmax=argmax, equal=equal, greater_equal=greater_equal)
+                  reduce_max=reduce_max, argmax=argmax, equal=equal, greater_equal=greater_equal,
+                  greater=greater, less=less, less_equal=less_equal, not_equal=not_equal,
+                  logical_not=logical_not, minimum=minimum, abs=abs, pow=pow, reduce_min=reduce_min)
 
 # ---- gradients, control flow, random
 gradients = _graph_ops.gradients
@@ -211,6 +226,26 @@ python_io = _Namespace(__name__ + ".python_io", "tf.python_io", TFRecordOptions=
                        TFRecordWriter=_io.TFRecordWriter, tf_record_iterator=_io.tf_record_iterator,
                        TFRecordCompressionType=_io.TFRecordCompressionType)
 
+# ---- script plumbing: flags, a main, log lines, files
+from ..._tf1 import platform as _platform  # noqa: E402
+
+flags = _Namespace(__name__ + ".flags", "tf.flags", FLAGS=_platform.FLAGS, DEFINE_string=_platform.DEFINE_string,
+                   DEFINE_integer=_platform.DEFINE_integer, DEFINE_float=_platform.DEFINE_float,
+                   DEFINE_boolean=_platform.DEFINE_boolean, DEFINE_bool=_platform.DEFINE_bool,
+                   DEFINE_list=_platform.DEFINE_list)
+app = _Namespace(__name__ + ".app", "tf.app", run=_platform.run, flags=flags)
+logging = _Namespace(__name__ + ".logging", "tf.logging", DEBUG=_platform.DEBUG, INFO=_platform.INFO,
+                     WARN=_platform.WARN, ERROR=_platform.ERROR, FATAL=_platform.FATAL,
+                     set_verbosity=_platform.set_verbosity, get_verbosity=_platform.get_verbosity,
+                     debug=_platform.debug, info=_platform.info, warning=_platform.warning, warn=_platform.warn,
+                     error=_platform.error, fatal=_platform.fatal, log_every_n=_platform.log_every_n,
+                     log_first_n=_platform.log_first_n)
+gfile = _Namespace(__name__ + ".gfile", "tf.gfile", GFile=_platform.GFile, Open=_platform.Open,
+                   FastGFile=_platform.FastGFile, Exists=_platform.Exists, IsDirectory=_platform.IsDirectory,
+                   ListDirectory=_platform.ListDirectory, Glob=_platform.Glob, MakeDirs=_platform.MakeDirs,
+                   MkDir=_platform.MkDir, Remove=_platform.Remove, DeleteRecursively=_platform.DeleteRecursively,
+                   Rename=_platform.Rename, Copy=_platform.Copy, Walk=_platform.Walk, Stat=_platform.Stat)
+
 # ---- training
 train = _Namespace(
     __name__ + ".train", "tf.train",
@@ -223,6 +258,9 @@ train = _Namespace(
     create_global_step=_train.create_global_step,
     Saver=_train.Saver,
     latest_checkpoint=_train.latest_checkpoint,
+    get_checkpoint_state=_train.get_checkpoint_state,
+    exponential_decay=_train.exponential_decay,
+    piecewise_constant=_train.piecewise_constant,
     Coordinator=_train.Coordinator,
     start_queue_runners=_train.start_queue_runners,
     string_input_producer=_train.string_input_producer,
