@@ -171,6 +171,11 @@ class TF1TutorialTest(unittest.TestCase):
             outs = {"last": p[:, -1], "last_two": p[:, -2:], "last_batch": p[-1], "inner": p[:, 1:-1],
                     "mixed": p[:, :-1, 2]}
             v = np.arange(40, dtype=np.float32).reshape(2, 5, 4)
+            r["shapes"] = {k: t.shape.as_list() for k, t in outs.items()}
+            # Shape lists holding tensors keep their known dims.
+            n = tf.shape(p)[0]
+            r["built"] = [tf.zeros([n, 4]).shape.as_list(), tf.reshape(p, [n, -1]).shape.as_list(),
+                          tf.reshape(p, [tf.shape(p)[0], tf.shape(p)[1] * 4]).shape.as_list()]
             with tf.Session() as sess:
                 r["values"] = {k: sess.run(t, {p: v}).tolist() for k, t in outs.items()}
             emit(r)

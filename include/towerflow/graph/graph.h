@@ -17,6 +17,7 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -71,6 +72,13 @@ class Node {
   bool is_stateful() const { return def_->is_stateful; }
   // "'dense/MatMul' (MatMul)": how errors name a node.
   std::string DebugName() const;
+  // What graph construction knows of output 0's value when it is a small
+  // int32/int64 scalar or vector computed from constants and static shapes
+  // (Shape, and ExpandDims, Squeeze, ConcatV2, Slice, Cast, Identity, Add, Sub
+  // and Mul of such values): each element, or nullopt where unknown; nullopt
+  // as a whole when nothing is known. Shape functions read it, so that a
+  // reshape to [tf.shape(x)[0], 4] keeps its 4 (TF's partial shape values).
+  const std::optional<std::vector<std::optional<int64_t>>>& partial_value() const { return partial_value_; }
 
  private:
   friend class Graph;
@@ -84,6 +92,7 @@ class Node {
   std::vector<DataType> output_types_;
   std::vector<bool> output_is_ref_;
   std::vector<PartialShape> output_shapes_;
+  std::optional<std::vector<std::optional<int64_t>>> partial_value_;
   std::string requested_device_;
   std::vector<std::string> colocation_;
 };

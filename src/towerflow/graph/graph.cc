@@ -1,5 +1,6 @@
 #include "towerflow/graph/graph.h"
 
+#include "towerflow/graph/partial_value.h"
 #include "towerflow/graph/shape_inference.h"
 
 namespace tw {
@@ -196,14 +197,21 @@ StatusOr<Node*> Graph::AddNode(NodeSpec spec) {
     }
     in_values.push_back(value);
   }
+  std::vector<std::optional<PartialVector>> in_partials;
+  for (const Output& in : spec.inputs) in_partials.push_back(internal::PartialOf(in));
   InferenceContext ctx(*def, spec.attrs, std::move(in_shapes), std::move(in_types),
                        std::move(in_values), node->num_outputs());
+  ctx.set_input_partials(std::move(in_partials));
   if (def->shape_fn) {
     if (Status s = def->shape_fn(&ctx); !s.ok()) return fail(s);
   } else {
     (void)shape_fns::Unknown(&ctx);
   }
   node->output_shapes_ = ctx.outputs();
+  if (node->num_outputs() > 0) {
+    node->partial_value_ =
+        internal::ComputePartial(spec.op, spec.inputs, node->output_shapes_[0], node->output_types_[0]);
+  }
 
   node->id_ = static_cast<int>(nodes_.size());
   node->name_ = spec.name;

@@ -4,6 +4,8 @@
 
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/shape_inference.h"
 #include "towerflow/graph/scope.h"
 
 namespace tw {
@@ -99,6 +101,43 @@ TEST(GraphTest, InputsOfAnotherGraphAreRefused) {
   EXPECT_NE(s3.status().message().find("control input 'a' is an op of another graph"), std::string::npos)
       << s3.status().ToString();
   EXPECT_EQ(g2.num_nodes(), 1);  // b alone
+}
+
+// Shape tensors known in part at build time (TF's partial shape values):
+// [tf.shape(x)[0], 4] keeps its 4, a slice whose begin is known in part
+// keeps the dims it can, and a shape known whole is a constant's.
+TEST(GraphTest, ShapesComputedFromShapesKeepWhatIsKnown) {
+  Graph g;
+  Scope s(g);
+  auto x = Placeholder(s.WithOpName("x"), kFloat32, PartialShape({-1, 3, 4}));
+  auto shape = Shape(s, x);
+  EXPECT_EQ(shape.node->partial_value(), (PartialVector{std::nullopt, 3, 4}));
+  // n = shape[0] (a scalar), then [n, 12] and [n, 4, 3].
+  auto n = Squeeze(s, Slice(s, shape, std::vector<int32_t>{0}, std::vector<int32_t>{1}));
+  EXPECT_FALSE(n.node->partial_value().has_value());  // nothing of it is known
+  auto twelve = Const(s, std::vector<int32_t>{12});
+  auto flat = Reshape(s, x, Concat(s, {ExpandDims(s, n, 0), twelve}, 0));
+  EXPECT_EQ(flat.shape(), PartialShape({-1, 12}));
+  auto dims = Slice(s, shape, std::vector<int32_t>{1}, std::vector<int32_t>{2});  // [3, 4], known whole
+  auto swapped = Reshape(s, x, Concat(s, {ExpandDims(s, n, 0), Slice(s, dims, std::vector<int32_t>{1},
+                                                                     std::vector<int32_t>{1}),
+                                          Slice(s, dims, std::vector<int32_t>{0}, std::vector<int32_t>{1})},
+                                      0));
+  EXPECT_EQ(swapped.shape(), PartialShape({-1, 4, 3}));
+  // x[:, n - 1] of an unknown n: begin [0, n - 1, 0] keeps dims 0 and 2.
+  auto last = Sub(s, Squeeze(s, Slice(s, shape, std::vector<int32_t>{0}, std::vector<int32_t>{1})),
+                  Const(s, int32_t{1}));
+  auto begin = Concat(s, {Const(s, std::vector<int32_t>{0}), ExpandDims(s, last, 0),
+                          Const(s, std::vector<int32_t>{0})},
+                      0);
+  auto y = Placeholder(s.WithOpName("y"), kFloat32, PartialShape({-1, -1, 4}));
+  auto sliced = Slice(s, y, begin, Const(s, std::vector<int32_t>{-1, 1, -1}));
+  EXPECT_EQ(sliced.shape(), PartialShape({-1, 1, 4}));
+  // Fill of [n, 4].
+  auto filled = Fill(s, Concat(s, {ExpandDims(s, n, 0), Const(s, std::vector<int32_t>{4})}, 0),
+                     Const(s, 0.0f));
+  EXPECT_EQ(filled.shape(), PartialShape({-1, 4}));
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
 }
 
 TEST(GraphTest, ShapesAreInferredAtBuildTime) {

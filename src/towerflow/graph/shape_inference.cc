@@ -15,8 +15,19 @@ InferenceContext::InferenceContext(const OpDef& def, const AttrMap& attrs,
       input_values_(std::move(input_values)),
       outputs_(static_cast<size_t>(num_outputs)) {}
 
+const std::optional<PartialVector>& InferenceContext::input_partial(int i) const {
+  static const std::optional<PartialVector> kNone;
+  if (static_cast<size_t>(i) >= input_partials_.size()) return kNone;
+  return input_partials_[static_cast<size_t>(i)];
+}
+
 StatusOr<PartialShape> InferenceContext::InputAsShape(int i) const {
   const Tensor* t = input_value(i);
+  if (t == nullptr && input_partial(i) && input(i).known_rank() && input(i).rank() == 1) {
+    std::vector<int64_t> dims;
+    for (const std::optional<int64_t>& d : *input_partial(i)) dims.push_back(d && *d >= 0 ? *d : -1);
+    return PartialShape(std::move(dims));
+  }
   if (t != nullptr) {
     if (t->rank() != 1 || (t->dtype() != kInt32 && t->dtype() != kInt64)) {
       return errors::InvalidArgument("input ", i, " of ", def_.name,

@@ -9,12 +9,16 @@
 #ifndef TOWERFLOW_GRAPH_SHAPE_INFERENCE_H_
 #define TOWERFLOW_GRAPH_SHAPE_INFERENCE_H_
 
+#include <optional>
 #include <vector>
 
 #include "towerflow/graph/attr_value.h"
 #include "towerflow/graph/op_def.h"
 
 namespace tw {
+
+// A partly known int vector: each element, or nullopt where unknown.
+using PartialVector = std::vector<std::optional<int64_t>>;
 
 class InferenceContext {
  public:
@@ -27,8 +31,14 @@ class InferenceContext {
   DataType input_type(int i) const { return input_types_[static_cast<size_t>(i)]; }
   // The value of input i when it comes from a Const node; nullptr otherwise.
   const Tensor* input_value(int i) const { return input_values_[static_cast<size_t>(i)]; }
+  // What is known of input i's value when it is a small int32/int64 scalar or
+  // vector (Node::partial_value; every element of a Const): each element or
+  // nullopt; nullopt as a whole when nothing is known.
+  const std::optional<PartialVector>& input_partial(int i) const;
+  void set_input_partials(std::vector<std::optional<PartialVector>> partials) { input_partials_ = std::move(partials); }
   // A shape given by an int32/int64 vector input: known dims when the input is a
-  // constant, the right rank of unknown dims when only its length is known.
+  // constant or partly known (an unknown element, or a negative one, is an
+  // unknown dim), the right rank of unknown dims when only its length is known.
   StatusOr<PartialShape> InputAsShape(int i) const;
 
   template <typename T>
@@ -50,6 +60,7 @@ class InferenceContext {
   std::vector<PartialShape> input_shapes_;
   std::vector<DataType> input_types_;
   std::vector<const Tensor*> input_values_;
+  std::vector<std::optional<PartialVector>> input_partials_;  // empty: none set
   std::vector<PartialShape> outputs_;
 };
 

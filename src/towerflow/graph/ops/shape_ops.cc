@@ -14,15 +14,33 @@
 namespace tw {
 namespace {
 
-// Values of a constant int32/int64 vector input, or nullopt when not constant.
+// Values of a constant int32/int64 vector input (or one whose every element
+// is known at build time: a partial value), or nullopt.
 std::optional<std::vector<int64_t>> ConstVector(InferenceContext* c, int i) {
   const Tensor* t = c->input_value(i);
-  if (t == nullptr || t->rank() > 1) return std::nullopt;
+  if (t == nullptr) {
+    const std::optional<PartialVector>& p = c->input_partial(i);
+    if (!p || (c->input(i).known_rank() && c->input(i).rank() > 1)) return std::nullopt;
+    std::vector<int64_t> v;
+    for (const std::optional<int64_t>& e : *p) {
+      if (!e) return std::nullopt;
+      v.push_back(*e);
+    }
+    return v;
+  }
+  if (t->rank() > 1) return std::nullopt;
   std::vector<int64_t> v;
   for (int64_t k = 0; k < t->NumElements(); ++k) {
     v.push_back(t->dtype() == kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
   }
   return v;
+}
+
+// Element k of a vector input known at build time in part, or nullopt.
+std::optional<int64_t> KnownElement(InferenceContext* c, int i, size_t k) {
+  const std::optional<PartialVector>& p = c->input_partial(i);
+  if (!p || k >= p->size()) return std::nullopt;
+  return (*p)[k];
 }
 
 std::string VecStr(const std::vector<int64_t>& v) { return PartialShape(v).ToString(); }
@@ -209,10 +227,13 @@ Status SliceShape(InferenceContext* c) {
   std::vector<int64_t> out(static_cast<size_t>(rank), -1);
   for (int i = 0; i < rank; ++i) {
     const int64_t dim = in.known_rank() ? in.dim(i) : -1;
-    const int64_t b = begin ? (*begin)[static_cast<size_t>(i)] : -1;
-    const int64_t sz = size ? (*size)[static_cast<size_t>(i)] : -2;
-    const bool bad_begin = begin && (b < 0 || (dim >= 0 && b > dim));
-    const bool bad_size = size && (sz < -1 || (dim >= 0 && b >= 0 && sz >= 0 && b + sz > dim));
+    // Each element as far as it is known (a begin of [0, n - 1, 0] knows its 0s).
+    const std::optional<int64_t> known_b = begin ? (*begin)[static_cast<size_t>(i)] : KnownElement(c, 1, i);
+    const std::optional<int64_t> known_sz = size ? (*size)[static_cast<size_t>(i)] : KnownElement(c, 2, i);
+    const int64_t b = known_b.value_or(-1);
+    const int64_t sz = known_sz.value_or(-2);
+    const bool bad_begin = known_b && (b < 0 || (dim >= 0 && b > dim));
+    const bool bad_size = known_sz && (sz < -1 || (dim >= 0 && b >= 0 && sz >= 0 && b + sz > dim));
     if (bad_begin || bad_size) {
       return errors::InvalidArgument("Slice: out of bounds in dimension ", i, ": input shape ", in.ToString(),
                                      ", begin ", begin ? VecStr(*begin) : "?", ", size ",
