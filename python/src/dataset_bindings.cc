@@ -146,13 +146,19 @@ class PyIterator {
     it.reset();  // joins, unless a get_next on another thread holds it: that one then does
   }
 
+  // REQUIRES: the GIL (atexit). Takes every live pipeline while holding the
+  // GIL (nothing else touches it_ then), then stops and joins them without it.
   static void CloseAll() {
-    std::vector<PyIterator*> live;
+    std::vector<std::shared_ptr<data::Iterator>> pipelines;
     {
       std::lock_guard<std::mutex> lock(LiveMutex());
-      live.assign(Live().begin(), Live().end());
+      for (PyIterator* it : Live()) {
+        if (it->it_ != nullptr) pipelines.push_back(std::move(it->it_));
+      }
     }
-    for (PyIterator* it : live) it->Close();
+    nb::gil_scoped_release release;
+    for (const auto& it : pipelines) it->Cancel();
+    pipelines.clear();  // joins each, unless a get_next on another thread holds it: that one then does
   }
 
  private:

@@ -5,6 +5,7 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "bindings.h"
@@ -18,14 +19,24 @@ using namespace nb::literals;
 
 namespace {
 
-// A record file being written; closed by close() or when collected.
+// A record file being written; closed by close() or when collected. Calls
+// release the GIL: `mu` serializes them (a close on another thread waits for
+// a write in progress).
 struct PyRecordWriter {
   std::unique_ptr<RecordWriter> writer;
   std::string path;
+  std::mutex mu;
 
-  RecordWriter& get() {
-    if (writer == nullptr) ThrowIfError(errors::FailedPrecondition("the TFRecordWriter of ", path, " is closed"));
-    return *writer;
+  // Runs `f` on the open writer without the GIL; FailedPrecondition once closed.
+  template <typename F>
+  void WithWriter(F&& f) {
+    Status s;
+    {
+      nb::gil_scoped_release release;
+      std::lock_guard<std::mutex> lock(mu);
+      s = writer == nullptr ? errors::FailedPrecondition("the TFRecordWriter of ", path, " is closed") : f(*writer);
+    }
+    ThrowIfError(s);
   }
 };
 
@@ -33,6 +44,7 @@ struct PyRecordWriter {
 // the end, DataLossError naming the file and byte offset of a corrupt one.
 struct PyRecordIterator {
   std::unique_ptr<RecordReader> reader;
+  std::mutex mu;  // one __next__ at a time (the GIL is released while reading)
 };
 
 }  // namespace
@@ -48,33 +60,20 @@ void BindRecords(nb::module_& m) {
            "path"_a, "compression"_a = "")
       .def("write",
            [](PyRecordWriter& w, nb::bytes record) {
-             RecordWriter& writer = w.get();
              const std::string data(record.c_str(), record.size());
-             Status s;
-             {
-               nb::gil_scoped_release release;
-               s = writer.WriteRecord(data);
-             }
-             ThrowIfError(s);
+             w.WithWriter([&](RecordWriter& writer) { return writer.WriteRecord(data); });
            },
            "record"_a)
-      .def("flush",
-           [](PyRecordWriter& w) {
-             RecordWriter& writer = w.get();
-             Status s;
-             {
-               nb::gil_scoped_release release;
-               s = writer.Flush();
-             }
-             ThrowIfError(s);
-           })
+      .def("flush", [](PyRecordWriter& w) { w.WithWriter([](RecordWriter& writer) { return writer.Flush(); }); })
       .def("close", [](PyRecordWriter& w) {
-        if (w.writer == nullptr) return;
-        std::unique_ptr<RecordWriter> writer = std::move(w.writer);
         Status s;
         {
           nb::gil_scoped_release release;
-          s = writer->Close();
+          std::lock_guard<std::mutex> lock(w.mu);
+          if (w.writer != nullptr) {
+            s = w.writer->Close();
+            w.writer.reset();
+          }
         }
         ThrowIfError(s);
       });
@@ -93,17 +92,23 @@ void BindRecords(nb::module_& m) {
            "path"_a, "compression"_a = "AUTO")
       .def("__iter__", [](nb::handle self) { return self; })
       .def("__next__", [](PyRecordIterator& it) {
-        if (it.reader == nullptr) throw nb::stop_iteration();
         std::string record;
         Status s;
+        bool ended = false;
         {
           nb::gil_scoped_release release;
-          s = it.reader->ReadRecord(&record);
+          std::lock_guard<std::mutex> lock(it.mu);
+          if (it.reader == nullptr) {
+            ended = true;
+          } else {
+            s = it.reader->ReadRecord(&record);
+            if (s.code() == Code::kOutOfRange) {
+              it.reader.reset();
+              ended = true;
+            }
+          }
         }
-        if (s.code() == Code::kOutOfRange) {
-          it.reader.reset();
-          throw nb::stop_iteration();
-        }
+        if (ended) throw nb::stop_iteration();
         ThrowIfError(s);
         return nb::bytes(record.data(), record.size());
       });

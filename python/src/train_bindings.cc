@@ -139,6 +139,14 @@ void BindTrain(nb::module_& m) {
              });
            },
            "scope"_a, "vars"_a = std::vector<Variable>{})
+      .def("__init__",
+           [](train::Saver* self, const Scope& scope, const std::vector<std::pair<std::string, Variable>>& named) {
+             Checked(scope, [&] {
+               new (self) train::Saver(scope, named);
+               return 0;
+             });
+           },
+           "scope"_a, "named"_a)
       .def("save",
            [](const train::Saver& saver, Session& session, const std::string& path,
               const std::map<std::string, std::string>& metadata) {

@@ -91,8 +91,11 @@ class TF1DataTest(unittest.TestCase):
             big = tf.constant(np.arange(4, dtype=np.float32))
             ds = tf.data.Dataset.range(3).map(lambda x: tf.cast(x, tf.float32) + big)
             nx = ds.make_one_shot_iterator().get_next()
+            first = tf.data.Dataset.range(3).map(lambda x: big + tf.cast(x, tf.float32))
+            nx_first = first.make_one_shot_iterator().get_next()
             with tf.Session() as sess:
                 r["captured"] = [sess.run(nx).tolist() for _ in range(2)]
+                r["captured_first"] = [sess.run(nx_first).tolist() for _ in range(2)]
             g1, g2 = tf.Graph(), tf.Graph()
             with g1.as_default():
                 a = tf.constant(1.0)
@@ -266,6 +269,37 @@ class PythonIterationTest(unittest.TestCase):
         self.assertEqual(p.returncode, 0, p.stderr[-3000:])
         self.assertEqual(r, {"stepped": [[1684234849], "error", [1751606885]],
                              "ignored": [[1684234849], [1751606885]]})
+
+    def test_a_position_holding_a_failed_element_is_saved_and_restored(self):
+        # A parallel map and a prefetch hold an element's error in their
+        # buffer: the position is saved with it, and a restore gives it back
+        # in its place.
+        p, r = _towerflow('''
+            strings = [b"abcd", b"efgh", b"abc", b"ijkl", b"mnop", b"qrst"]
+            ds = (tf.data.Dataset.from_tensor_slices(strings).map(lambda s: tf.decode_raw(s, tf.int32),
+                                                                  num_parallel_calls=2).prefetch(4))
+            def drain(it):
+                out = []
+                while True:
+                    try:
+                        out.append(next(it).tolist())
+                    except StopIteration:
+                        return out
+                    except tf.errors.InvalidArgumentError:
+                        out.append("error")
+            import time
+            it = iter(ds)
+            first = next(it).tolist()
+            time.sleep(0.3)  # the buffers fill, the failed element among them
+            state = it.save()
+            rest = drain(it)
+            it.restore(state)
+            emit({"first": first, "rest": rest, "after_restore": drain(it)})
+        ''')
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        self.assertEqual(r["rest"], r["after_restore"])
+        self.assertEqual(r["rest"][1], "error")
+        self.assertEqual(len(r["rest"]), 5)
 
     def test_a_file_writer_writes_after_max_queue_events_without_a_flush(self):
         p, r = _towerflow('''

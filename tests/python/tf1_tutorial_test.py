@@ -132,12 +132,20 @@ class TF1TutorialTest(unittest.TestCase):
             clipped, norm = tf.clip_by_global_norm([c, None, c * 2], 1.0)
             by_norm = tf.clip_by_norm(c, 1.0)
             grads = tf.gradients(tf.reduce_sum(abs(c) + tf.minimum(c, 0.0) + c ** 3), c)[0]
+            nan = tf.constant([float("nan"), 1.0, -1.0])
+            ops.update({"nan_gt": nan > 0, "nan_lt": nan < 0, "nan_ge": nan >= 0, "nan_le": nan <= 0,
+                        "nan_ne": tf.not_equal(nan, nan)})
+            zero = tf.constant([0.0, 0.0])
+            abs_grad_at_zero = tf.gradients(tf.reduce_sum(tf.abs(zero)), zero)[0]
+            inf_clip, inf_norm = tf.clip_by_global_norm([tf.constant([1.0, 2.0]), tf.constant([float("inf"), 0.0])], 1.0)
             with tf.Session() as sess:
                 r["ops"] = {k: sess.run(v).tolist() for k, v in ops.items()}
                 r["clip_global"] = [None if t is None else sess.run(t).tolist() for t in clipped]
                 r["global_norm"] = float(sess.run(norm))
                 r["clip_norm"] = sess.run(by_norm).tolist()
                 r["grads"] = sess.run(grads).tolist()
+                r["abs_grad_at_zero"] = sess.run(abs_grad_at_zero).tolist()
+                r["inf_clip"] = [str(v) for t in inf_clip for v in sess.run(t).tolist()]
             emit(r)
         ''')
 
@@ -169,7 +177,7 @@ class TF1TutorialTest(unittest.TestCase):
             r = {}
             p = tf.placeholder(tf.float32, [None, None, 4])
             outs = {"last": p[:, -1], "last_two": p[:, -2:], "last_batch": p[-1], "inner": p[:, 1:-1],
-                    "mixed": p[:, :-1, 2]}
+                    "mixed": p[:, :-1, 2], "empty": p[:, 4:-2], "past_start": p[:, -9:], "none_left": p[:, :-9]}
             v = np.arange(40, dtype=np.float32).reshape(2, 5, 4)
             r["shapes"] = {k: t.shape.as_list() for k, t in outs.items()}
             # Shape lists holding tensors keep their known dims.
@@ -201,6 +209,28 @@ class TF1TutorialTest(unittest.TestCase):
             state = tf.train.get_checkpoint_state(PARAMS["tmp"])
             r["state"] = [os.path.basename(state.model_checkpoint_path),
                           [os.path.basename(p) for p in state.all_model_checkpoint_paths]]
+            emit(r)
+        ''')
+
+    def test_fine_tuning_restores_a_checkpoint_under_other_names(self):
+        self.compare('''
+            r = {}
+            path = os.path.join(PARAMS["tmp"], "pretrained.ckpt")
+            with tf.Graph().as_default():
+                w = tf.get_variable("w", initializer=np.array([[1.0, 2.0], [3.0, 4.0]], np.float32))
+                b = tf.get_variable("b", initializer=np.array([0.5, -0.5], np.float32))
+                with tf.Session() as sess:
+                    sess.run(tf.global_variables_initializer())
+                    tf.train.Saver().save(sess, path)
+            with tf.Graph().as_default():
+                with tf.variable_scope("finetune"):
+                    kernel = tf.get_variable("kernel", shape=[2, 2], initializer=tf.zeros_initializer())
+                    bias = tf.get_variable("bias", shape=[2], initializer=tf.zeros_initializer())
+                saver = tf.train.Saver({"w": kernel, "b": bias})
+                with tf.Session() as sess:
+                    sess.run(tf.global_variables_initializer())
+                    saver.restore(sess, path)
+                    r["restored"] = [sess.run(kernel).tolist(), sess.run(bias).tolist()]
             emit(r)
         ''')
 

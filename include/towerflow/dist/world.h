@@ -82,7 +82,8 @@ struct WorldOptions {
   bool share_memory = true;
   // Called once, on the thread whose collective gave up, with the
   // DeadlineExceeded that call (and every later one) returns, before the
-  // call returns. The job cannot go on after a timeout, and the caller's way
+  // call returns (another call waiting meanwhile may return the same error
+  // first). The job cannot go on after a timeout, and the caller's way
   // out (its error unwinding a step, its threads joined) can take long: a
   // program says so here, at once, so that rank 0's diagnosis, which comes
   // first, is out before a later rank's timeout ends the job.

@@ -74,8 +74,9 @@ class Node {
   std::string DebugName() const;
   // What graph construction knows of output 0's value when it is a small
   // int32/int64 scalar or vector computed from constants and static shapes
-  // (Shape, and ExpandDims, Squeeze, ConcatV2, Slice, Cast, Identity, Add, Sub
-  // and Mul of such values): each element, or nullopt where unknown; nullopt
+  // (Shape, and ExpandDims, Squeeze, ConcatV2, Slice, Cast, Identity, Neg,
+  // Add, Sub, Mul and Maximum of such values; a value the output type cannot
+  // hold is unknown): each element, or nullopt where unknown; nullopt
   // as a whole when nothing is known. Shape functions read it, so that a
   // reshape to [tf.shape(x)[0], 4] keeps its 4 (TF's partial shape values).
   const std::optional<std::vector<std::optional<int64_t>>>& partial_value() const { return partial_value_; }

@@ -38,6 +38,11 @@ class Saver {
   // and global_step included). Records in `scope` InvalidArgument when there is no
   // variable to save or two share a name.
   explicit Saver(const Scope& scope, std::vector<Variable> vars = {});
+  // Saves each variable under the name paired with it, and restores it from
+  // that name (TF's Saver({"name": var}): a pretrained model's weights into
+  // variables named otherwise). Records InvalidArgument as above, or when two
+  // share a name in the file.
+  Saver(const Scope& scope, const std::vector<std::pair<std::string, Variable>>& named);
 
   // Every variable's current value under its name, in variables() order, from
   // one Run. Errors: the building error; the Run's (FailedPrecondition naming
@@ -65,6 +70,8 @@ class Saver {
   Status RestoreFrom(Session& session, const SafetensorsFile& file, const std::string& path) const;
 
   const std::vector<Variable>& variables() const { return vars_; }
+  // The name of each variable in the file, in variables() order.
+  const std::vector<std::string>& keys() const { return keys_; }
   // "save/restore_all": runs every assign (feeding every placeholder is required).
   Node* restore_op() const { return restore_op_; }
 
@@ -73,7 +80,11 @@ class Saver {
   // every one is present with the variable's dtype and shape.
   StatusOr<std::vector<const Tensor*>> MatchFile(const SafetensorsFile& file, const std::string& path) const;
 
+  // Builds the restore graph (both constructors).
+  void Build(const Scope& scope);
+
   std::vector<Variable> vars_;
+  std::vector<std::string> keys_;     // the file's name of each variable, same order
   std::vector<Output> placeholders_;  // one per variable, same order
   Node* restore_op_ = nullptr;
   Status build_status_;  // what failed while building, if anything

@@ -457,7 +457,12 @@ def _as_operation(x):
 # ---- building ops -------------------------------------------------------------
 
 def _graph_of(values):
-    """The graph of the first graph element among `values`, else the default."""
+    """The graph of the first graph element among `values`, else the default;
+    inside a dataset function, that function's graph (which captures the outer
+    graph's constants whatever their place among the inputs)."""
+    default = get_default_graph()
+    if default._captures_constants:
+        return default
     for v in values:
         g = getattr(v, "graph", None)
         if isinstance(g, Graph):

@@ -67,11 +67,17 @@ def _compare(default_name, build):
     return fn
 
 
+def _strictly_greater(a, b, name):
+    """a > b as (a >= b) != (a == b): false where either is NaN (both parts
+    are), where not(b >= a) would be true."""
+    ge = make_tensor("GreaterEqual", [a, b], name=name + "/GreaterEqual")
+    eq = make_tensor("Equal", [a, b], name=name + "/Equal")
+    return logical_not(make_tensor("Equal", [ge, eq], name=name + "/same"), name=name)
+
+
 less_equal = _compare("LessEqual", lambda a, b, name: make_tensor("GreaterEqual", [b, a], name=name))
-greater = _compare("Greater", lambda a, b, name: logical_not(
-    make_tensor("GreaterEqual", [b, a], name=name + "/GreaterEqual"), name=name))
-less = _compare("Less", lambda a, b, name: logical_not(
-    make_tensor("GreaterEqual", [a, b], name=name + "/GreaterEqual"), name=name))
+greater = _compare("Greater", _strictly_greater)
+less = _compare("Less", lambda a, b, name: _strictly_greater(b, a, name))
 not_equal = _compare("NotEqual", lambda a, b, name: logical_not(
     make_tensor("Equal", [a, b], name=name + "/Equal"), name=name))
 minimum = _compare("Minimum", lambda a, b, name: make_tensor("Neg", [make_tensor(
@@ -80,9 +86,16 @@ minimum = _compare("Minimum", lambda a, b, name: make_tensor("Neg", [make_tensor
 
 
 def abs(x, name=None):  # noqa: A001: TF's name
+    """x * sign(x), the sign held out of the gradient: |x| exactly, and TF's
+    gradient sign(x) (0 at 0, where max(x, -x) would give 1)."""
     x = convert_to_tensor(x)
     with fw.op_name(name or "Abs", x.graph) as name:
-        return make_tensor("Maximum", [x, make_tensor("Neg", [x], name=name + "/Neg")], name=name)
+        zero = fw.constant(0, dtype=x.dtype, name=name + "/zero")
+        positive = array_ops.cast(_strictly_greater(x, zero, name + "/positive"), x.dtype, name=name + "/Cast")
+        negative_ = array_ops.cast(_strictly_greater(zero, x, name + "/negative"), x.dtype, name=name + "/Cast_1")
+        sign = array_ops.stop_gradient(make_tensor("Sub", [positive, negative_], name=name + "/sign"),
+                                       name=name + "/sign_stop_gradient")
+        return make_tensor("Mul", [x, sign], name=name)
 
 
 def pow(x, y, name=None):  # noqa: A001: TF's name
@@ -244,7 +257,10 @@ def clip_by_global_norm(t_list, clip_norm, use_norm=None, name=None):
         norm = use_norm if use_norm is not None else global_norm(t_list, name=name + "/global_norm")
         norm = convert_to_tensor(norm)
         clip = convert_to_tensor(clip_norm, preferred_dtype=norm.dtype)
-        scale = divide(clip, maximum(norm, clip, name=name + "/Maximum"), name=name + "/scale")
+        # TF's: an infinite or NaN norm makes every output NaN (norm - norm),
+        # rather than scaling finite gradients to 0.
+        scale = add(divide(clip, maximum(norm, clip, name=name + "/Maximum"), name=name + "/truediv"),
+                    subtract(norm, norm, name=name + "/sub"), name=name + "/scale")
         out = [None if t is None else multiply(t, scale, name=name + "/_%d" % i) for i, t in enumerate(t_list)]
         return out, norm
 
@@ -326,7 +342,8 @@ def _getitem(self, key):
         dim = shape[i].value
         if isinstance(k, (int, np.integer)):
             if k < 0:
-                # x[:, -1] of an unknown dimension (an RNN's last output): its length at run time.
+                # x[:, -1] of an unknown dimension (an RNN's last output): its length at run time
+                # (an index past the start fails the step, as TF's out-of-range index does).
                 k = run_time_dim(i) + int(k) if dim is None else k + dim
             begin.append(k if _is_tensor(k) else int(k))
             size.append(1)
@@ -343,8 +360,15 @@ def _getitem(self, key):
                 start = min(max(start, 0), dim)
                 stop = None if stop is None else min(max(stop, 0), dim)
             if _is_tensor(start) or _is_tensor(stop):
+                # Clamped at run time as Python clamps: x[-5:] of 3 is x, x[2:-2] of 3 is empty.
+                length = run_time_dim(i)
+                start = minimum(maximum(start, 0), length)
                 begin.append(start)
-                size.append(-1 if stop is None else stop - start)
+                if stop is None:
+                    size.append(-1)
+                else:
+                    stop = minimum(maximum(stop, 0), length)
+                    size.append(maximum(stop - start, 0))
             else:
                 begin.append(int(start))
                 size.append(-1 if stop is None else max(0, int(stop) - int(start)))

@@ -158,15 +158,32 @@ class FileWriter:
         self._flush_secs = float(flush_secs)
         self._pending = 0
         self._closed = threading.Event()
-        self._flusher = threading.Thread(target=self._flush_every, name="FileWriter flush", daemon=True)
+        # The thread holds the writer weakly: an unclosed writer that nothing
+        # else holds is collected, and its thread ends.
+        self._flusher = threading.Thread(target=FileWriter._flush_every,
+                                         args=(weakref.ref(self), self._closed, max(0.1, self._flush_secs)),
+                                         name="FileWriter flush", daemon=True)
         self._flusher.start()
         _live_writers.add(self)
         if graph is not None:
             self.add_graph(graph)
 
-    def _flush_every(self):
-        while not self._closed.wait(self._flush_secs):
-            self.flush()
+    @staticmethod
+    def _flush_every(writer_ref, closed, seconds):
+        while not closed.wait(seconds):
+            writer = writer_ref()
+            if writer is None:
+                return
+            writer.flush()
+            del writer
+
+    def __del__(self):
+        closed = getattr(self, "_closed", None)
+        if closed is not None and not closed.is_set():
+            try:
+                self.close()
+            except Exception:  # noqa: BLE001: a collected writer closes as it can
+                pass
 
     def _added(self):
         self._pending += 1

@@ -149,12 +149,17 @@ class Saver:
 
     def __init__(self, var_list=None, max_to_keep=5, name=None, **kwargs):
         g = fw.get_default_graph()
-        if isinstance(var_list, dict):
-            raise NotImplementedError("Saver(var_list=dict) is not supported by towerflow: variables are saved "
-                                      "under their own names")
-        vars_ = [v._var for v in (var_list or [])]
         self._graph = g
-        self._saver = _core.Saver(g._scopes[0], vars_)
+        if isinstance(var_list, dict):
+            # TF's {"name in the file": variable}: fine-tuning from a checkpoint
+            # whose names differ from this graph's.
+            if not var_list:
+                raise ValueError("Saver: no variables to save")
+            named = [(str(k), v._var) for k, v in var_list.items()]
+            self._saver = _core.Saver(g._scopes[0], named=named)
+        else:
+            vars_ = [v._var for v in (var_list or [])]
+            self._saver = _core.Saver(g._scopes[0], vars_)
         self._max_to_keep = max_to_keep
         self._last = []
 

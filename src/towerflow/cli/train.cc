@@ -511,8 +511,14 @@ int RunTrain(int argc, char** argv) {
     // The step it was at (0: before training), which errors from the input
     // or a kernel do not say.
     if (TimeoutSaid(status)) return finish(1);
-    std::fprintf(stderr, "towerflow train: rank %d of %d (step %lld): %s\n", world->rank(), world->size(),
-                 static_cast<long long>(world->step()), status.ToString().c_str());
+    {
+      // Said once: a timeout that reaches here before the world's hook has
+      // said it (another waiter of the same timeout) keeps the hook quiet.
+      std::lock_guard<std::mutex> lock(g_timeout_mu);
+      if (status.code() == Code::kDeadlineExceeded && g_timeout_said.empty()) g_timeout_said = status.message();
+      std::fprintf(stderr, "towerflow train: rank %d of %d (step %lld): %s\n", world->rank(), world->size(),
+                   static_cast<long long>(world->step()), status.ToString().c_str());
+    }
     return finish(1);
   };
 

@@ -137,6 +137,12 @@ TEST(GraphTest, ShapesComputedFromShapesKeepWhatIsKnown) {
   auto filled = Fill(s, Concat(s, {ExpandDims(s, n, 0), Const(s, std::vector<int32_t>{4})}, 0),
                      Const(s, 0.0f));
   EXPECT_EQ(filled.shape(), PartialShape({-1, 4}));
+  // A value the int32 output cannot hold is not known (the kernel's wraps).
+  auto big = Cast(s, Const(s, Tensor::FromVector<int64_t>({(int64_t{1} << 32) + 2}, TensorShape{1})), kInt32);
+  EXPECT_FALSE(big.node->partial_value().has_value());
+  EXPECT_EQ(Fill(s, big, Const(s, 0.0f)).shape(), PartialShape({-1}));
+  auto product = Mul(s, Const(s, std::vector<int32_t>{65536}), Const(s, std::vector<int32_t>{65536}));
+  EXPECT_FALSE(product.node->partial_value().has_value());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
 }
 

@@ -1,6 +1,8 @@
 #include "towerflow/graph/partial_value.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <limits>
 
 namespace tw::internal {
 namespace {
@@ -19,7 +21,7 @@ std::optional<PartialVector> Elementwise(const std::optional<PartialVector>& a, 
   for (size_t i = 0; i < n; ++i) {
     const std::optional<int64_t>& x = (*a)[a->size() == 1 ? 0 : i];
     const std::optional<int64_t>& y = (*b)[b->size() == 1 ? 0 : i];
-    if (x && y) out[i] = f(*x, *y);
+    if (x && y) out[i] = f(*x, *y);  // nullopt on overflow
   }
   return out;
 }
@@ -103,13 +105,46 @@ std::optional<PartialVector> ComputePartial(const std::string& op, const std::ve
     const int64_t e = (*size)[0] < 0 ? len : b + (*size)[0];
     if (b < 0 || b > len || e < b || e > len) return std::nullopt;
     result = PartialVector(in->begin() + b, in->begin() + e);
-  } else if ((op == "Add" || op == "Sub" || op == "Mul") && inputs.size() == 2) {
+  } else if (op == "Neg" && inputs.size() == 1) {
+    result = PartialOf(inputs[0]);
+    if (result) {
+      for (std::optional<int64_t>& e : *result) {
+        if (e && *e == std::numeric_limits<int64_t>::min()) e.reset();
+        if (e) e = -*e;
+      }
+    }
+  } else if ((op == "Add" || op == "Sub" || op == "Mul" || op == "Maximum") && inputs.size() == 2) {
     const std::optional<PartialVector> a = PartialOf(inputs[0]), b = PartialOf(inputs[1]);
-    if (op == "Add") result = Elementwise(a, b, [](int64_t x, int64_t y) { return x + y; });
-    if (op == "Sub") result = Elementwise(a, b, [](int64_t x, int64_t y) { return x - y; });
-    if (op == "Mul") result = Elementwise(a, b, [](int64_t x, int64_t y) { return x * y; });
+    using R = std::optional<int64_t>;
+    if (op == "Add") {
+      result = Elementwise(a, b, [](int64_t x, int64_t y) -> R {
+        int64_t r;
+        return __builtin_add_overflow(x, y, &r) ? R() : R(r);
+      });
+    }
+    if (op == "Sub") {
+      result = Elementwise(a, b, [](int64_t x, int64_t y) -> R {
+        int64_t r;
+        return __builtin_sub_overflow(x, y, &r) ? R() : R(r);
+      });
+    }
+    if (op == "Maximum") result = Elementwise(a, b, [](int64_t x, int64_t y) -> R { return std::max(x, y); });
+    if (op == "Mul") {
+      result = Elementwise(a, b, [](int64_t x, int64_t y) -> R {
+        int64_t r;
+        return __builtin_mul_overflow(x, y, &r) ? R() : R(r);
+      });
+    }
   }
-  if (!result || result->size() != n || !AnyKnown(*result)) return std::nullopt;
+  if (!result || result->size() != n) return std::nullopt;
+  // A value the output type cannot hold (an int32 sum that wraps, a Cast that
+  // truncates) is not known: the kernel's would differ.
+  if (type == kInt32) {
+    for (std::optional<int64_t>& e : *result) {
+      if (e && (*e < std::numeric_limits<int32_t>::min() || *e > std::numeric_limits<int32_t>::max())) e.reset();
+    }
+  }
+  if (!AnyKnown(*result)) return std::nullopt;
   return result;
 }
 

@@ -11,26 +11,47 @@
 namespace tw::train {
 namespace {
 
-// InvalidArgument when `vars` is empty, holds an unbuilt variable or repeats a name.
-Status CheckVariables(const std::vector<Variable>& vars) {
+// InvalidArgument when `vars` is empty, holds an unbuilt variable or repeats a
+// name of the file (`keys`, one per variable).
+Status CheckVariables(const std::vector<Variable>& vars, const std::vector<std::string>& keys) {
   if (vars.empty()) return errors::InvalidArgument("Saver: no variables to save");
   std::set<std::string_view> names;
-  for (const Variable& v : vars) {
+  for (size_t i = 0; i < vars.size(); ++i) {
+    const Variable& v = vars[i];
     if (!v.valid() || !v.value.valid()) {
       return errors::InvalidArgument("Saver: variable '", v.name, "' was not built (null ref or value)");
     }
-    if (!names.insert(v.name).second) {
-      return errors::InvalidArgument("Saver: two variables are named '", v.name, "'");
+    if (keys[i].empty()) return errors::InvalidArgument("Saver: an empty name for variable '", v.name, "'");
+    if (!names.insert(keys[i]).second) {
+      return errors::InvalidArgument("Saver: two variables are saved as '", keys[i], "'");
     }
   }
   return Status::OK();
+}
+
+// "'w'" or "'w' (saved as 'dense/kernel')".
+std::string Named(const Variable& v, const std::string& key) {
+  return key == v.name ? StrCat("'", v.name, "'") : StrCat("'", v.name, "' (saved as '", key, "')");
 }
 
 }  // namespace
 
 Saver::Saver(const Scope& scope, std::vector<Variable> vars) : vars_(std::move(vars)) {
   if (vars_.empty()) vars_ = GlobalVariables(scope.graph());
-  build_status_ = CheckVariables(vars_);
+  for (const Variable& v : vars_) keys_.push_back(v.name);
+  Build(scope);
+}
+
+Saver::Saver(const Scope& scope, const std::vector<std::pair<std::string, Variable>>& named) {
+  for (const auto& [key, v] : named) {
+    keys_.push_back(key);
+    vars_.push_back(v);
+  }
+  Build(scope);
+}
+
+void Saver::Build(const Scope& scope) {
+  build_status_ = CheckVariables(vars_, keys_);
   if (!build_status_.ok()) {
     scope.UpdateStatus(build_status_);
     return;
@@ -58,7 +79,7 @@ StatusOr<std::vector<std::pair<std::string, Tensor>>> Saver::Fetch(Session& sess
   if (!values.ok()) return values.status();
   std::vector<std::pair<std::string, Tensor>> tensors;
   tensors.reserve(vars_.size());
-  for (size_t i = 0; i < vars_.size(); ++i) tensors.emplace_back(vars_[i].name, std::move((*values)[i]));
+  for (size_t i = 0; i < vars_.size(); ++i) tensors.emplace_back(keys_[i], std::move((*values)[i]));
   return tensors;
 }
 
@@ -85,19 +106,21 @@ StatusOr<std::vector<const Tensor*>> Saver::MatchFile(const SafetensorsFile& fil
   std::map<std::string_view, const Tensor*> by_name;
   for (const auto& [name, t] : file.tensors) by_name.emplace(name, &t);
   std::vector<const Tensor*> matched;
-  for (const Variable& v : vars_) {
-    auto it = by_name.find(v.name);
+  for (size_t i = 0; i < vars_.size(); ++i) {
+    const Variable& v = vars_[i];
+    auto it = by_name.find(keys_[i]);
     if (it == by_name.end()) {
-      return errors::NotFound("Saver: variable '", v.name, "' is not in checkpoint ", path);
+      return errors::NotFound("Saver: variable ", Named(v, keys_[i]), " is not in checkpoint ", path);
     }
     const Tensor& t = *it->second;
     if (t.dtype() != v.ref.dtype()) {
-      return errors::InvalidArgument("Saver: variable '", v.name, "' is ", DataTypeName(v.ref.dtype()),
+      return errors::InvalidArgument("Saver: variable ", Named(v, keys_[i]), " is ", DataTypeName(v.ref.dtype()),
                                      " but checkpoint ", path, " holds ", DataTypeName(t.dtype()));
     }
     if (!PartialShape(t.shape()).IsCompatibleWith(v.ref.shape())) {
-      return errors::InvalidArgument("Saver: variable '", v.name, "' has shape ", v.ref.shape().ToString(),
-                                     " but checkpoint ", path, " holds ", t.shape().ToString());
+      return errors::InvalidArgument("Saver: variable ", Named(v, keys_[i]), " has shape ",
+                                     v.ref.shape().ToString(), " but checkpoint ", path, " holds ",
+                                     t.shape().ToString());
     }
     matched.push_back(&t);
   }

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <memory>
@@ -174,6 +175,43 @@ TEST_F(SaverTest, MissingVariableRestoresNothing) {
   // The partial saver itself restores what it saved.
   ASSERT_TRUE(partial_saver.Restore(*fresh, path).ok());
   EXPECT_EQ(Values(*fresh, {model_->step})[0].scalar<int64_t>(), 3);
+}
+
+// Saver({"name": var}): variables saved under other names, and restored from
+// them into variables named otherwise (fine-tuning from a pretrained file).
+TEST_F(SaverTest, NamedVariablesAreSavedAndRestoredUnderTheirNames) {
+  auto trained = Trained(2);
+  Scope root(model_->graph);
+  Saver named(root, {{"pretrained/kernel", model_->w}, {"pretrained/bias", model_->b}});
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  EXPECT_EQ(named.keys(), (std::vector<std::string>{"pretrained/kernel", "pretrained/bias"}));
+  const std::string path = Path("named.safetensors");
+  ASSERT_TRUE(named.Save(*trained, path).ok());
+  auto file = ReadSafetensors(path);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  std::vector<std::string> in_file;
+  for (const auto& [name, t] : file->tensors) in_file.push_back(name);
+  std::sort(in_file.begin(), in_file.end());
+  EXPECT_EQ(in_file, (std::vector<std::string>{"pretrained/bias", "pretrained/kernel"}));
+
+  auto fresh = Trained(0);
+  ASSERT_TRUE(named.Restore(*fresh, path).ok());
+  EXPECT_TRUE(SameBits(Values(*fresh, {model_->w})[0], Values(*trained, {model_->w})[0]));
+  EXPECT_TRUE(SameBits(Values(*fresh, {model_->b})[0], Values(*trained, {model_->b})[0]));
+  // The model's own saver does not find its names there, and says which.
+  Status missing = model_->saver->Restore(*fresh, path);
+  EXPECT_EQ(missing.code(), Code::kNotFound);
+  // A name given twice is refused.
+  Scope twice(model_->graph);
+  Saver dup(twice, {{"x", model_->w}, {"x", model_->b}});
+  EXPECT_NE(twice.status().message().find("two variables are saved as 'x'"), std::string::npos)
+      << twice.status().ToString();
+  // The named saver over a file without one of its names says both names.
+  Scope one(model_->graph);
+  Saver other(one, {{"elsewhere", model_->w}});
+  Status s = other.Restore(*fresh, path);
+  EXPECT_NE(s.message().find("variable 'w' (saved as 'elsewhere') is not in checkpoint"), std::string::npos)
+      << s.ToString();
 }
 
 TEST_F(SaverTest, ShapeOrDtypeMismatchRestoresNothing) {

@@ -8,6 +8,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <limits>
+#include <thread>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -126,12 +129,70 @@ TEST(ElementErrorsTest, IgnoreErrorsSkipsFailedElementsAndCountsThem) {
   EXPECT_EQ(batches, (std::vector<std::vector<int64_t>>{{-5, -10}, {5, 3}, {2}}));
   EXPECT_EQ((*it)->Gauges()["Errors ignored"], 1);
   EXPECT_EQ(Outcomes(Dataset::Range(5).Map(DivideByXMinus2()).IgnoreErrors()), (V{"-5", "-10", "10", "5", "end"}));
-  // Over an input that fails on every element, forever: a closed iterator
-  // still stops (the destructor returns).
-  auto forever = Dataset::Range(2, 3).Map(DivideByXMinus2()).Repeat().IgnoreErrors().Prefetch(1).MakeIterator();
-  ASSERT_TRUE(forever.ok());
-  (*forever)->Cancel();
-  EXPECT_EQ((*forever)->GetNext(&e).code(), Code::kCancelled);
+}
+
+// IgnoreErrors over an input that fails on every element, without end: a
+// GetNext waiting in it (on the consumer's thread, or on a Prefetch's worker)
+// returns Cancelled when the iterator is cancelled from another thread.
+TEST(ElementErrorsTest, IgnoringAnEndlessRunOfErrorsStopsWhenCancelled) {
+  MapFn always_fails = [](const Scope& s, const std::vector<Output>& x) {
+    return std::vector<Output>{Div(s.WithOpName("divide"), I64(s, 10), Sub(s, x[0], x[0]))};
+  };
+  const Dataset failing = Dataset::Range(0, std::numeric_limits<int64_t>::max()).Map(always_fails).IgnoreErrors();
+  for (const Dataset& d : {failing, failing.Prefetch(1)}) {
+    auto it = d.MakeIterator();
+    ASSERT_TRUE(it.ok()) << it.status().ToString();
+    Status got;
+    std::thread consumer([&] {
+      Element e;
+      got = (*it)->GetNext(&e);
+    });
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    (*it)->Cancel();
+    consumer.join();
+    EXPECT_EQ(got.code(), Code::kCancelled) << got.ToString();
+    EXPECT_GT((*it)->Gauges()["Errors ignored"], 0);
+  }
+}
+
+// The fused Batch(Shuffle(Unbatch(...))) treats a failed element as the
+// unfused chain does (an identity Map in between keeps it unfused).
+TEST(ElementErrorsTest, AFusedShuffleBatchFailsAsTheUnfusedOne) {
+  MapFn identity = [](const Scope& s, const std::vector<Output>& x) { return x; };
+  const Dataset batches = Dataset::Range(8).Map(DivideByXMinus2()).Batch(2);
+  const V fused = Outcomes(batches.Unbatch().Shuffle(1).Batch(2));
+  const V unfused = Outcomes(batches.Unbatch().Map(identity).Shuffle(1).Batch(2));
+  EXPECT_EQ(fused, unfused);
+  EXPECT_EQ(fused, (V{"-5,-10", "error", "3,2", "2", "end"}));
+}
+
+// A parallel stage holding a failed element in its buffer saves it in its
+// place; a restored iterator gives the same elements and error.
+TEST(ElementErrorsTest, APositionHoldingAnErrorIsSavedAndRestored) {
+  const Dataset d = Dataset::Range(8).Map(DivideByXMinus2(), {.num_parallel_calls = 2}).Prefetch(4);
+  auto it = d.MakeIterator();
+  ASSERT_TRUE(it.ok());
+  Element e;
+  ASSERT_TRUE((*it)->GetNext(&e).ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the buffers fill, element 2 among them
+  IteratorState state;
+  ASSERT_TRUE((*it)->Save(&state).ok());
+  auto rest = [](Iterator& iter) {
+    V out;
+    Element x;
+    for (int i = 0; i < 20; ++i) {
+      Status s = iter.GetNext(&x);
+      if (s.code() == Code::kOutOfRange) break;
+      out.push_back(s.ok() ? std::to_string(x[0].scalar<int64_t>()) : std::string(CodeName(s.code())));
+    }
+    return out;
+  };
+  const V original = rest(**it);
+  EXPECT_EQ(original, (V{"-10", "InvalidArgument", "10", "5", "3", "2", "2"}));
+  auto restored = d.MakeIterator();
+  ASSERT_TRUE(restored.ok());
+  ASSERT_TRUE((*restored)->Restore(state).ok());
+  EXPECT_EQ(rest(**restored), original);
 }
 
 TEST(ElementErrorsTest, ACachedEpochReplaysTheElementsWithoutTheirErrors) {

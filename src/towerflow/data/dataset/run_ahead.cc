@@ -220,14 +220,16 @@ Status RunAhead::Save(StateWriter& w) const {
   int64_t n = 0;
   bool end_pending = false;
   for (const auto& [seq, r] : results_) {
-    if (!r.status.ok()) {
-      s = errors::FailedPrecondition(options_.stage, ": cannot save an iterator holding an error: ",
-                                     r.status.ToString());
-      break;
-    }
     if (r.end) {
       end_pending = true;
       break;
+    }
+    if (!r.status.ok()) {
+      // A failed element is a result like any other (its error comes back
+      // after a restore, in its place).
+      w.WriteInt("error_code_" + std::to_string(n), static_cast<int64_t>(r.status.code()));
+      w.WriteString("error_" + std::to_string(n++), r.status.message());
+      continue;
     }
     w.WriteElement("result_" + std::to_string(n++), r.element);
   }
@@ -252,7 +254,21 @@ Status RunAhead::Restore(const StateReader& r) {
   TW_RETURN_IF_ERROR(r.ReadInt("end", &end));
   if (n < 0 || n > (int64_t{1} << 30)) return errors::DataLoss(options_.stage, ": saved ", n, " buffered results");
   results_.clear();
-  for (int64_t i = 0; i < n; ++i) TW_RETURN_IF_ERROR(r.ReadElement("result_" + std::to_string(i), &results_[i].element));
+  for (int64_t i = 0; i < n; ++i) {
+    const std::string k = std::to_string(i);
+    if (r.Contains("error_code_" + k)) {
+      int64_t code = 0;
+      std::string message;
+      TW_RETURN_IF_ERROR(r.ReadInt("error_code_" + k, &code));
+      TW_RETURN_IF_ERROR(r.ReadString("error_" + k, &message));
+      if (code <= 0 || code > static_cast<int64_t>(Code::kDataLoss)) {
+        return errors::DataLoss(options_.stage, ": saved result ", i, " has error code ", code);
+      }
+      results_[i].status = Status(static_cast<Code>(code), std::move(message));
+      continue;
+    }
+    TW_RETURN_IF_ERROR(r.ReadElement("result_" + k, &results_[i].element));
+  }
   next_seq_ = n;
   next_deliver_ = 0;
   int64_t base = 0;

@@ -182,11 +182,21 @@ class ShuffleBatchIter final : public IteratorBase {
     Element batch(dtypes_.size());
     for (size_t c = 0; c < dtypes_.size(); ++c) batch[c] = Tensor(dtypes_[c], WithRows(batch_size_, c));
     int64_t k = 0;
+    // As the unfused Batch(Shuffle(...)): an input error takes one place of
+    // the batch, which fails whole once taken (the next batch follows).
+    Status failed;
     for (; k < batch_size_; ++k) {
+      Status row_error;
       while (!input_ended_ && size_ < capacity) {
         bool got = false;
-        TW_RETURN_IF_ERROR(NextRow(&got));
+        row_error = NextRow(&got);
+        if (errors::IsCancelled(row_error)) return row_error;
+        if (!row_error.ok()) break;
         if (!got) input_ended_ = true;
+      }
+      if (!row_error.ok()) {
+        if (failed.ok()) failed = row_error;
+        continue;
       }
       if (size_ == 0) break;
       if (handed_out_++ % 64 == 0) {
@@ -202,6 +212,7 @@ class ShuffleBatchIter final : public IteratorBase {
       }
       --size_;
     }
+    if (!failed.ok()) return failed;
     if (k == 0 || (drop_remainder_ && k < batch_size_)) {
       *end = true;
       return Status::OK();
