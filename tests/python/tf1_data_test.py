@@ -47,15 +47,8 @@ def summary_tags(b):
 '''
 
 
-class TF1DataTest(unittest.TestCase):
+class TF1DataTest(surface.BothEngines, unittest.TestCase):
     """Each test: one snippet, run under towerflow and under TensorFlow."""
-
-    maxDiff = None
-    setUpClass = classmethod(surface.TF1SurfaceTest.setUpClass.__func__)
-    tearDownClass = classmethod(surface.TF1SurfaceTest.tearDownClass.__func__)
-    _params = surface.TF1SurfaceTest._params
-    run_both = surface.TF1SurfaceTest.run_both
-    compare = surface.TF1SurfaceTest.compare
 
     def test_an_element_error_is_its_elements_and_iteration_goes_on(self):
         # decode_raw of 3 bytes as int32 fails for that element only.

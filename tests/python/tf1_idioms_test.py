@@ -14,15 +14,8 @@ import unittest
 import tf1_surface_test as surface
 
 
-class TF1IdiomsTest(unittest.TestCase):
+class TF1IdiomsTest(surface.BothEngines, unittest.TestCase):
     """Each test: one snippet, run under towerflow and under TensorFlow."""
-
-    maxDiff = None
-    setUpClass = classmethod(surface.TF1SurfaceTest.setUpClass.__func__)
-    tearDownClass = classmethod(surface.TF1SurfaceTest.tearDownClass.__func__)
-    _params = surface.TF1SurfaceTest._params
-    run_both = surface.TF1SurfaceTest.run_both
-    compare = surface.TF1SurfaceTest.compare
 
     def test_queue_runners_run_when_their_list_is_dropped(self):
         # TF's runner threads are daemons: the list tf.train.start_queue_runners

@@ -992,5 +992,17 @@ class TF1SurfaceTest(unittest.TestCase):
                          {"tf": True, "nn": True, "train": True, "hasattr": False})
 
 
+class BothEngines:
+    """For other test files of snippets (tf1_idioms_test.py, ...): the same
+    fixtures, run_both and compare, mixed into their unittest.TestCase."""
+
+    maxDiff = None
+    setUpClass = classmethod(TF1SurfaceTest.setUpClass.__func__)
+    tearDownClass = classmethod(TF1SurfaceTest.tearDownClass.__func__)
+    _params = TF1SurfaceTest._params
+    run_both = TF1SurfaceTest.run_both
+    compare = TF1SurfaceTest.compare
+
+
 if __name__ == "__main__":
     unittest.main()

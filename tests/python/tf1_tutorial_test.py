@@ -11,15 +11,8 @@ import unittest
 import tf1_surface_test as surface
 
 
-class TF1TutorialTest(unittest.TestCase):
+class TF1TutorialTest(surface.BothEngines, unittest.TestCase):
     """Each test: one snippet, run under towerflow and under TensorFlow."""
-
-    maxDiff = None
-    setUpClass = classmethod(surface.TF1SurfaceTest.setUpClass.__func__)
-    tearDownClass = classmethod(surface.TF1SurfaceTest.tearDownClass.__func__)
-    _params = surface.TF1SurfaceTest._params
-    run_both = surface.TF1SurfaceTest.run_both
-    compare = surface.TF1SurfaceTest.compare
 
     def test_mnist_softmax_with_variables_of_tensors(self):
         # mnist_softmax.py: W = tf.Variable(tf.zeros([784, 10])), trained on
