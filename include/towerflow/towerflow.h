@@ -38,6 +38,8 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/collective_ops.h"
 #include "towerflow/graph/ops/control_flow_ops.h"
+#include "towerflow/graph/ops/gather_ops.h"
+#include "towerflow/graph/ops/layout_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/nn_ops.h"
 #include "towerflow/graph/ops/random_ops.h"

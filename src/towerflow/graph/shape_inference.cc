@@ -145,5 +145,25 @@ Status Reduction(InferenceContext* c) {
   return Status::OK();
 }
 
+std::optional<std::vector<int64_t>> KnownIntVector(InferenceContext* c, int i) {
+  const Tensor* t = c->input_value(i);
+  if (t == nullptr) {
+    const std::optional<PartialVector>& p = c->input_partial(i);
+    if (!p || (c->input(i).known_rank() && c->input(i).rank() > 1)) return std::nullopt;
+    std::vector<int64_t> v;
+    for (const std::optional<int64_t>& e : *p) {
+      if (!e) return std::nullopt;
+      v.push_back(*e);
+    }
+    return v;
+  }
+  if (t->rank() > 1 || (t->dtype() != kInt32 && t->dtype() != kInt64)) return std::nullopt;
+  std::vector<int64_t> v;
+  for (int64_t k = 0; k < t->NumElements(); ++k) {
+    v.push_back(t->dtype() == kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
+  }
+  return v;
+}
+
 }  // namespace shape_fns
 }  // namespace tw

@@ -77,6 +77,11 @@ Status Broadcast(InferenceContext* c);
 StatusOr<PartialShape> BroadcastShapes(const PartialShape& a, const PartialShape& b);
 // Reduction of input 0 over the axes in input 1 ("keep_dims" attr).
 Status Reduction(InferenceContext* c);
+
+// The values of int32/int64 scalar or vector input i when all are known at
+// build time (a Const, or a partial value known in every element), else
+// nullopt. A scalar gives one value.
+std::optional<std::vector<int64_t>> KnownIntVector(InferenceContext* c, int i);
 }  // namespace shape_fns
 
 }  // namespace tw

@@ -16,6 +16,8 @@ void EnsureKernelsRegistered() {
     KernelRegistry& r = KernelRegistry::Global();
     RegisterArrayKernels(r);
     RegisterShapeKernels(r);
+    RegisterGatherKernels(r);
+    RegisterLayoutKernels(r);
     RegisterMathKernels(r);
     RegisterMatMulKernels(r);
     RegisterReductionKernels(r);

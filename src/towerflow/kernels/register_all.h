@@ -12,6 +12,10 @@ void EnsureKernelsRegistered();
 // One per kernel family; each lives in its kernel file.
 void RegisterArrayKernels(KernelRegistry& registry);
 void RegisterShapeKernels(KernelRegistry& registry);
+// GatherV2, UnsortedSegmentSum, OneHot, SelectV2, InTopKV2 (gather_kernels.cc).
+void RegisterGatherKernels(KernelRegistry& registry);
+// Transpose, InvertPermutation, Tile, Pad, PadV2, Range (layout_kernels.cc).
+void RegisterLayoutKernels(KernelRegistry& registry);
 void RegisterMathKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);

@@ -177,6 +177,7 @@ const std::vector<GradCheckCase>& AllGradCheckCases() {
   static const std::vector<GradCheckCase>* cases = [] {
     auto* v = new std::vector<GradCheckCase>();
     AddArrayGradChecks(*v);
+    AddIndexingGradChecks(*v);
     AddMathGradChecks(*v);
     AddNnGradChecks(*v);
     return v;

@@ -64,6 +64,7 @@ const std::vector<GradCheckCase>& AllGradCheckCases();
 
 // One per op family, each in runtime/grad_checks/<family>_checks.cc.
 void AddArrayGradChecks(std::vector<GradCheckCase>& cases);
+void AddIndexingGradChecks(std::vector<GradCheckCase>& cases);
 void AddMathGradChecks(std::vector<GradCheckCase>& cases);
 void AddNnGradChecks(std::vector<GradCheckCase>& cases);
 

@@ -9,6 +9,8 @@ namespace tw {
 
 void RegisterArrayGradients(GradientRegistry& registry);
 void RegisterShapeGradients(GradientRegistry& registry);
+void RegisterGatherGradients(GradientRegistry& registry);
+void RegisterLayoutGradients(GradientRegistry& registry);
 void RegisterMathGradients(GradientRegistry& registry);
 void RegisterNnGradients(GradientRegistry& registry);
 void RegisterStateGradients(GradientRegistry& registry);

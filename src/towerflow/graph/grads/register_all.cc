@@ -6,6 +6,8 @@ namespace tw {
 void RegisterAllGradients(GradientRegistry& registry) {
   RegisterArrayGradients(registry);
   RegisterShapeGradients(registry);
+  RegisterGatherGradients(registry);
+  RegisterLayoutGradients(registry);
   RegisterMathGradients(registry);
   RegisterNnGradients(registry);
   RegisterStateGradients(registry);

@@ -10,6 +10,8 @@ namespace tw {
 
 void RegisterArrayOps(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);
+void RegisterGatherOps(OpRegistry& registry);
+void RegisterLayoutOps(OpRegistry& registry);
 void RegisterControlFlowOps(OpRegistry& registry);
 void RegisterMathOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);

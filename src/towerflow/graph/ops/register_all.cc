@@ -6,6 +6,8 @@ namespace tw {
 void RegisterAllOps(OpRegistry& registry) {
   RegisterArrayOps(registry);
   RegisterShapeOps(registry);
+  RegisterGatherOps(registry);
+  RegisterLayoutOps(registry);
   RegisterControlFlowOps(registry);
   RegisterMathOps(registry);
   RegisterNnOps(registry);

@@ -14,28 +14,6 @@
 namespace tw {
 namespace {
 
-// Values of a constant int32/int64 vector input (or one whose every element
-// is known at build time: a partial value), or nullopt.
-std::optional<std::vector<int64_t>> ConstVector(InferenceContext* c, int i) {
-  const Tensor* t = c->input_value(i);
-  if (t == nullptr) {
-    const std::optional<PartialVector>& p = c->input_partial(i);
-    if (!p || (c->input(i).known_rank() && c->input(i).rank() > 1)) return std::nullopt;
-    std::vector<int64_t> v;
-    for (const std::optional<int64_t>& e : *p) {
-      if (!e) return std::nullopt;
-      v.push_back(*e);
-    }
-    return v;
-  }
-  if (t->rank() > 1) return std::nullopt;
-  std::vector<int64_t> v;
-  for (int64_t k = 0; k < t->NumElements(); ++k) {
-    v.push_back(t->dtype() == kInt32 ? t->data<int32_t>()[k] : t->data<int64_t>()[k]);
-  }
-  return v;
-}
-
 // Element k of a vector input known at build time in part, or nullopt.
 std::optional<int64_t> KnownElement(InferenceContext* c, int i, size_t k) {
   const std::optional<PartialVector>& p = c->input_partial(i);
@@ -54,7 +32,7 @@ Status ShapeShape(InferenceContext* c) {
 Status ReshapeShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRank(1, 1));
   const PartialShape& in = c->input(0);
-  auto target = ConstVector(c, 1);
+  auto target = shape_fns::KnownIntVector(c, 1);
   if (!target) {
     TW_ASSIGN_OR_RETURN(PartialShape s, c->InputAsShape(1));
     c->set_output(0, s);
@@ -98,7 +76,7 @@ Status ReshapeShape(InferenceContext* c) {
 
 Status ExpandDimsShape(InferenceContext* c) {
   const PartialShape& in = c->input(0);
-  auto dim = ConstVector(c, 1);
+  auto dim = shape_fns::KnownIntVector(c, 1);
   if (!in.known_rank()) {
     c->set_output(0, PartialShape::Unknown());
     return Status::OK();
@@ -167,7 +145,7 @@ Status ConcatShape(InferenceContext* c) {
     }
     rank = c->input(i).rank();
   }
-  auto axis_v = ConstVector(c, n);
+  auto axis_v = shape_fns::KnownIntVector(c, n);
   if (rank < 0 || !axis_v) {
     c->set_output(0, rank < 0 ? PartialShape::Unknown() : PartialShape::UnknownOfRank(rank));
     return Status::OK();
@@ -206,8 +184,8 @@ Status SliceShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRank(1, 1));
   TW_RETURN_IF_ERROR(c->WithRank(2, 1));
   const PartialShape& in = c->input(0);
-  auto begin = ConstVector(c, 1);
-  auto size = ConstVector(c, 2);
+  auto begin = shape_fns::KnownIntVector(c, 1);
+  auto size = shape_fns::KnownIntVector(c, 2);
   int rank = in.known_rank() ? in.rank() : -1;
   for (int i : {1, 2}) {
     const PartialShape& s = c->input(i);

@@ -1,0 +1,265 @@
+// CPU kernels of the ops that rearrange or repeat elements, and of Range:
+// Transpose, InvertPermutation, Tile, Pad / PadV2, Range. Templates over the
+// element type (strings included for Transpose and Tile). The copies walk the
+// output in row-major order with an index odometer over the source's strides.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "towerflow/kernels/register_all.h"
+#include "towerflow/kernels/shape_util.h"
+
+namespace tw {
+namespace {
+
+using shape_util::RowMajorStrides;
+using shape_util::VecStr;
+
+// The int32 or int64 vector in input i, or InvalidArgument naming `what`.
+StatusOr<std::vector<int64_t>> IntList(OpKernelContext* ctx, int i, const char* what) {
+  const Tensor& t = ctx->input(i);
+  if (t.rank() != 1 || (t.dtype() != kInt32 && t.dtype() != kInt64)) {
+    return errors::InvalidArgument(what, " must be an int32 or int64 vector, got ", t.DebugString());
+  }
+  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
+  for (size_t k = 0; k < v.size(); ++k) {
+    v[k] = t.dtype() == kInt32 ? t.data<int32_t>()[k] : t.data<int64_t>()[k];
+  }
+  return v;
+}
+
+// Copies src (strides `src_stride` per output axis) into dst, dense in the
+// output's row-major order of `dims`. Rank >= 1, no zero dims.
+template <typename T>
+void StridedCopy(const std::vector<int64_t>& dims, const std::vector<int64_t>& src_stride, const T* src, T* dst) {
+  const int64_t run = dims.back(), step = src_stride.back();
+  shape_util::ForEachRun(dims, src_stride, RowMajorStrides(dims), [&](int64_t s, int64_t d) {
+    if (step == 1) {
+      std::copy_n(src + s, run, dst + d);
+    } else {
+      for (int64_t j = 0; j < run; ++j) dst[d + j] = src[s + j * step];
+    }
+  });
+}
+
+// perm's checks, shared by Transpose and InvertPermutation: a permutation of
+// [0, n), or InvalidArgument naming it.
+Status CheckPermutation(const char* op, const std::vector<int64_t>& perm, int64_t n) {
+  std::vector<bool> seen(static_cast<size_t>(n), false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= n || seen[static_cast<size_t>(p)]) {
+      return errors::InvalidArgument(op, ": ", VecStr(perm), " is not a permutation of [0, ", n, ")");
+    }
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return Status::OK();
+}
+
+template <typename T>
+class TransposeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    auto perm = IntList(ctx, 1, "Transpose: perm");
+    TW_OP_REQUIRES_OK(ctx, perm.status());
+    const int rank = x.rank();
+    TW_OP_REQUIRES(ctx, static_cast<int64_t>(perm->size()) == rank,
+                   errors::InvalidArgument("Transpose: perm ", VecStr(*perm), " must have one axis per axis of x of shape ",
+                                           x.shape().ToString()));
+    TW_OP_REQUIRES_OK(ctx, CheckPermutation("Transpose: perm", *perm, rank));
+    const std::vector<int64_t> in_strides = RowMajorStrides(x.shape().dims());
+    std::vector<int64_t> dims, strides;
+    bool identity = true;
+    for (int i = 0; i < rank; ++i) {
+      const size_t p = static_cast<size_t>((*perm)[static_cast<size_t>(i)]);
+      identity = identity && p == static_cast<size_t>(i);
+      dims.push_back(x.shape().dim(static_cast<int>(p)));
+      strides.push_back(in_strides[p]);
+    }
+    if (identity) {
+      ctx->set_output(0, x);
+      return;
+    }
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(dims), &out));
+    if (out->NumElements() == 0) return;
+    StridedCopy(dims, strides, x.data<T>(), out->data<T>());
+  }
+};
+
+class InvertPermutationOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    auto perm = IntList(ctx, 0, "InvertPermutation: x");
+    TW_OP_REQUIRES_OK(ctx, perm.status());
+    const int64_t n = static_cast<int64_t>(perm->size());
+    TW_OP_REQUIRES_OK(ctx, CheckPermutation("InvertPermutation", *perm, n));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{n}, &out));
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t p = (*perm)[static_cast<size_t>(i)];
+      if (out->dtype() == kInt32) {
+        out->data<int32_t>()[p] = static_cast<int32_t>(i);
+      } else {
+        out->data<int64_t>()[p] = i;
+      }
+    }
+  }
+  bool IsExpensive() const override { return false; }
+};
+
+template <typename T>
+class TileOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    auto m = IntList(ctx, 1, "Tile: multiples");
+    TW_OP_REQUIRES_OK(ctx, m.status());
+    const int rank = x.rank();
+    TW_OP_REQUIRES(ctx, static_cast<int64_t>(m->size()) == rank,
+                   errors::InvalidArgument("Tile: multiples ", VecStr(*m), " must have one element per axis of x of shape ",
+                                           x.shape().ToString()));
+    std::vector<int64_t> dims;
+    for (int i = 0; i < rank; ++i) {
+      const int64_t k = (*m)[static_cast<size_t>(i)];
+      TW_OP_REQUIRES(ctx, k >= 0, errors::InvalidArgument("Tile: multiples must be non-negative, got ", VecStr(*m)));
+      TW_OP_REQUIRES(ctx, k == 0 || x.shape().dim(i) <= std::numeric_limits<int64_t>::max() / k,
+                     errors::InvalidArgument("Tile: x of shape ", x.shape().ToString(), " tiled ", VecStr(*m),
+                                             " times overflows"));
+      dims.push_back(x.shape().dim(i) * k);
+    }
+    auto shape = TensorShape::Make(dims);
+    TW_OP_REQUIRES_OK(ctx, shape.status());
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    if (out->NumElements() == 0) return;
+    const T* src = x.data<T>();
+    T* dst = out->data<T>();
+    if (rank == 0) {
+      dst[0] = src[0];
+      return;
+    }
+    // Each output row (all axes but the last) reads the input row at its
+    // index modulo x's dims, repeated multiples.back() times.
+    const std::vector<int64_t>& xd = x.shape().dims();
+    const std::vector<int64_t> xs = RowMajorStrides(xd);
+    const int64_t row = xd.back(), rows = out->NumElements() / dims.back();
+    std::vector<int64_t> idx(static_cast<size_t>(rank), 0);
+    for (int64_t r = 0; r < rows; ++r) {
+      int64_t s = 0;
+      for (int d = 0; d + 1 < rank; ++d) s += (idx[static_cast<size_t>(d)] % xd[static_cast<size_t>(d)]) * xs[static_cast<size_t>(d)];
+      T* out_row = dst + r * dims.back();
+      for (int64_t k = 0; k < (*m)[static_cast<size_t>(rank - 1)]; ++k) std::copy_n(src + s, row, out_row + k * row);
+      for (int d2 = rank - 2; d2 >= 0; --d2) {
+        if (++idx[static_cast<size_t>(d2)] < dims[static_cast<size_t>(d2)]) break;
+        idx[static_cast<size_t>(d2)] = 0;
+      }
+    }
+  }
+};
+
+template <typename T>
+class PadOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& x = ctx->input(0);
+    const Tensor& p = ctx->input(1);
+    const int rank = x.rank();
+    TW_OP_REQUIRES(ctx, p.rank() == 2 && p.shape().dim(0) == rank && p.shape().dim(1) == 2 &&
+                            (p.dtype() == kInt32 || p.dtype() == kInt64),
+                   errors::InvalidArgument("Pad: paddings must be an int32 or int64 matrix of shape [", rank,
+                                           ", 2] for x of shape ", x.shape().ToString(), ", got ", p.DebugString()));
+    T value = T(0);
+    if (ctx->num_inputs() > 2) {
+      TW_OP_REQUIRES(ctx, ctx->input(2).rank() == 0,
+                     errors::InvalidArgument("PadV2: constant_values must be a scalar, got ",
+                                             ctx->input(2).shape().ToString()));
+      value = ctx->input(2).data<T>()[0];
+    }
+    std::vector<int64_t> before, dims;
+    for (int i = 0; i < rank; ++i) {
+      const int64_t b = p.dtype() == kInt32 ? p.data<int32_t>()[2 * i] : p.data<int64_t>()[2 * i];
+      const int64_t a = p.dtype() == kInt32 ? p.data<int32_t>()[2 * i + 1] : p.data<int64_t>()[2 * i + 1];
+      TW_OP_REQUIRES(ctx, b >= 0 && a >= 0,
+                     errors::InvalidArgument("Pad: paddings must be non-negative, got ", b, " and ", a, " at axis ", i));
+      TW_OP_REQUIRES(ctx, b <= std::numeric_limits<int64_t>::max() / 4 && a <= std::numeric_limits<int64_t>::max() / 4,
+                     errors::InvalidArgument("Pad: paddings ", b, " and ", a, " at axis ", i, " are too large"));
+      before.push_back(b);
+      dims.push_back(x.shape().dim(i) + b + a);
+    }
+    auto shape = TensorShape::Make(dims);
+    TW_OP_REQUIRES_OK(ctx, shape.status());
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    T* dst = out->data<T>();
+    std::fill_n(dst, out->NumElements(), value);
+    if (x.NumElements() == 0) return;
+    if (rank == 0) {
+      dst[0] = x.data<T>()[0];
+      return;
+    }
+    const std::vector<int64_t> os = RowMajorStrides(dims);
+    int64_t base = 0;
+    for (int i = 0; i < rank; ++i) base += before[static_cast<size_t>(i)] * os[static_cast<size_t>(i)];
+    const T* src = x.data<T>();
+    const int64_t run = x.shape().dims().back();
+    shape_util::ForEachRun(x.shape().dims(), RowMajorStrides(x.shape().dims()), os,
+                           [&](int64_t s, int64_t d) { std::copy_n(src + s, run, dst + base + d); });
+  }
+};
+
+template <typename T>
+class RangeOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    for (int i = 0; i < 3; ++i) {
+      TW_OP_REQUIRES(ctx, ctx->input(i).rank() == 0,
+                     errors::InvalidArgument("Range: ", i == 0 ? "start" : i == 1 ? "limit" : "delta",
+                                             " must be a scalar, got ", ctx->input(i).shape().ToString()));
+    }
+    const T start = ctx->input(0).data<T>()[0], limit = ctx->input(1).data<T>()[0], delta = ctx->input(2).data<T>()[0];
+    TW_OP_REQUIRES(ctx, delta != 0, errors::InvalidArgument("Range: requires delta != 0"));
+    TW_OP_REQUIRES(ctx, delta > 0 ? start <= limit : start >= limit,
+                   errors::InvalidArgument("Range: requires start ", delta > 0 ? "<=" : ">=", " limit when delta ",
+                                           delta > 0 ? "> 0" : "< 0", ": ", start, "/", limit));
+    int64_t size = 0;
+    if constexpr (std::is_integral_v<T>) {
+      // In 128 bits: limit - start may not fit T.
+      const __int128 span = static_cast<__int128>(limit) - start;
+      const __int128 a = span < 0 ? -span : span;
+      const __int128 b = delta < 0 ? -static_cast<__int128>(delta) : static_cast<__int128>(delta);
+      size = static_cast<int64_t>((a + b - 1) / b);
+    } else {
+      const double n = std::ceil(std::abs((static_cast<double>(limit) - start) / delta));
+      TW_OP_REQUIRES(ctx, std::isfinite(n) && n < 9.0e18,
+                     errors::InvalidArgument("Range: ", start, " to ", limit, " by ", delta, " has too many elements"));
+      size = static_cast<int64_t>(n);
+    }
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{size}, &out));
+    T* dst = out->data<T>();
+    T v = start;
+    for (int64_t i = 0; i < size; ++i) {
+      dst[i] = v;
+      v = static_cast<T>(v + delta);
+    }
+  }
+};
+
+}  // namespace
+
+void RegisterLayoutKernels(KernelRegistry& r) {
+  r.RegisterTyped<TransposeOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Transpose", kDeviceCpu);
+  r.RegisterUntyped<InvertPermutationOp>("InvertPermutation", kDeviceCpu);
+  r.RegisterTyped<TileOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Tile", kDeviceCpu);
+  r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t>("Pad", kDeviceCpu);
+  r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t>("PadV2", kDeviceCpu);
+  r.RegisterTyped<RangeOp, int32_t, int64_t, float, double>("Range", kDeviceCpu, "Tidx");
+}
+
+}  // namespace tw
