@@ -198,6 +198,3 @@ def broadcast_to(input, shape, name=None):  # noqa: A002
     with fw.op_name(name or "BroadcastTo", x.graph) as name:
         return make_tensor("BroadcastTo", [x, _int32(shape, name + "/shape")], name=name)
 
-
-def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None, name=None):
-    fw._raise_unsupported("tf.one_hot")

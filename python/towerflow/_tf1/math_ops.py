@@ -323,14 +323,22 @@ _install_operators(variables.Variable)
 
 
 def _getitem(self, key):
-    """Basic indexing with ints and slices of step 1 (Slice, then Squeeze)."""
+    """Basic indexing with ints, slices of step 1, None (np.newaxis) and
+    Ellipsis: Slice, then Squeeze of the int axes, then ExpandDims of the new
+    ones, the last named "strided_slice" as TF's one op."""
     x = convert_to_tensor(self)
     shape = x.shape
     if shape.ndims is None:
         raise NotImplementedError("indexing a tensor of unknown rank is not supported by towerflow")
     if not isinstance(key, tuple):
         key = (key,)
-    begin, size, squeeze_axes = [], [], []
+    if sum(k is Ellipsis for k in key) > 1:
+        raise ValueError("Multiple ellipses in slice spec not allowed")
+    if any(k is Ellipsis for k in key):
+        at = [j for j, k in enumerate(key) if k is Ellipsis][0]
+        real = sum(k is not None and k is not Ellipsis for k in key)
+        key = key[:at] + (slice(None),) * max(shape.ndims - real, 0) + key[at + 1:]
+    begin, size, squeeze_axes, new_axes = [], [], [], []
     dims = {}  # axis -> its length at run time (an int32 scalar), for negative bounds into unknown dims
 
     def run_time_dim(i):
@@ -338,7 +346,15 @@ def _getitem(self, key):
             dims[i] = _getitem(array_ops.shape(x, out_type=_dtypes.int32), i)
         return dims[i]
 
-    for i, k in enumerate(key):
+    i = 0  # the input axis the next key takes
+    out_pos = 0  # the output axis the next kept or new axis lands on
+    for k in key:
+        if k is None:
+            new_axes.append(out_pos)
+            out_pos += 1
+            continue
+        if i >= shape.ndims:
+            raise ValueError("Index out of range using input dim %d; input has only %d dims" % (i, shape.ndims))
         dim = shape[i].value
         if isinstance(k, (int, np.integer)):
             if k < 0:
@@ -372,17 +388,24 @@ def _getitem(self, key):
             else:
                 begin.append(int(start))
                 size.append(-1 if stop is None else max(0, int(stop) - int(start)))
+            out_pos += 1
         else:
-            raise NotImplementedError("towerflow's tensor indexing takes ints and slices of step 1, not %r" % (k,))
-    for _ in range(len(key), shape.ndims):
+            raise NotImplementedError("towerflow's tensor indexing takes ints, slices of step 1, None and "
+                                      "Ellipsis, not %r" % (k,))
+        i += 1
+    for _ in range(i, shape.ndims):
         begin.append(0)
         size.append(-1)
-    # One op named "strided_slice" as TF's: the Slice below it when a Squeeze follows.
+    # One op named "strided_slice" as TF's: the last of Slice, Squeeze and ExpandDims.
     with fw.op_name("strided_slice", x.graph) as name:
-        if not squeeze_axes:
-            return array_ops.slice(x, begin, size, name=name)
-        out = array_ops.slice(x, begin, size, name=name + "/Slice")
-        return array_ops.squeeze(out, squeeze_axes, name=name)
+        steps = (["Squeeze"] if squeeze_axes else []) + ["ExpandDims"] * len(new_axes)
+        out = array_ops.slice(x, begin, size, name=name if not steps else name + "/Slice")
+        if squeeze_axes:
+            out = array_ops.squeeze(out, squeeze_axes, name=name if len(steps) == 1 else name + "/Squeeze")
+        for n, pos in enumerate(new_axes):
+            last = n == len(new_axes) - 1
+            out = array_ops.expand_dims(out, pos, name=name if last else name + "/ExpandDims")
+        return out
 
 
 fw.Tensor.__getitem__ = _getitem

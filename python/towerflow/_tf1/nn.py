@@ -188,8 +188,4 @@ def moments(x, axes, shift=None, name=None, keep_dims=False, keepdims=None):
     return mean, var
 
 
-def in_top_k(predictions, targets, k, name=None):
-    fw._raise_unsupported("tf.nn.in_top_k")
-
-
 del np, _dtypes

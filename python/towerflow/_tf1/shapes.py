@@ -132,6 +132,15 @@ class TensorShape:
             return None
         return int(np.prod(self._dims, dtype=np.int64))
 
+    def is_compatible_with(self, other):
+        """Whether the two shapes could be one (TF's rule: unknown ranks and
+        dims are compatible with anything)."""
+        other = as_shape(other)
+        if self._dims is None or other._dims is None:
+            return True
+        return len(self._dims) == len(other._dims) and all(
+            a is None or b is None or a == b for a, b in zip(self._dims, other._dims))
+
     def __len__(self):
         if self._dims is None:
             raise ValueError("Cannot take the length of shape with unknown rank.")

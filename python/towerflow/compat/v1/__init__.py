@@ -18,6 +18,7 @@ from ..._tf1 import dtypes as _dtypes
 from ..._tf1 import framework as _fw
 from ..._tf1 import graph_api as _api
 from ..._tf1 import graph_ops as _graph_ops
+from ..._tf1 import indexing as _indexing
 from ..._tf1 import io as _io
 from ..._tf1 import math_ops as _math
 from ..._tf1 import nn as _nn
@@ -138,6 +139,16 @@ ones = _array.ones
 zeros_like = _array.zeros_like
 ones_like = _array.ones_like
 broadcast_to = _array.broadcast_to
+gather = _indexing.gather
+unsorted_segment_sum = _indexing.unsorted_segment_sum
+one_hot = _indexing.one_hot
+where = _indexing.where
+where_v2 = _indexing.where_v2
+transpose = _indexing.transpose
+invert_permutation = _indexing.invert_permutation
+tile = _indexing.tile
+pad = _indexing.pad
+range = _indexing.range  # noqa: A001
 
 # ---- math ops
 add = _math.add
@@ -180,7 +191,9 @@ math = _Namespace(__name__ + ".math", "math", add=add, subtract=subtract, multip
                   sigmoid=sigmoid, tanh=tanh, add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
                   reduce_max=reduce_max, argmax=argmax, equal=equal, greater_equal=greater_equal,
                   greater=greater, less=less, less_equal=less_equal, not_equal=not_equal,
-                  logical_not=logical_not, minimum=minimum, abs=abs, pow=pow, reduce_min=reduce_min)
+                  logical_not=logical_not, minimum=minimum, abs=abs, pow=pow, reduce_min=reduce_min,
+                  unsorted_segment_sum=unsorted_segment_sum, in_top_k=_indexing.in_top_k,
+                  invert_permutation=invert_permutation)
 
 # ---- gradients, control flow, random
 gradients = _graph_ops.gradients
@@ -197,6 +210,7 @@ random = _Namespace(__name__ + ".random", "random", normal=random_normal, trunca
 nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh,
                 softmax=_nn.softmax, bias_add=_nn.bias_add, conv2d=_nn.conv2d, max_pool=_nn.max_pool,
                 dropout=_nn.dropout, l2_loss=_nn.l2_loss, moments=_nn.moments,
+                in_top_k=_indexing.in_top_k, embedding_lookup=_indexing.embedding_lookup,
                 softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
                 softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
                 sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits)

@@ -1,0 +1,161 @@
+"""TF1's gather, embedding_lookup, unsorted_segment_sum, one_hot, where,
+in_top_k, transpose, tile, pad and range: towerflow.compat.v1 against
+TensorFlow's own, in the harness of tf1_surface_test.py (each snippet runs
+under both engines and the JSON objects they print must be equal): values,
+static shapes, node names, gradients, and the errors of bad indices.
+
+Run: python -m unittest -v tests/python/tf1_ops_test.py (or directly).
+"""
+
+import unittest
+
+import tf1_surface_test as surface
+
+
+class TF1OpsTest(surface.BothEngines, unittest.TestCase):
+    """Each test: one snippet, run under towerflow and under TensorFlow."""
+
+    def test_gather_and_embedding_lookup(self):
+        self.compare('''
+            r = {}
+            x = tf.constant(np.arange(12, dtype=np.float32).reshape(3, 4))
+            rows = tf.gather(x, [2, 0, 2])
+            cols = tf.gather(x, [[3, 1], [0, 0]], axis=1)
+            last = tf.gather(x, tf.constant(2, tf.int64), axis=-1)
+            ids = tf.placeholder(tf.int32, [None])
+            table = tf.get_variable("table", initializer=tf.constant(np.arange(10, dtype=np.float32).reshape(5, 2)))
+            emb = tf.nn.embedding_lookup(table, ids)
+            emb2 = tf.nn.embedding_lookup([table], ids, name="lookup")
+            r["sigs"] = [sig(t) for t in (rows, cols, last, emb, emb2)]
+            loss = tf.reduce_sum(emb * tf.constant([[1.0, 2.0]]))
+            g = tf.convert_to_tensor(tf.gradients(loss, table)[0])
+            gx = tf.gradients(tf.reduce_sum(cols * 3.0), x)[0]
+            step = tf.train.GradientDescentOptimizer(0.5).minimize(loss)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                r["values"] = [v.tolist() for v in sess.run([rows, cols, last])]
+                r["emb"] = sess.run(emb, {ids: [4, 0, 4]}).tolist()
+                r["grad"] = sess.run(g, {ids: [4, 0, 4]}).tolist()
+                r["grad_axis1"] = sess.run(tf.convert_to_tensor(gx)).tolist()
+                sess.run(step, {ids: [1, 1, 3]})
+                r["trained"] = sess.run(table).tolist()
+                r["bad"] = raised(lambda: sess.run(emb, {ids: [0, 7]}), "indices[1] = 7 is not in [0, 5)")
+                r["negative"] = raised(lambda: sess.run(emb, {ids: [-1]}), "indices[0] = -1 is not in [0, 5)")
+            emit(r)
+        ''')
+
+    def test_unsorted_segment_sum(self):
+        self.compare('''
+            r = {}
+            data = tf.constant(np.arange(8, dtype=np.float32).reshape(4, 2))
+            s = tf.unsorted_segment_sum(data, [2, -1, 0, 2], 3)
+            s2 = tf.math.unsorted_segment_sum(tf.constant([[1.0, 2.0], [3.0, 4.0]]), tf.constant([[0, 1], [1, 0]]), 2)
+            r["sigs"] = [sig(s), shape(s2)]
+            g = tf.gradients(tf.reduce_sum(s * tf.constant([[1.0], [2.0], [3.0]])), data)[0]
+            ids = tf.placeholder(tf.int32, [4])
+            bad = tf.unsorted_segment_sum(data, ids, 3)
+            with tf.Session() as sess:
+                r["values"] = [v.tolist() for v in sess.run([s, s2, g])]
+                r["bad"] = raised(lambda: sess.run(bad, {ids: [0, 3, 0, 0]}), "out of range")
+            emit(r)
+        ''')
+
+    def test_one_hot(self):
+        self.compare('''
+            r = {}
+            labels = tf.placeholder(tf.int64, [None])
+            a = tf.one_hot(labels, 4)
+            b = tf.one_hot([1, 0, 2], 3, on_value=5, off_value=-1, axis=0)
+            c = tf.one_hot(tf.constant([[0, 3], [-1, 1]]), 2, axis=1, dtype=tf.float64)
+            d = tf.one_hot(tf.constant([1, 2], tf.uint8), 3, on_value=True, off_value=False)
+            r["sigs"] = [sig(t) for t in (a, b, c, d)]
+            with tf.Session() as sess:
+                r["a"] = sess.run(a, {labels: [3, 0, 7, -2]}).tolist()
+                r["rest"] = [v.tolist() for v in sess.run([b, c, d])]
+            r["mismatch"] = raised(lambda: tf.one_hot([1], 2, on_value=tf.constant(1.0), off_value=tf.constant(0, tf.int32)))
+            emit(r)
+        ''')
+
+    def test_where_and_where_v2(self):
+        self.compare('''
+            r = {}
+            x = tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]])
+            y = tf.constant([[-1.0, -2.0], [-3.0, -4.0], [-5.0, -6.0]])
+            rows = tf.where(tf.constant([True, False, True]), x, y)
+            elems = tf.where(x > 2.5, x, y)
+            bcast = tf.where_v2(tf.constant([True, False]), x, 0.0)
+            r["sigs"] = [shape(t) for t in (rows, elems, bcast)]
+            gx, gy = tf.gradients(tf.reduce_sum(rows * 2.0) + tf.reduce_sum(bcast), [x, y])
+            with tf.Session() as sess:
+                r["values"] = [v.tolist() for v in sess.run([rows, elems, bcast, gx, gy])]
+            r["mismatch"] = raised(lambda: tf.where(tf.constant([True, False]), tf.zeros([2, 3]), tf.zeros([3, 2])))
+            emit(r)
+        ''')
+
+    def test_in_top_k(self):
+        self.compare('''
+            r = {}
+            logits = tf.constant([[0.1, 0.5, 0.5, 0.2], [0.4, 0.3, 0.2, 0.1], [0.1, np.inf, 0.3, 0.2],
+                                  [0.3, 0.3, 0.3, 0.3]])
+            labels = tf.constant([2, 3, 0, 1])
+            outs = [tf.nn.in_top_k(logits, labels, k) for k in (1, 2, 4)]
+            k = tf.placeholder(tf.int32, [])
+            dyn = tf.nn.in_top_k(logits, labels, k)
+            r["mixed"] = raised(lambda: tf.nn.in_top_k(logits, tf.constant([2, 3, 0, 1], tf.int64), k))
+            acc = tf.reduce_mean(tf.cast(tf.nn.in_top_k(logits, labels, 1), tf.float32))
+            r["shapes"] = [shape(t) for t in outs] + [dyn.dtype.name]
+            with tf.Session() as sess:
+                r["values"] = [v.tolist() for v in sess.run(outs)]
+                r["dyn"] = sess.run(dyn, {k: 3}).tolist()
+                r["acc"] = float(sess.run(acc))
+            emit(r)
+        ''')
+
+    def test_transpose_tile_pad_range(self):
+        self.compare('''
+            r = {}
+            x = tf.constant(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+            t1 = tf.transpose(x)
+            t2 = tf.transpose(x, [1, 0, 2])
+            m = tf.placeholder(tf.float32, [None, 3])
+            t3 = tf.transpose(m)
+            inv = tf.invert_permutation([2, 0, 1])
+            tiled = tf.tile(tf.constant([[1, 2], [3, 4]]), [2, 3])
+            tiled_m = tf.tile(m, [1, 2])
+            padded = tf.pad(tf.constant([[1.0, 2.0], [3.0, 4.0]]), [[1, 0], [0, 2]])
+            padded9 = tf.pad(tf.constant([1, 2]), [[2, 1]], constant_values=9)
+            ranges = [tf.range(5), tf.range(1, 10, 3), tf.range(0.0, 1.0, 0.25), tf.range(5, 0, -2),
+                      tf.range(3, dtype=tf.float32), tf.range(tf.constant(4, tf.int64))]
+            r["sigs"] = [sig(t) for t in [t1, t2, t3, inv, tiled, tiled_m, padded, padded9] + ranges]
+            loss = (tf.reduce_sum(tf.transpose(x, [2, 0, 1]) * tf.range(4.0)[:, None, None])
+                    + tf.reduce_sum(tf.tile(x, [1, 2, 1]) * 2.0)
+                    + tf.reduce_sum(tf.pad(x, [[0, 1], [1, 1], [0, 0]]) * 3.0))
+            gx = tf.gradients(loss, x)[0]
+            with tf.Session() as sess:
+                r["values"] = [v.tolist() for v in sess.run([t1, t2, inv, tiled, padded, padded9] + ranges + [gx])]
+                r["fed"] = [v.tolist() for v in sess.run([t3, tiled_m], {m: [[1, 2, 3], [4, 5, 6]]})]
+            r["bad_range"] = raised(lambda: tf.range(0, 5, -1))
+            emit(r)
+        ''')
+
+    def test_indexing_with_newaxis_and_ellipsis(self):
+        self.compare('''
+            r = {}
+            x = tf.constant(np.arange(24, dtype=np.float32).reshape(2, 3, 4))
+            m = tf.placeholder(tf.float32, [None, 3])
+            views = [x[:, None], x[None], x[..., 0], x[0, ..., None], x[..., None, 1:3], x[1, None, :, -1],
+                     x[None, ..., None], m[:, None, 1], m[..., -1]]
+            r["sigs"] = [sig(t) for t in views]
+            r["compatible"] = [x.shape.is_compatible_with([2, None, 4]), m.shape.is_compatible_with([5, 3]),
+                               m.shape.is_compatible_with([5, 4]), m.shape.is_compatible_with(tf.TensorShape(None))]
+            r["too_many"] = raised(lambda: x[0, 0, 0, 0])
+            g = tf.gradients(tf.reduce_sum(x[..., None, 1:3] * 2.0) + tf.reduce_sum(x[1, None, :, -1]), x)[0]
+            with tf.Session() as sess:
+                r["values"] = [v.tolist() for v in sess.run(views[:7] + [g])]
+                r["fed"] = [v.tolist() for v in sess.run(views[7:], {m: [[1, 2, 3], [4, 5, 6]]})]
+            emit(r)
+        ''')
+
+
+if __name__ == "__main__":
+    unittest.main()
