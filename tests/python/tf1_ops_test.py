@@ -156,6 +156,77 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_losses(self):
+        self.compare('''
+            r = {}
+            rng = np.random.RandomState(0)
+            logits = tf.constant(rng.randn(6, 4).astype(np.float32))
+            labels = tf.constant([0, 3, 1, 1, 2, 0])
+            w = tf.constant([1.0, 0.0, 2.0, 1.0, 0.0, 0.5])
+            onehot = tf.one_hot(labels, 4)
+            y = tf.constant(rng.rand(6, 4).astype(np.float32))
+            p = tf.constant(rng.rand(6, 4).astype(np.float32))
+            R = tf.losses.Reduction
+            ls = [tf.losses.sparse_softmax_cross_entropy(labels, logits),
+                  tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=w),
+                  tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=w, reduction=R.MEAN),
+                  tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=w, reduction=R.SUM),
+                  tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=w, reduction=R.SUM_OVER_BATCH_SIZE),
+                  tf.losses.softmax_cross_entropy(onehot, logits),
+                  tf.losses.softmax_cross_entropy(onehot, logits, label_smoothing=0.1),
+                  tf.losses.sigmoid_cross_entropy(y > 0.5, logits),
+                  tf.losses.sigmoid_cross_entropy(y, logits, label_smoothing=0.2, weights=2.0),
+                  tf.losses.mean_squared_error(y, p),
+                  tf.losses.absolute_difference(y, p, weights=tf.constant([[1.0], [0.0], [1.0], [1.0], [0.0], [3.0]])),
+                  tf.losses.huber_loss(y, p * 3.0, delta=0.5),
+                  tf.losses.log_loss(y, p)]
+            none = tf.losses.sparse_softmax_cross_entropy(labels, logits, weights=w, reduction=R.NONE, loss_collection=None)
+            sig = tf.nn.sigmoid_cross_entropy_with_logits(labels=y, logits=logits * 20.0)
+            lsm = tf.nn.log_softmax(logits)
+            r["shapes"] = [shape(t) for t in ls + [none, sig, lsm]]
+            r["collected"] = len(tf.losses.get_losses())
+            reg = tf.get_variable("reg", initializer=tf.constant([1.0, -2.0]),
+                                  regularizer=lambda v: 0.5 * tf.reduce_sum(v * v))
+            total = tf.losses.get_total_loss()
+            grads = tf.gradients(ls[1] + ls[6] + ls[8] + ls[11] + tf.reduce_sum(lsm[:, 0]), logits)[0]
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                r["values"] = [float(v) for v in sess.run(ls)]
+                r["none"] = sess.run(none).tolist()
+                r["sig"] = sess.run(sig).tolist()
+                r["lsm"] = sess.run(lsm).tolist()
+                r["total"] = float(sess.run(total))
+                r["reg"] = float(sess.run(tf.losses.get_regularization_loss()))
+                r["grads"] = sess.run(grads).tolist()
+            emit(r)
+        ''')
+
+    def test_metrics(self):
+        self.compare('''
+            r = {}
+            labels = tf.placeholder(tf.int64, [None])
+            logits = tf.placeholder(tf.float32, [None, 3])
+            pred = tf.argmax(logits, 1)
+            acc, acc_update = tf.metrics.accuracy(labels, pred)
+            wacc, wacc_update = tf.metrics.accuracy(labels=labels, predictions=pred, weights=tf.cast(labels, tf.float32),
+                                                    name="weighted")
+            m, m_update = tf.metrics.mean(tf.reduce_max(logits, 1))
+            r["locals"] = sorted(v.name for v in tf.local_variables())
+            r["trainable"] = len(tf.trainable_variables())
+            batches = [([0, 1, 2], [[1, 0, 0], [0, 1, 0], [1, 0, 0]]), ([2, 2], [[0, 0, 1], [0, 1, 0]])]
+            with tf.Session() as sess:
+                sess.run(tf.local_variables_initializer())
+                r["empty"] = [float(v) for v in sess.run([acc, wacc, m])]
+                ups = []
+                for y, x in batches:
+                    ups.append([float(v) for v in sess.run([acc_update, wacc_update, m_update], {labels: y, logits: x})])
+                r["updates"] = ups
+                r["values"] = [float(v) for v in sess.run([acc, wacc, m])]
+                sess.run(tf.local_variables_initializer())
+                r["reset"] = [float(v) for v in sess.run([acc, wacc, m])]
+            emit(r)
+        ''')
+
 
 if __name__ == "__main__":
     unittest.main()

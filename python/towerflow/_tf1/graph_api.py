@@ -47,6 +47,7 @@ class GraphKeys:
     VARIABLES = "variables"
     TRAINABLE_VARIABLES = "trainable_variables"
     LOCAL_VARIABLES = "local_variables"
+    METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"

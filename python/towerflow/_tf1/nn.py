@@ -7,6 +7,7 @@ from .. import _core
 from . import array_ops
 from . import dtypes as _dtypes
 from . import framework as fw
+from . import indexing
 from . import math_ops
 from .framework import convert_to_tensor, make_op, make_tensor
 
@@ -186,6 +187,43 @@ def moments(x, axes, shift=None, name=None, keep_dims=False, keepdims=None):
     if not keep:
         mean = array_ops.squeeze(mean, list(axes) if not isinstance(axes, int) else [axes])
     return mean, var
+
+
+def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
+    """TF's stable form: max(x, 0) - x * z + log(1 + exp(-|x|)), element-wise."""
+    if _sentinel is not None:
+        raise ValueError("Only call `sigmoid_cross_entropy_with_logits` with named arguments (labels=..., logits=...)")
+    x = convert_to_tensor(logits)
+    z = convert_to_tensor(labels, dtype=x.dtype) if not array_ops._is_tensor(labels) else convert_to_tensor(labels)
+    if z.dtype != x.dtype:
+        raise ValueError("logits and labels must have the same dtype (%s vs %s)" % (x.dtype.name, z.dtype.name))
+    if x.shape.ndims is not None and z.shape.ndims is not None and not x.shape.is_compatible_with(z.shape):
+        raise ValueError("logits and labels must have the same shape (%s vs %s)" % (x.shape, z.shape))
+    g = x.graph
+    with g.as_default(), fw.op_name(name or "logistic_loss", g) as name:
+        zeros = array_ops.zeros_like(x, name=name + "/zeros_like")
+        cond = math_ops.greater_equal(x, zeros, name=name + "/GreaterEqual")
+        relu_logits = indexing.where_v2(cond, x, zeros, name=name + "/Select")
+        neg_abs = indexing.where_v2(cond, math_ops.negative(x, name=name + "/Neg"), x, name=name + "/Select_1")
+        softplus = math_ops.log(math_ops.add(math_ops.exp(neg_abs, name=name + "/Exp"), 1.0, name=name + "/add"),
+                                name=name + "/Log1p")
+        return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(x, z, name=name + "/mul"),
+                                              name=name + "/sub"), softplus, name=name)
+
+
+def log_softmax(logits, axis=None, name=None, dim=None):
+    """logits - max - log(sum(exp(logits - max))) over the last axis."""
+    axis = dim if axis is None else axis
+    x = convert_to_tensor(logits)
+    if axis not in (None, -1) and not (x.shape.ndims is not None and axis == x.shape.ndims - 1):
+        raise NotImplementedError("towerflow's log_softmax is over the last axis")
+    with fw.op_name(name or "LogSoftmax", x.graph) as name:
+        shifted = math_ops.subtract(x, array_ops.stop_gradient(
+            math_ops.reduce_max(x, -1, keepdims=True, name=name + "/Max"), name=name + "/StopGradient"),
+            name=name + "/shifted")
+        log_sum = math_ops.log(math_ops.reduce_sum(math_ops.exp(shifted, name=name + "/Exp"), -1, keepdims=True,
+                                                   name=name + "/Sum"), name=name + "/Log")
+        return math_ops.subtract(shifted, log_sum, name=name)
 
 
 del np, _dtypes

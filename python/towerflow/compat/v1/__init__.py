@@ -20,7 +20,9 @@ from ..._tf1 import graph_api as _api
 from ..._tf1 import graph_ops as _graph_ops
 from ..._tf1 import indexing as _indexing
 from ..._tf1 import io as _io
+from ..._tf1 import losses as _losses
 from ..._tf1 import math_ops as _math
+from ..._tf1 import metrics as _metrics
 from ..._tf1 import nn as _nn
 from ..._tf1 import session as _session
 from ..._tf1 import summary as _summary
@@ -211,9 +213,25 @@ nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, t
                 softmax=_nn.softmax, bias_add=_nn.bias_add, conv2d=_nn.conv2d, max_pool=_nn.max_pool,
                 dropout=_nn.dropout, l2_loss=_nn.l2_loss, moments=_nn.moments,
                 in_top_k=_indexing.in_top_k, embedding_lookup=_indexing.embedding_lookup,
+                sigmoid_cross_entropy_with_logits=_nn.sigmoid_cross_entropy_with_logits,
+                log_softmax=_nn.log_softmax,
                 softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
                 softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
                 sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits)
+
+# ---- losses and metrics
+losses = _Namespace(__name__ + ".losses", "tf.losses", Reduction=_losses.Reduction,
+                    compute_weighted_loss=_losses.compute_weighted_loss,
+                    sparse_softmax_cross_entropy=_losses.sparse_softmax_cross_entropy,
+                    softmax_cross_entropy=_losses.softmax_cross_entropy,
+                    sigmoid_cross_entropy=_losses.sigmoid_cross_entropy,
+                    mean_squared_error=_losses.mean_squared_error,
+                    absolute_difference=_losses.absolute_difference, huber_loss=_losses.huber_loss,
+                    log_loss=_losses.log_loss, add_loss=_losses.add_loss, get_losses=_losses.get_losses,
+                    get_regularization_losses=_losses.get_regularization_losses,
+                    get_regularization_loss=_losses.get_regularization_loss,
+                    get_total_loss=_losses.get_total_loss)
+metrics = _Namespace(__name__ + ".metrics", "tf.metrics", accuracy=_metrics.accuracy, mean=_metrics.mean)
 
 # ---- sessions
 Session = _session.Session
