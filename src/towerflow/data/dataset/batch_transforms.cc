@@ -52,26 +52,13 @@ class BatchDataset final : public UnaryDataset {
       // nothing per element but the element's bytes.
       // Made as elements come, not batch_size up front: Batch(1 << 40) over
       // ten elements holds ten.
-      const auto want = static_cast<uint64_t>(d.batch_size_);
       size_t count = 0;
-      uint64_t taken = 0;  // elements and errors
-      Status failed;       // the batch's first failed element
-      while (taken < want) {
+      TW_RETURN_IF_ERROR(PullBatch(d.batch_size_, [&](bool* input_end) {
         if (count == elements_.size()) elements_.emplace_back();
-        bool input_end = false;
-        Status s = input_->GetNext(&elements_[count], &input_end);
-        if (errors::IsCancelled(s)) return s;
-        if (s.ok() && input_end) break;
-        ++taken;
-        if (s.ok()) {
-          ++count;
-        } else if (failed.ok()) {
-          failed = s;
-        }
-      }
-      // A batch holding a failed element fails whole, its elements taken (as
-      // tf.data's map-and-batch: the next batch starts after it).
-      if (!failed.ok()) return failed;
+        Status s = input_->GetNext(&elements_[count], input_end);
+        if (s.ok() && !*input_end) ++count;
+        return s;
+      }));
       if (count == 0 || (d.drop_remainder_ && static_cast<int64_t>(count) < d.batch_size_)) {
         *end = true;
         return Status::OK();

@@ -111,6 +111,26 @@ class IteratorBase;
 Status SaveInput(const IteratorBase& input, StateWriter& writer);
 Status RestoreInput(IteratorBase& input, const StateReader& reader);
 
+// One batch's pulls under tf.data's rule for a failed element: calls
+// pull(&end) up to `size` times, stopping at the input's end (an OK pull
+// with end set). A failed pull takes its place in the batch, and the batch
+// fails whole with its first failure once all its places are taken (the
+// next batch starts after it); Cancelled returns at once. pull stores what
+// it got itself. Shared by Batch, map_and_batch's chunks and the fused
+// ShuffleBatch, so that the three fail alike.
+template <typename Pull>
+Status PullBatch(int64_t size, Pull&& pull) {
+  Status failed;
+  for (int64_t taken = 0; taken < size; ++taken) {
+    bool end = false;
+    Status s = pull(&end);
+    if (errors::IsCancelled(s)) return s;
+    if (s.ok() && end) break;
+    if (!s.ok() && failed.ok()) failed = std::move(s);
+  }
+  return failed;
+}
+
 class IteratorBase {
  public:
   virtual ~IteratorBase() = default;

@@ -150,23 +150,15 @@ class ChunkIterator final : public IteratorBase {
   const std::string& name() const override { return name_; }
   Status GetNext(Element* out, bool* end) override {
     out->assign(1, Tensor());
-    int64_t count = 0, taken = 0;
+    int64_t count = 0;
     Element e;
-    Status failed;  // as Batch: a chunk holding a failed element fails whole
-    while (taken < size_) {
-      bool input_end = false;
-      Status s = input_->GetNext(&e, &input_end);
-      if (errors::IsCancelled(s)) return s;
-      if (s.ok() && input_end) break;
-      ++taken;
-      if (!s.ok()) {
-        if (failed.ok()) failed = s;
-        continue;
-      }
+    TW_RETURN_IF_ERROR(PullBatch(size_, [&](bool* input_end) {
+      Status s = input_->GetNext(&e, input_end);
+      if (!s.ok() || *input_end) return s;
       for (Tensor& t : e) out->push_back(std::move(t));
       ++count;
-    }
-    if (!failed.ok()) return failed;
+      return s;
+    }));
     *end = count == 0 || (drop_remainder_ && count < size_);
     (*out)[0] = Tensor::Scalar<int64_t>(count);
     return Status::OK();

@@ -216,7 +216,6 @@ Status RunAhead::Save(StateWriter& w) const {
   consumer_waiting_ = true;
   consumer_cv_.wait(lock, [&] { return busy_ == 0; });
   consumer_waiting_ = false;
-  Status s;
   int64_t n = 0;
   bool end_pending = false;
   for (const auto& [seq, r] : results_) {
@@ -233,14 +232,12 @@ Status RunAhead::Save(StateWriter& w) const {
     }
     w.WriteElement("result_" + std::to_string(n++), r.element);
   }
-  if (s.ok()) {
-    w.WriteInt("buffered", n);
-    // The input number of the first buffered result, so that errors after a
-    // restore name elements as they would have been named.
-    w.WriteInt("index", seq_base_ + next_seq_ - (end_pending ? 1 : 0));
-    w.WriteInt("end", (end_pending || (input_done_ && results_.empty())) ? 1 : 0);
-    s = SaveInput(*input_, w);
-  }
+  w.WriteInt("buffered", n);
+  // The input number of the first buffered result, so that errors after a
+  // restore name elements as they would have been named.
+  w.WriteInt("index", seq_base_ + next_seq_ - (end_pending ? 1 : 0));
+  w.WriteInt("end", (end_pending || (input_done_ && results_.empty())) ? 1 : 0);
+  Status s = SaveInput(*input_, w);
   paused_ = false;
   worker_cv_.notify_all();
   return s;

@@ -181,24 +181,19 @@ class ShuffleBatchIter final : public IteratorBase {
     const int64_t capacity = shuffle_->buffer_size_;
     Element batch(dtypes_.size());
     for (size_t c = 0; c < dtypes_.size(); ++c) batch[c] = Tensor(dtypes_[c], WithRows(batch_size_, c));
-    int64_t k = 0;
-    // As the unfused Batch(Shuffle(...)): an input error takes one place of
-    // the batch, which fails whole once taken (the next batch follows).
-    Status failed;
-    for (; k < batch_size_; ++k) {
-      Status row_error;
+    int64_t k = 0;  // rows in the batch
+    // As the unfused Batch(Shuffle(...)) (PullBatch): an input error takes
+    // one place of the batch, which fails whole once taken.
+    TW_RETURN_IF_ERROR(PullBatch(batch_size_, [&](bool* input_end) {
       while (!input_ended_ && size_ < capacity) {
         bool got = false;
-        row_error = NextRow(&got);
-        if (errors::IsCancelled(row_error)) return row_error;
-        if (!row_error.ok()) break;
+        TW_RETURN_IF_ERROR(NextRow(&got));
         if (!got) input_ended_ = true;
       }
-      if (!row_error.ok()) {
-        if (failed.ok()) failed = row_error;
-        continue;
+      if (size_ == 0) {
+        *input_end = true;
+        return Status::OK();
       }
-      if (size_ == 0) break;
       if (handed_out_++ % 64 == 0) {
         ctx_->SetGauge("Shuffle buffer fill", static_cast<double>(size_) / static_cast<double>(capacity));
       }
@@ -211,8 +206,9 @@ class ShuffleBatchIter final : public IteratorBase {
         if (i + 1 != static_cast<size_t>(size_)) std::memcpy(rows + i * n, rows + static_cast<size_t>(size_ - 1) * n, n);
       }
       --size_;
-    }
-    if (!failed.ok()) return failed;
+      ++k;
+      return Status::OK();
+    }));
     if (k == 0 || (drop_remainder_ && k < batch_size_)) {
       *end = true;
       return Status::OK();
