@@ -156,6 +156,22 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_avg_pool(self):
+        self.compare('''
+            r = {}
+            rng = np.random.RandomState(0)
+            x = tf.constant(rng.randn(2, 7, 6, 3).astype(np.float32))
+            outs = []
+            for k, s, p in [((1, 3, 3, 1), (1, 2, 2, 1), "SAME"), ((1, 2, 2, 1), (1, 2, 2, 1), "VALID"),
+                            ((1, 3, 2, 1), (1, 1, 2, 1), "SAME")]:
+                y = tf.nn.avg_pool(x, k, s, p)
+                outs += [y, tf.gradients(tf.reduce_sum(y * y), x)[0]]
+            r["sigs"] = [sig(t) for t in outs[::2]]
+            with tf.Session() as sess:
+                r["values"] = [v.tolist() for v in sess.run(outs)]
+            emit(r)
+        ''')
+
     def test_losses(self):
         self.compare('''
             r = {}

@@ -58,6 +58,16 @@ def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, inpu
                        name=name or "MaxPool")
 
 
+def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
+    """The mean of each window, over its positions inside the input (TF's rule for SAME)."""
+    value = input if value is None else value
+    if data_format != "NHWC":
+        raise NotImplementedError("towerflow's avg_pool takes data_format NHWC only")
+    return make_tensor("AvgPool", [convert_to_tensor(value)],
+                       {"ksize": [int(k) for k in ksize], "strides": [int(s) for s in strides], "padding": padding},
+                       name=name or "AvgPool")
+
+
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     if noise_shape is not None:
         raise NotImplementedError("towerflow's dropout has no noise_shape")

@@ -23,6 +23,7 @@ void EnsureKernelsRegistered() {
     RegisterReductionKernels(r);
     RegisterNnKernels(r);
     RegisterConvKernels(r);
+    RegisterAvgPoolKernels(r);
     RegisterStateKernels(r);
     RegisterRandomKernels(r);
     RegisterTrainingKernels(r);

@@ -21,6 +21,8 @@ void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);
 void RegisterNnKernels(KernelRegistry& registry);
 void RegisterConvKernels(KernelRegistry& registry);
+// AvgPool, AvgPoolGrad (avg_pool_kernels.cc).
+void RegisterAvgPoolKernels(KernelRegistry& registry);
 void RegisterStateKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterTrainingKernels(KernelRegistry& registry);

@@ -66,6 +66,9 @@ struct PoolOptions {
   std::string padding = "SAME";
 };
 Output MaxPool(const Scope& scope, const Output& input, PoolOptions options = {});
+// The mean of each window, over its positions inside the input (SAME padding
+// adds nothing to the count), as TF's avg_pool.
+Output AvgPool(const Scope& scope, const Output& input, PoolOptions options = {});
 
 // Keeps each element with probability 1 - rate, scaled by 1 / (1 - rate);
 // outputs: output and the mask it applied (scaled), from a seeded generator.

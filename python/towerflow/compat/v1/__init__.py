@@ -211,6 +211,7 @@ random = _Namespace(__name__ + ".random", "random", normal=random_normal, trunca
 # ---- nn
 nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh,
                 softmax=_nn.softmax, bias_add=_nn.bias_add, conv2d=_nn.conv2d, max_pool=_nn.max_pool,
+                avg_pool=_nn.avg_pool,
                 dropout=_nn.dropout, l2_loss=_nn.l2_loss, moments=_nn.moments,
                 in_top_k=_indexing.in_top_k, embedding_lookup=_indexing.embedding_lookup,
                 sigmoid_cross_entropy_with_logits=_nn.sigmoid_cross_entropy_with_logits,

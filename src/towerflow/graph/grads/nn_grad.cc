@@ -167,6 +167,15 @@ void RegisterNnGradients(GradientRegistry& r) {
     (*dx)[2] = WindowOp(s, "MaxPoolGradGrad", op, {op.input(0), op.input(1), dy[0]});
     return Status::OK();
   });
+  // AvgPool is linear: d x = AvgPoolGrad(dy), whose adjoint is AvgPool itself.
+  r.Register("AvgPool", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[0] = WindowOp(s, "AvgPoolGrad", op, {Shape(s, op.input(0)), dy[0]});
+    return s.status();
+  });
+  r.Register("AvgPoolGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    (*dx)[1] = WindowOp(s, "AvgPool", op, {dy[0]});
+    return s.status();
+  });
   r.Register("MaxPoolGradGrad", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     (*dx)[2] = WindowOp(s, "MaxPoolGrad", op, {op.input(0), op.input(1), dy[0]});
     return Status::OK();

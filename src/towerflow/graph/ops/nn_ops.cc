@@ -1,7 +1,8 @@
 // Schemas and builders of the neural-network ops: BiasAdd, Relu, Softmax, the
-// softmax cross-entropies, L2Loss, Conv2D and MaxPool (NHWC, filters HWIO),
+// softmax cross-entropies, L2Loss, Conv2D, MaxPool and AvgPool (NHWC, filters HWIO),
 // Dropout, and the internal ops their gradients use (BiasAddGrad, ReluGrad,
-// Conv2DBackpropInput, Conv2DBackpropFilter, MaxPoolGrad, MaxPoolGradGrad).
+// Conv2DBackpropInput, Conv2DBackpropFilter, MaxPoolGrad, MaxPoolGradGrad,
+// AvgPoolGrad).
 //
 // Window sizes follow TF exactly (GetWindowedOutputSize): VALID gives
 // ceil((in - k + 1) / stride), SAME gives ceil(in / stride); the kernels in
@@ -270,6 +271,27 @@ void RegisterNnOps(OpRegistry& r) {
                  .Attr("strides", two).Attr("padding", std::string("SAME"))
                  .Shape([](InferenceContext* c) { return PoolGradShape(c, 1); })
                  .Doc("Gradient of MaxPoolGrad: grad read at each window's first maximum.").Build()).Check();
+  r.Register(OpDefBuilder("AvgPool").Input("value", "T").Output("output", "T").TypeAttr("T", f)
+                 .Attr("ksize", two).Attr("strides", two).Attr("padding", std::string("SAME"))
+                 .Shape(MaxPoolShape).Doc("Mean over ksize windows (NHWC), of the positions inside the input.")
+                 .Build()).Check();
+  r.Register(OpDefBuilder("AvgPoolGrad").Input("orig_input_shape", "int32").Input("grad", "T")
+                 .Output("output", "T").TypeAttr("T", f).Attr("ksize", two).Attr("strides", two)
+                 .Attr("padding", std::string("SAME"))
+                 .Shape([](InferenceContext* c) {
+                   TW_RETURN_IF_ERROR(CheckWindowAttr(c, "ksize"));
+                   TW_RETURN_IF_ERROR(CheckWindowAttr(c, "strides"));
+                   TW_RETURN_IF_ERROR(IsSamePadding(c).status());
+                   TW_RETURN_IF_ERROR(c->WithRank(0, 1));
+                   TW_RETURN_IF_ERROR(c->WithRank(1, 4));
+                   TW_ASSIGN_OR_RETURN(PartialShape s, c->InputAsShape(0));
+                   if (s.known_rank() && s.rank() != 4) {
+                     return errors::InvalidArgument("orig_input_shape must have 4 entries, got shape ", s.ToString());
+                   }
+                   c->set_output(0, s);
+                   return Status::OK();
+                 })
+                 .Doc("Gradient of AvgPool: grad spread evenly over each window.").Build()).Check();
   r.Register(OpDefBuilder("Dropout").Input("x", "T").Output("output", "T").Output("mask", "T").TypeAttr("T", f)
                  .RequiredAttr("rate", AttrType::kFloat).Attr("seed", int64_t{0}).Attr("seed2", int64_t{0})
                  .Stateful().Shape(DropoutShape)
@@ -322,6 +344,15 @@ Output Conv2D(const Scope& scope, const Output& input, const Output& filter, Con
 
 Output MaxPool(const Scope& scope, const Output& input, PoolOptions options) {
   return NodeBuilder(scope, "MaxPool")
+      .Input(input)
+      .Attr("ksize", options.ksize)
+      .Attr("strides", options.strides)
+      .Attr("padding", options.padding)
+      .Finalize();
+}
+
+Output AvgPool(const Scope& scope, const Output& input, PoolOptions options) {
+  return NodeBuilder(scope, "AvgPool")
       .Input(input)
       .Attr("ksize", options.ksize)
       .Attr("strides", options.strides)

@@ -110,6 +110,16 @@ void AddPoolChecks(std::vector<GradCheckCase>& cases) {
                          return Window(s, "MaxPoolGradGrad", {x[0], y, x[1]}, {1, 2, 2, 1}, "SAME", {1, 3, 3, 1});
                        },
                        With(gg_in, 0, [](std::mt19937_64& rng) { return Distinct({1, 5, 5, 2}, rng); })));
+  // Average pooling is linear: no kinks, any values.
+  cases.push_back(Case("AvgPool", "SAME 3x3 stride 2 [2,5,4,2]", {{kFloat64, {2, 5, 4, 2}}},
+                       [](const Scope& s, V x) { return AvgPool(s, x[0], {{1, 3, 3, 1}, {1, 2, 2, 1}, "SAME"}); }));
+  cases.push_back(Case("AvgPool", "VALID 2x3 stride 1x2 [1,4,7,3]", {{kFloat64, {1, 4, 7, 3}}},
+                       [](const Scope& s, V x) { return AvgPool(s, x[0], {{1, 2, 3, 1}, {1, 1, 2, 1}, "VALID"}); }));
+  cases.push_back(Case("AvgPoolGrad", "SAME 3x3 stride 2 into [1,5,5,2]", {{kFloat64, {1, 3, 3, 2}}},
+                       [](const Scope& s, V x) {
+                         return Window(s, "AvgPoolGrad", {Const(s, std::vector<int32_t>{1, 5, 5, 2}), x[0]},
+                                       {1, 2, 2, 1}, "SAME", {1, 3, 3, 1});
+                       }));
 }
 
 }  // namespace
