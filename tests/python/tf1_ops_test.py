@@ -156,6 +156,41 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_edges(self):
+        self.compare('''
+            r = {}
+            x = tf.constant(np.arange(6, dtype=np.float32).reshape(3, 2))
+            big = np.array([2**32 + 1], dtype=np.int64)
+            r["int64_numpy"] = [sig(tf.gather(x, big)), sig(tf.pad(x, np.array([[2**32, 0], [0, 0]])))]
+            c = tf.placeholder(tf.bool)
+            rows = tf.where(c, x, -x)
+            whole = tf.where(tf.constant(True), x, -x)
+            u = tf.placeholder(tf.float32)
+            m = tf.placeholder(tf.float32, [None, 3])
+            padded = tf.pad(m, [[0, tf.shape(m)[0]], [0, 0]])
+            sums = [tf.reduce_sum(u), tf.reduce_mean(u), tf.reduce_max(u)]
+            t_any = tf.transpose(u)
+            d = tf.constant([[1.0], [2.0], [3.0], [4.0]])
+            seg = tf.unsorted_segment_sum(d, [0, -1, 1, 1], 2)
+            g_seg = tf.gradients(seg, d, grad_ys=tf.constant([[np.inf], [1.0]]))[0]
+            strs = [tf.pad(tf.constant(["a", "b"]), [[1, 0]]), tf.pad(tf.constant([True]), [[0, 2]]),
+                    tf.one_hot([1, 0], 2, on_value="y", off_value="n"),
+                    tf.transpose(x, [-1, 0])]
+            r["sigs"] = [sig(t) for t in [rows, whole, t_any] + sums + strs]
+            r["scalar_mask"] = raised(lambda: x[True])
+            with tf.Session() as sess:
+                r["rows"] = sess.run(rows, {c: [True, False, True]}).tolist()
+                r["elems"] = sess.run(rows, {c: [[True, False], [False, True], [True, True]]}).tolist()
+                r["whole"] = sess.run(whole).tolist()
+                r["padded"] = sess.run(padded, {m: [[1, 2, 3]]}).tolist()
+                r["sums"] = [float(v) for v in sess.run(sums, {u: [[1, 2], [3, 4]]})]
+                r["t_any"] = sess.run(t_any, {u: np.arange(6).reshape(1, 2, 3)}).tolist()
+                r["g_seg"] = sess.run(g_seg).tolist()
+                r["strs"] = [np.asarray(v).tolist() for v in sess.run(strs)]
+                r["bad_rows"] = raised(lambda: sess.run(rows, {c: [True, False]}))
+            emit(r)
+        ''')
+
     def test_avg_pool(self):
         self.compare('''
             r = {}

@@ -35,10 +35,14 @@ def shape(input, name=None, out_type=None):  # noqa: A002
 
 
 def rank(input, name=None):  # noqa: A002
+    """The rank: a constant when known when the graph is built, else the
+    length of the shape at run time."""
     x = convert_to_tensor(input)
-    if x.shape.ndims is None:
-        raise NotImplementedError("tf.rank of a tensor of unknown rank is not supported by towerflow")
-    return fw.constant(x.shape.ndims, _dtypes.int32, name=name or "Rank")
+    if x.shape.ndims is not None:
+        return fw.constant(x.shape.ndims, _dtypes.int32, name=name or "Rank")
+    with fw.op_name(name or "Rank", x.graph) as name:
+        dims = make_tensor("Shape", [make_tensor("Shape", [x], name=name + "/Shape")], name=name + "/Shape_1")
+        return reshape(dims, [], name=name)
 
 
 def _is_tensor(value):

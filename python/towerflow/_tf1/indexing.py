@@ -1,8 +1,8 @@
 """Ops of TF1's Python API that pick, place and rearrange elements: gather,
 embedding_lookup, unsorted_segment_sum, one_hot, where, in_top_k,
 transpose, tile, pad, range and invert_permutation. Each builds the engine's
-op of TF's name and type (GatherV2, OneHot, SelectV2, InTopKV2, Transpose,
-...), with TF's node names and helper constants."""
+op of TF's name and type (GatherV2, OneHot, Select, SelectV2, InTopKV2,
+Transpose, ...), with TF's node names and helper constants."""
 
 import builtins as _builtins
 
@@ -14,16 +14,51 @@ from . import framework as fw
 from .framework import convert_to_tensor, make_tensor
 
 
+def _has_tensor(value):
+    """Whether a (nested) list or tuple holds a tensor anywhere."""
+    if isinstance(value, (list, tuple)):
+        return any(array_ops._is_tensor(v) or _has_tensor(v) for v in value)
+    return False
+
+
 def _index_tensor(value, name, allowed=(_dtypes.int32, _dtypes.int64)):
-    """Indices: a tensor as it is (int32 or int64), else an int32 constant
-    (int64 when a value needs it)."""
+    """Indices, sizes and paddings: a tensor as it is (of an allowed dtype);
+    a (nested) list holding tensors packed into one int32 tensor, as TF
+    packs it; else a constant of the value's own dtype (a NumPy array keeps
+    its int64; Python ints are int32, int64 when one needs it)."""
     if array_ops._is_tensor(value):
         t = convert_to_tensor(value)
         if t.dtype not in allowed:
             raise TypeError("Value passed to parameter '%s' has DataType %s not in list of allowed values: %s"
                             % (name.rsplit("/", 1)[-1], t.dtype.name, ", ".join(a.name for a in allowed)))
         return t
-    return convert_to_tensor(value, name=name, preferred_dtype=_dtypes.int32)
+    if _has_tensor(value):
+        g = fw._graph_of([v for v in _flatten(value) if array_ops._is_tensor(v)])
+        with g.as_default():
+            return _pack(value, name)
+    dtype = fw._inferred_dtype(value)
+    if dtype not in allowed:
+        dtype = _dtypes.int32 if _dtypes.int32 in allowed else allowed[0]
+    return fw.constant(value, dtype, name=name)
+
+
+def _flatten(value):
+    if isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _flatten(v)
+    else:
+        yield value
+
+
+def _pack(value, name):
+    """A nested list of ints and int tensors as one int32 tensor (TF's auto-packing)."""
+    if isinstance(value, (list, tuple)):
+        parts = [_pack(v, name + "/packed") for v in value]
+        return array_ops.stack(parts, name=name)
+    if array_ops._is_tensor(value):
+        t = convert_to_tensor(value)
+        return t if t.dtype == _dtypes.int32 else array_ops.cast(t, _dtypes.int32)
+    return fw.constant(np.int32(value), _dtypes.int32, name=name + "/Const")
 
 
 def gather(params, indices, validate_indices=None, name=None, axis=None, batch_dims=0):
@@ -33,7 +68,7 @@ def gather(params, indices, validate_indices=None, name=None, axis=None, batch_d
     p = convert_to_tensor(params)
     with fw.op_name(name or "GatherV2", p.graph) as name:
         idx = _index_tensor(indices, name + "/indices")
-        ax = array_ops._int32(0 if axis is None else axis, name + "/axis")
+        ax = _index_tensor(0 if axis is None else axis, name + "/axis")
         return make_tensor("GatherV2", [p, idx, ax], name=name)
 
 
@@ -49,7 +84,8 @@ def embedding_lookup(params, ids, partition_strategy="mod", name=None, validate_
     p = convert_to_tensor(params)
     # TF's names: the gather is "embedding_lookup", its result an Identity below it.
     with fw.op_name(name or "embedding_lookup", p.graph) as name:
-        return array_ops.identity(gather(p, ids, name=name), name=name + "/Identity")
+        idx = _index_tensor(ids, name + "/ids")
+        return array_ops.identity(gather(p, idx, name=name), name=name + "/Identity")
 
 
 def unsorted_segment_sum(data, segment_ids, num_segments, name=None):
@@ -85,25 +121,19 @@ def one_hot(indices, depth, on_value=None, off_value=None, axis=None, dtype=None
 
 
 def _select(condition, x, y, name, v1):
+    op = "Select" if v1 else "SelectV2"
     g = fw._graph_of([condition, x, y])
-    with g.as_default(), fw.op_name(name or ("Select" if v1 else "SelectV2"), g) as name:
+    with g.as_default(), fw.op_name(name or op, g) as name:
         c = convert_to_tensor(condition, dtype=_dtypes.bool)
         a, b = _binary(x, y, name)
-        if v1:
-            # TF1's Select: x and y of one shape; condition of that shape or a
-            # vector along the first axis.
-            if a.shape.ndims is not None and b.shape.ndims is not None and not a.shape.is_compatible_with(b.shape):
-                raise ValueError("Shapes %s and %s are incompatible" % (a.shape, b.shape))
-            if c.shape.ndims == 1 and a.shape.ndims is not None and a.shape.ndims > 1:
-                c = array_ops.reshape(c, [-1] + [1] * (a.shape.ndims - 1), name=name + "/Reshape")
-            elif c.shape.ndims is not None and a.shape.ndims is not None and not c.shape.is_compatible_with(a.shape):
-                raise ValueError("Shapes must be equal rank, but are %d and %d" % (c.shape.ndims, a.shape.ndims))
-        return make_tensor("SelectV2", [c, a, b], name=name)
+        # TF1's Select (the engine's op of that name): x and y of one shape,
+        # condition a scalar, a vector along the first axis, or of x's shape.
+        return make_tensor(op, [c, a, b], name=name)
 
 
 def _binary(x, y, name):
     from . import math_ops  # a cycle at import time otherwise
-    return math_ops._binary_inputs(x, y, name)
+    return math_ops._binary_inputs(x, y, name, arg_names=("t", "e"))
 
 
 def where(condition, x=None, y=None, name=None):
@@ -125,13 +155,15 @@ def where_v2(condition, x=None, y=None, name=None):
 
 
 def in_top_k(predictions, targets, k, name=None):
-    """tf.nn.in_top_k: whether each target is among its row's k largest predictions."""
+    """tf.nn.in_top_k: whether each target is among its row's k largest
+    predictions. As TF1's, an InTopKV2 op in a name scope "in_top_k"."""
     p = convert_to_tensor(predictions)
-    with fw.op_name(name or "in_top_k", p.graph) as name:
-        t = _index_tensor(targets, name + "/targets")
+    g = p.graph
+    with g.as_default(), g.name_scope(name or "in_top_k"), fw.op_name(name or "InTopKV2", g) as op:
+        t = _index_tensor(targets, op + "/targets")
         kk = k if array_ops._is_tensor(k) else fw.constant(np.asarray(k, dtype=t.dtype.as_numpy_dtype),
-                                                           t.dtype, name=name + "/k")
-        return make_tensor("InTopKV2", [p, t, convert_to_tensor(kk)], name=name)
+                                                           t.dtype, name=op + "/k")
+        return make_tensor("InTopKV2", [p, t, convert_to_tensor(kk)], name=op)
 
 
 def transpose(a, perm=None, name="transpose", conjugate=False):
@@ -139,10 +171,13 @@ def transpose(a, perm=None, name="transpose", conjugate=False):
     with fw.op_name(name or "transpose", x.graph) as name:
         if perm is None:
             if x.shape.ndims is None:
-                raise NotImplementedError("tf.transpose without perm of a tensor of unknown rank is not supported "
-                                          "by towerflow")
-            perm = list(_builtins.range(x.shape.ndims - 1, -1, -1))
-        p = _index_tensor(perm, name + "/perm")
+                # The axes reversed, at run time: range(rank - 1, -1, -1).
+                r = array_ops.rank(x, name=name + "/Rank")
+                p = range(r - 1, -1, -1, name=name + "/range")
+            else:
+                p = _index_tensor(list(_builtins.range(x.shape.ndims - 1, -1, -1)), name + "/perm")
+        else:
+            p = _index_tensor(perm, name + "/perm")
         return make_tensor("Transpose", [x, p], name=name)
 
 
@@ -179,7 +214,7 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
         start, limit = 0, start
     args = (start, limit, delta)
     g = fw._graph_of(list(args))
-    with g.as_default(), fw.op_name(name or "range", g) as name:
+    with g.as_default(), fw.op_name(name or "Range", g) as name:
         if dtype is not None:
             dt = _dtypes.as_dtype(dtype)
         else:
@@ -191,7 +226,7 @@ def range(start, limit=None, delta=1, dtype=None, name="range"):  # noqa: A001
             if array_ops._is_tensor(v):
                 t = convert_to_tensor(v)
                 if t.dtype != dt:
-                    t = array_ops.cast(t, dt)
+                    t = array_ops.cast(t, dt, name=name + "/Cast")
                 ts.append(t)
             else:
                 ts.append(fw.constant(v, dt, name=name + "/" + n))

@@ -209,10 +209,16 @@ def _reduction(op_type, default_name):
         axis = reduction_indices if axis is None else axis
         keep = bool(keepdims if keepdims is not None else (keep_dims or False))
         if axis is None:
-            # Every axis: TF builds this constant before the op, as "Const".
+            # Every axis: TF builds this constant before the op, as "Const"
+            # (of an unknown rank, range(rank(x)) at run time).
             if x.shape.ndims is None:
-                raise NotImplementedError("reducing every axis of a tensor of unknown rank is not supported by "
-                                          "towerflow")
+                from . import indexing  # a cycle at import time otherwise
+                with x.graph.as_default():
+                    axes = indexing.range(0, array_ops.rank(x))
+                out = make_tensor(op_type, [x, axes], {"keep_dims": keep}, name=name or default_name)
+                if not keep:
+                    out.set_shape([])  # every axis reduced: a scalar, as TF knows
+                return out
             axes = fw.constant(np.arange(x.shape.ndims, dtype=np.int32), _dtypes.int32)
             return make_tensor(op_type, [x, axes], {"keep_dims": keep}, name=name or default_name)
         with fw.op_name(name or default_name, x.graph) as name:
@@ -349,6 +355,8 @@ def _getitem(self, key):
     i = 0  # the input axis the next key takes
     out_pos = 0  # the output axis the next kept or new axis lands on
     for k in key:
+        if isinstance(k, (bool, np.bool_)):
+            raise ValueError("mask cannot be scalar.")
         if k is None:
             new_axes.append(out_pos)
             out_pos += 1

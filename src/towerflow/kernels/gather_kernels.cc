@@ -1,5 +1,5 @@
 // CPU kernels of the ops that pick and place elements by index or condition:
-// GatherV2, UnsortedSegmentSum, OneHot, SelectV2 and InTopKV2. Every index is
+// GatherV2, UnsortedSegmentSum, OneHot, Select, SelectV2 and InTopKV2. Every index is
 // checked before anything is written, so a bad one fails the step with the
 // index and its position named, never a read or write out of bounds.
 // Data-movement kernels are templates over the element type (strings
@@ -254,6 +254,45 @@ class SelectOp : public OpKernel {
   }
 };
 
+// TF1's Select: t and e of one shape; a scalar condition picks one whole, a
+// vector condition picks rows (when t has more than one axis), else the
+// condition has t's shape and picks elements.
+template <typename T>
+class SelectV1Op : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& c = ctx->input(0);
+    const Tensor& t = ctx->input(1);
+    const Tensor& e = ctx->input(2);
+    TW_OP_REQUIRES(ctx, t.shape() == e.shape(),
+                   errors::InvalidArgument("Select: t of shape ", t.shape().ToString(), " and e of shape ",
+                                           e.shape().ToString(), " must have one shape"));
+    const bool* cv = c.data<bool>();
+    if (c.rank() == 0) {
+      ctx->set_output(0, cv[0] ? t : e);
+      return;
+    }
+    const bool rows = c.rank() == 1 && t.rank() > 1;
+    TW_OP_REQUIRES(ctx, rows ? c.shape().dim(0) == t.shape().dim(0) : c.shape() == t.shape(),
+                   errors::InvalidArgument("Select: condition of shape ", c.shape().ToString(),
+                                           " must be a scalar, a vector of t's first dimension, or of t's shape ",
+                                           t.shape().ToString()));
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, t.shape(), &out));
+    const T* tv = t.data<T>();
+    const T* ev = e.data<T>();
+    T* dst = out->data<T>();
+    if (!rows) {
+      for (int64_t i = 0; i < t.NumElements(); ++i) dst[i] = cv[i] ? tv[i] : ev[i];
+      return;
+    }
+    const int64_t n = c.NumElements();
+    const int64_t row = n == 0 ? 0 : t.NumElements() / n;
+    for (int64_t r = 0; r < n; ++r) std::copy_n((cv[r] ? tv : ev) + r * row, row, dst + r * row);
+  }
+};
+
 // TF's rule: the target is in the top k when fewer than k predictions of its
 // row are strictly larger; false when the target is out of range or a
 // prediction of the row is not finite.
@@ -303,7 +342,8 @@ void RegisterGatherKernels(KernelRegistry& r) {
   r.RegisterTyped<GatherOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("GatherV2", kDeviceCpu,
                                                                                           "Tparams");
   r.RegisterTyped<UnsortedSegmentSumOp, float, double, int32_t, int64_t, uint8_t>("UnsortedSegmentSum", kDeviceCpu);
-  r.RegisterTyped<OneHotOp, float, double, int32_t, int64_t, uint8_t, bool>("OneHot", kDeviceCpu);
+  r.RegisterTyped<OneHotOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("OneHot", kDeviceCpu);
+  r.RegisterTyped<SelectV1Op, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Select", kDeviceCpu);
   r.RegisterTyped<SelectOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("SelectV2", kDeviceCpu);
   r.RegisterUntyped<InTopKOp>("InTopKV2", kDeviceCpu);
 }

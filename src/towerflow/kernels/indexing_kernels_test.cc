@@ -116,14 +116,38 @@ TEST(GatherOpsTest, SelectBroadcastsAllThree) {
   Graph g;
   Scope s(g);
   Output c = Const(s, Tensor::FromVector<bool>({true, false}, {2, 1}));
-  Output out = Select(s, c, Iota(s, {2, 3}), Const(s, -1.0f));
+  Output out = SelectV2(s, c, Iota(s, {2, 3}), Const(s, -1.0f));
   EXPECT_EQ(out.shape(), PartialShape({2, 3}));
   EXPECT_EQ(Eval(g, out).ToVector<float>(), (std::vector<float>{0, 1, 2, -1, -1, -1}));
-  Output same = Select(s, Const(s, Tensor::Vec<bool>({false, true})), Const(s, Tensor::Vec<int32_t>({1, 2})),
+  Output same = SelectV2(s, Const(s, Tensor::Vec<bool>({false, true})), Const(s, Tensor::Vec<int32_t>({1, 2})),
                        Const(s, Tensor::Vec<int32_t>({3, 4})));
   EXPECT_EQ(Eval(g, same).ToVector<int32_t>(), (std::vector<int32_t>{3, 2}));
   Scope bad(g);
-  Select(bad, c, Iota(bad, {2, 3}), Iota(bad, {4}));
+  SelectV2(bad, c, Iota(bad, {2, 3}), Iota(bad, {4}));
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+}
+
+TEST(GatherOpsTest, SelectOfTF1PicksWholeRowsOrElements) {
+  Graph g;
+  Scope s(g);
+  Output t = Iota(s, {3, 2});
+  Output e = Const(s, Tensor::FromVector<float>({-1, -2, -3, -4, -5, -6}, {3, 2}));
+  Output rows = Select(s, Const(s, Tensor::Vec<bool>({true, false, true})), t, e);
+  EXPECT_EQ(rows.shape(), PartialShape({3, 2}));
+  EXPECT_EQ(Eval(g, rows).ToVector<float>(), (std::vector<float>{0, 1, -3, -4, 4, 5}));
+  EXPECT_EQ(Eval(g, Select(s, Const(s, Tensor::Scalar<bool>(false)), t, e)).ToVector<float>(),
+            Eval(g, e).ToVector<float>());
+  Output c = Placeholder(s, kBool, PartialShape::Unknown());
+  Output picked = Select(s, c, t, e);
+  Session sess(g);
+  auto r = sess.Run({{c, Tensor::FromVector<bool>({true, false, false, true, true, false}, {3, 2})}}, {picked});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{0, -2, -3, 3, 4, -6}));
+  Status st = RunStatus(g, picked, {{c, Tensor::Vec<bool>({true, false})}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(st, "must be a scalar, a vector of t's first dimension")) << st.ToString();
+  Scope bad(g);
+  Select(bad, Const(bad, Tensor::Vec<bool>({true, false})), t, e);
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
 }
 
@@ -162,6 +186,9 @@ TEST(LayoutOpsTest, TransposeAndItsInverse) {
   Output p = Placeholder(s, kInt32, PartialShape({2}));
   Status st = RunStatus(g, Transpose(s, x, p), {{p, Tensor::Vec<int32_t>({1, 1})}});
   EXPECT_TRUE(Contains(st, "[1,1] is not a permutation of [0, 2)")) << st.ToString();
+  // Negative entries count from the end, as TF's.
+  EXPECT_EQ(Eval(g, Transpose(s, x, std::vector<int32_t>{-1, 0})).ToVector<float>(),
+            (std::vector<float>{0, 3, 1, 4, 2, 5}));
   Scope bad(g);
   Transpose(bad, y, std::vector<int32_t>{0, 1});
   EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
@@ -191,6 +218,9 @@ TEST(LayoutOpsTest, PadWithZerosOrAConstant) {
   EXPECT_EQ(Eval(g, zeros).ToVector<float>(), (std::vector<float>{0, 0, 0, 0, 1, 2, 0, 0, 3, 4, 0, 0}));
   EXPECT_EQ(Eval(g, Pad(s, x, p, Const(s, 9.0f))).ToVector<float>(),
             (std::vector<float>{9, 9, 9, 9, 1, 2, 9, 9, 3, 4, 9, 9}));
+  EXPECT_EQ(Eval(g, Pad(s, Const(s, Tensor::Vec<std::string>({"a"})), Ints(s, {1, 1}, {1, 2})))
+                .ToVector<std::string>(),
+            (std::vector<std::string>{"", "a", ""}));
   Output q = Placeholder(s, kInt32, PartialShape({2, 2}));
   Status st = RunStatus(g, Pad(s, x, q), {{q, Tensor::FromVector<int32_t>({0, 0, -1, 0}, {2, 2})}});
   EXPECT_TRUE(Contains(st, "paddings must be non-negative")) << st.ToString();
@@ -212,6 +242,19 @@ TEST(LayoutOpsTest, RangeOfIntsAndFloats) {
   Output d = Placeholder(s, kInt32, PartialShape({}));
   Status st = RunStatus(g, Range(s, Const(s, 0), Const(s, 5), d), {{d, Tensor::Scalar<int32_t>(0)}});
   EXPECT_TRUE(Contains(st, "requires delta != 0")) << st.ToString();
+  // The count in float32, as TF's: 0 to 0.3 by 0.1 has 3 elements, 0 to 1 by 0.01 has 100.
+  Output three = Range(s, Const(s, 0.0f), Const(s, 0.3f), Const(s, 0.1f));
+  EXPECT_EQ(three.shape(), PartialShape({3}));
+  EXPECT_EQ(Eval(g, three).NumElements(), 3);
+  EXPECT_EQ(Eval(g, Range(s, Const(s, 0.0f), Const(s, 1.0f), Const(s, 0.01f))).NumElements(), 100);
+  // 2^64 elements: an error, not an abort.
+  Output a = Placeholder(s, kInt64, PartialShape({}));
+  Output b = Placeholder(s, kInt64, PartialShape({}));
+  st = RunStatus(g, Range(s, a, b, Const(s, Tensor::Scalar<int64_t>(1))),
+                 {{a, Tensor::Scalar<int64_t>(std::numeric_limits<int64_t>::min())},
+                  {b, Tensor::Scalar<int64_t>(std::numeric_limits<int64_t>::max())}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(st, "more than 2^63 - 1 elements")) << st.ToString();
 }
 
 TEST(IndexingGradTest, EveryCaseMatchesFiniteDifferences) {
@@ -228,7 +271,7 @@ TEST(IndexingGradTest, EveryCaseMatchesFiniteDifferences) {
       EXPECT_LT(r->max_error, c.tolerance);
     }
   }
-  for (const char* op : {"GatherV2", "UnsortedSegmentSum", "SelectV2", "Transpose", "Tile", "Pad", "PadV2"}) {
+  for (const char* op : {"GatherV2", "UnsortedSegmentSum", "Select", "SelectV2", "Transpose", "Tile", "Pad", "PadV2"}) {
     EXPECT_TRUE(covered.count(op)) << op << " has no gradient check";
   }
   for (const char* op : {"OneHot", "InTopKV2", "InvertPermutation", "Range"}) {
@@ -251,6 +294,15 @@ TEST(IndexingGradTest, GradientsWithUnknownShapes) {
                     {(*grads)[0]});
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{2, 0, 6, 2, 0, 6}));
+  // params of unknown rank: the permutation is built at run time.
+  Output any = Placeholder(s, kFloat32, PartialShape::Unknown());
+  // (d of the sum of its elements: the implicit all-ones gradient of Gradients.)
+  auto g2 = Gradients(s, {Gather(s, any, Const(s, Tensor::Vec<int32_t>({1, 1})), 1)}, {any});
+  ASSERT_TRUE(g2.ok()) << g2.status().ToString();
+  auto r2 = sess.Run({{any, Tensor::FromVector<float>(std::vector<float>(12, 0.0f), {2, 3, 2})}}, {(*g2)[0]});
+  ASSERT_TRUE(r2.ok()) << r2.status().ToString();
+  EXPECT_EQ((*r2)[0].shape(), TensorShape({2, 3, 2}));
+  EXPECT_EQ((*r2)[0].ToVector<float>(), (std::vector<float>{0, 0, 2, 2, 0, 0, 0, 0, 2, 2, 0, 0}));
 }
 
 }  // namespace

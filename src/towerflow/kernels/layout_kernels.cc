@@ -1,11 +1,13 @@
 // CPU kernels of the ops that rearrange or repeat elements, and of Range:
 // Transpose, InvertPermutation, Tile, Pad / PadV2, Range. Templates over the
-// element type (strings included for Transpose and Tile). The copies walk the
+// element type (strings included, but for Range). The copies walk the
 // output in row-major order with an index odometer over the source's strides.
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <type_traits>
 
+#include "towerflow/graph/ops/range_count.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/shape_util.h"
 
@@ -67,6 +69,9 @@ class TransposeOp : public OpKernel {
     TW_OP_REQUIRES(ctx, static_cast<int64_t>(perm->size()) == rank,
                    errors::InvalidArgument("Transpose: perm ", VecStr(*perm), " must have one axis per axis of x of shape ",
                                            x.shape().ToString()));
+    for (int64_t& p : *perm) {
+      if (p < 0 && p >= -rank) p += rank;  // counted from the end, as TF's
+    }
     TW_OP_REQUIRES_OK(ctx, CheckPermutation("Transpose: perm", *perm, rank));
     const std::vector<int64_t> in_strides = RowMajorStrides(x.shape().dims());
     std::vector<int64_t> dims, strides;
@@ -173,7 +178,7 @@ class PadOp : public OpKernel {
                             (p.dtype() == kInt32 || p.dtype() == kInt64),
                    errors::InvalidArgument("Pad: paddings must be an int32 or int64 matrix of shape [", rank,
                                            ", 2] for x of shape ", x.shape().ToString(), ", got ", p.DebugString()));
-    T value = T(0);
+    T value{};  // 0, false or ""
     if (ctx->num_inputs() > 2) {
       TW_OP_REQUIRES(ctx, ctx->input(2).rank() == 0,
                      errors::InvalidArgument("PadV2: constant_values must be a scalar, got ",
@@ -223,30 +228,21 @@ class RangeOp : public OpKernel {
                                              " must be a scalar, got ", ctx->input(i).shape().ToString()));
     }
     const T start = ctx->input(0).data<T>()[0], limit = ctx->input(1).data<T>()[0], delta = ctx->input(2).data<T>()[0];
-    TW_OP_REQUIRES(ctx, delta != 0, errors::InvalidArgument("Range: requires delta != 0"));
-    TW_OP_REQUIRES(ctx, delta > 0 ? start <= limit : start >= limit,
-                   errors::InvalidArgument("Range: requires start ", delta > 0 ? "<=" : ">=", " limit when delta ",
-                                           delta > 0 ? "> 0" : "< 0", ": ", start, "/", limit));
-    int64_t size = 0;
-    if constexpr (std::is_integral_v<T>) {
-      // In 128 bits: limit - start may not fit T.
-      const __int128 span = static_cast<__int128>(limit) - start;
-      const __int128 a = span < 0 ? -span : span;
-      const __int128 b = delta < 0 ? -static_cast<__int128>(delta) : static_cast<__int128>(delta);
-      size = static_cast<int64_t>((a + b - 1) / b);
-    } else {
-      const double n = std::ceil(std::abs((static_cast<double>(limit) - start) / delta));
-      TW_OP_REQUIRES(ctx, std::isfinite(n) && n < 9.0e18,
-                     errors::InvalidArgument("Range: ", start, " to ", limit, " by ", delta, " has too many elements"));
-      size = static_cast<int64_t>(n);
-    }
+    auto size = RangeCount<T>(start, limit, delta);
+    TW_OP_REQUIRES_OK(ctx, size.status());
+    auto shape = TensorShape::Make({*size});
+    TW_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{size}, &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
     T* dst = out->data<T>();
-    T v = start;
-    for (int64_t i = 0; i < size; ++i) {
-      dst[i] = v;
-      v = static_cast<T>(v + delta);
+    // start + i * delta, as TF's kernel (no accumulated rounding); integers in
+    // 128 bits, where every value is within [start, limit) and fits T.
+    for (int64_t i = 0; i < *size; ++i) {
+      if constexpr (std::is_integral_v<T>) {
+        dst[i] = static_cast<T>(static_cast<__int128>(start) + static_cast<__int128>(i) * delta);
+      } else {
+        dst[i] = start + static_cast<T>(i) * delta;
+      }
     }
   }
 };
@@ -257,8 +253,8 @@ void RegisterLayoutKernels(KernelRegistry& r) {
   r.RegisterTyped<TransposeOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Transpose", kDeviceCpu);
   r.RegisterUntyped<InvertPermutationOp>("InvertPermutation", kDeviceCpu);
   r.RegisterTyped<TileOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Tile", kDeviceCpu);
-  r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t>("Pad", kDeviceCpu);
-  r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t>("PadV2", kDeviceCpu);
+  r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Pad", kDeviceCpu);
+  r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("PadV2", kDeviceCpu);
   r.RegisterTyped<RangeOp, int32_t, int64_t, float, double>("Range", kDeviceCpu, "Tidx");
 }
 

@@ -33,9 +33,15 @@ Output UnsortedSegmentSum(const Scope& scope, const Output& data, const Output& 
 Output OneHot(const Scope& scope, const Output& indices, const Output& depth, const Output& on_value,
               const Output& off_value, int axis = -1);
 
-// Element-wise `condition ? t : e`, the three broadcast together (numpy
-// rules); condition is bool, t and e of one dtype.
+// TF1's Select (tf.where with three arguments): t and e of one shape and
+// dtype; condition (bool) a scalar choosing one of them whole, a vector
+// choosing rows (its length t's first dimension), or of t's shape choosing
+// elements. Other shapes are InvalidArgument naming them.
 Output Select(const Scope& scope, const Output& condition, const Output& t, const Output& e);
+
+// SelectV2 (tf.where_v2): element-wise `condition ? t : e`, the three
+// broadcast together (numpy rules).
+Output SelectV2(const Scope& scope, const Output& condition, const Output& t, const Output& e);
 
 // For each row b of predictions [batch, classes] (float32): whether
 // targets[b] is among the k largest, ties counting for the target (fewer than

@@ -15,7 +15,8 @@
 namespace tw {
 
 // Output axis i is input axis perm[i]; `perm` (int32 or int64 vector) is a
-// permutation of [0, rank). Anything else is InvalidArgument naming it.
+// permutation of [0, rank), a negative entry counting from the end (as TF's).
+// Anything else is InvalidArgument naming it.
 Output Transpose(const Scope& scope, const Output& x, const Output& perm);
 Output Transpose(const Scope& scope, const Output& x, const std::vector<int32_t>& perm);
 
@@ -28,7 +29,8 @@ Output Tile(const Scope& scope, const Output& x, const Output& multiples);
 
 // x with paddings[i][0] values before and paddings[i][1] after along axis i
 // (`paddings`: int32 or int64 [rank, 2], each at least 0), filled with zeros
-// (Pad) or with the scalar `constant_value` of x's dtype (PadV2).
+// (Pad: zero, false or "") or with the scalar `constant_value` of x's dtype
+// (PadV2).
 Output Pad(const Scope& scope, const Output& x, const Output& paddings);
 Output Pad(const Scope& scope, const Output& x, const Output& paddings, const Output& constant_value);
 

@@ -1,5 +1,5 @@
 // Schemas and builders of the ops that pick and place elements by index or
-// condition: GatherV2, UnsortedSegmentSum, OneHot, SelectV2 and InTopKV2
+// condition: GatherV2, UnsortedSegmentSum, OneHot, Select, SelectV2 and InTopKV2
 // (kernels in kernels/gather_kernels.cc). Shape functions check what is known
 // when the graph is built; the kernels check again on the real values.
 #include "towerflow/graph/ops/gather_ops.h"
@@ -59,8 +59,11 @@ Status UnsortedSegmentSumShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRank(2, 0));
   const PartialShape& data = c->input(0);
   const PartialShape& ids = c->input(1);
-  const int64_t n = KnownScalar(c, 2).value_or(-1);
-  if (n < -1) return errors::InvalidArgument("UnsortedSegmentSum: num_segments must be at least 0, got ", n);
+  const std::optional<int64_t> known_n = KnownScalar(c, 2);
+  if (known_n && *known_n < 0) {
+    return errors::InvalidArgument("UnsortedSegmentSum: num_segments must be at least 0, got ", *known_n);
+  }
+  const int64_t n = known_n.value_or(-1);
   if (!data.known_rank() || !ids.known_rank()) {
     c->set_output(0, PartialShape::Unknown());
     return Status::OK();
@@ -88,8 +91,11 @@ Status OneHotShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRank(3, 0));
   TW_ASSIGN_OR_RETURN(int64_t axis, c->GetAttr<int64_t>("axis"));
   const PartialShape& indices = c->input(0);
-  const int64_t depth = KnownScalar(c, 1).value_or(-1);
-  if (depth < -1) return errors::InvalidArgument("OneHot: depth must be non-negative, got: ", depth);
+  const std::optional<int64_t> known_depth = KnownScalar(c, 1);
+  if (known_depth && *known_depth < 0) {
+    return errors::InvalidArgument("OneHot: depth must be non-negative, got: ", *known_depth);
+  }
+  const int64_t depth = known_depth.value_or(-1);
   if (!indices.known_rank()) {
     c->set_output(0, PartialShape::Unknown());
     return Status::OK();
@@ -119,6 +125,29 @@ Status SelectShape(InferenceContext* c) {
                                    " does not broadcast with t and e of shape ", te->ToString());
   }
   c->set_output(0, *all);
+  return Status::OK();
+}
+
+// TF1's Select: t and e of one shape; condition a scalar, a vector along
+// t's first axis, or of t's shape.
+Status SelectV1Shape(InferenceContext* c) {
+  auto te = c->input(1).Merge(c->input(2));
+  if (!te.ok()) {
+    return errors::InvalidArgument("Select: t of shape ", c->input(1).ToString(), " and e of shape ",
+                                   c->input(2).ToString(), " must have one shape");
+  }
+  const PartialShape& cond = c->input(0);
+  if (cond.known_rank() && te->known_rank() && cond.rank() != 0) {
+    const bool rows = cond.rank() == 1 && te->rank() > 1;
+    const bool ok = rows ? (cond.dim(0) < 0 || te->dim(0) < 0 || cond.dim(0) == te->dim(0))
+                         : cond.IsCompatibleWith(*te);
+    if (!ok) {
+      return errors::InvalidArgument("Select: condition of shape ", cond.ToString(),
+                                     " must be a scalar, a vector of t's first dimension, or of t's shape ",
+                                     te->ToString());
+    }
+  }
+  c->set_output(0, *te);
   return Status::OK();
 }
 
@@ -170,11 +199,20 @@ void RegisterGatherOps(OpRegistry& r) {
                  .Input("on_value", "T")
                  .Input("off_value", "T")
                  .Output("output", "T")
-                 .TypeAttr("T", {kFloat32, kFloat64, kInt32, kInt64, kUInt8, kBool})
+                 .TypeAttr("T", AllTypes())
                  .TypeAttr("TI", {kUInt8, kInt32, kInt64}, kInt64)
                  .Attr("axis", int64_t{-1})
                  .Shape(OneHotShape)
                  .Doc("One-hot encoding of indices.")
+                 .Build()).Check();
+  r.Register(OpDefBuilder("Select")
+                 .Input("condition", "bool")
+                 .Input("t", "T")
+                 .Input("e", "T")
+                 .Output("output", "T")
+                 .TypeAttr("T", AllTypes())
+                 .Shape(SelectV1Shape)
+                 .Doc("condition ? t : e: whole, by rows, or by elements (TF1's rule).")
                  .Build()).Check();
   r.Register(OpDefBuilder("SelectV2")
                  .Input("condition", "bool")
@@ -221,6 +259,10 @@ Output OneHot(const Scope& scope, const Output& indices, const Output& depth, co
 }
 
 Output Select(const Scope& scope, const Output& condition, const Output& t, const Output& e) {
+  return NodeBuilder(scope, "Select").Input(condition).Input(t).Input(e).Finalize();
+}
+
+Output SelectV2(const Scope& scope, const Output& condition, const Output& t, const Output& e) {
   return NodeBuilder(scope, "SelectV2").Input(condition).Input(t).Input(e).Finalize();
 }
 

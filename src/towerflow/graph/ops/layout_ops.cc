@@ -4,9 +4,10 @@
 // graph is built; the kernels check again on the real values.
 #include "towerflow/graph/ops/layout_ops.h"
 
-#include <cmath>
+#include <optional>
 
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/range_count.h"
 #include "towerflow/graph/ops/register.h"
 
 namespace tw {
@@ -19,6 +20,25 @@ const std::vector<DataType>& AllTypes() {
 
 std::string VecStr(const std::vector<int64_t>& v) { return PartialShape(v).ToString(); }
 
+// TF's largest rank: a perm, multiples or paddings argument longer than this
+// cannot describe a tensor (and must not size a static shape).
+constexpr int64_t kMaxRank = 254;
+
+// A rank read from an argument's length, or InvalidArgument.
+StatusOr<int> RankFromLength(const char* op, const char* what, int64_t n) {
+  if (n > kMaxRank) {
+    return errors::InvalidArgument(op, ": ", what, " of ", n, " entries exceeds the largest rank, ", kMaxRank);
+  }
+  return static_cast<int>(n);
+}
+
+// a + b, or nullopt when it overflows int64.
+std::optional<int64_t> CheckedAdd(int64_t a, int64_t b) {
+  int64_t r = 0;
+  if (__builtin_add_overflow(a, b, &r)) return std::nullopt;
+  return r;
+}
+
 Status TransposeShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRank(1, 1));
   const PartialShape& x = c->input(0);
@@ -28,7 +48,10 @@ Status TransposeShape(InferenceContext* c) {
     return errors::InvalidArgument("Transpose: perm must be a vector of ", x.rank(), " axes for x of shape ",
                                    x.ToString(), ", got ", n);
   }
-  const int rank = x.known_rank() ? x.rank() : static_cast<int>(n);
+  int rank = x.known_rank() ? x.rank() : -1;
+  if (rank < 0 && n >= 0) {
+    TW_ASSIGN_OR_RETURN(rank, RankFromLength("Transpose", "perm", n));
+  }
   auto perm = shape_fns::KnownIntVector(c, 1);
   if (rank < 0) {
     c->set_output(0, PartialShape::Unknown());
@@ -41,6 +64,7 @@ Status TransposeShape(InferenceContext* c) {
   std::vector<bool> seen(static_cast<size_t>(rank), false);
   std::vector<int64_t> out;
   for (int64_t p : *perm) {
+    if (p < 0 && p >= -rank) p += rank;  // TF's Transpose counts negative axes from the end
     if (p < 0 || p >= rank || seen[static_cast<size_t>(p)]) {
       return errors::InvalidArgument("Transpose: perm ", VecStr(*perm), " is not a permutation of [0, ", rank, ")");
     }
@@ -67,9 +91,12 @@ Status TileShape(InferenceContext* c) {
                                    ", got ", m_shape.dim(0));
   }
   if (!x.known_rank()) {
-    c->set_output(0, m_shape.known_rank() && m_shape.dim(0) >= 0
-                         ? PartialShape::UnknownOfRank(static_cast<int>(m_shape.dim(0)))
-                         : PartialShape::Unknown());
+    if (!m_shape.known_rank() || m_shape.dim(0) < 0) {
+      c->set_output(0, PartialShape::Unknown());
+    } else {
+      TW_ASSIGN_OR_RETURN(int rank, RankFromLength("Tile", "multiples", m_shape.dim(0)));
+      c->set_output(0, PartialShape::UnknownOfRank(rank));
+    }
     return Status::OK();
   }
   const std::optional<PartialVector>& m = c->input_partial(1);
@@ -78,7 +105,12 @@ Status TileShape(InferenceContext* c) {
     const std::optional<int64_t> k = m && static_cast<size_t>(i) < m->size() ? (*m)[static_cast<size_t>(i)]
                                                                              : std::nullopt;
     if (k && *k < 0) return errors::InvalidArgument("Tile: multiples must be non-negative, got ", *k, " at ", i);
-    out.push_back(k && x.dim(i) >= 0 ? x.dim(i) * *k : (k && *k == 0 ? 0 : -1));
+    int64_t d = k && *k == 0 ? 0 : -1;
+    if (k && x.dim(i) >= 0 && __builtin_mul_overflow(x.dim(i), *k, &d)) {
+      return errors::InvalidArgument("Tile: dimension ", i, " of x of shape ", x.ToString(), " tiled ", *k,
+                                     " times overflows");
+    }
+    out.push_back(d);
   }
   c->set_output(0, PartialShape(out));
   return Status::OK();
@@ -99,8 +131,12 @@ Status PadShape(InferenceContext* c) {
   }
   const Tensor* pv = c->input_value(1);
   if (!x.known_rank()) {
-    c->set_output(0, p.known_rank() && p.dim(0) >= 0 ? PartialShape::UnknownOfRank(static_cast<int>(p.dim(0)))
-                                                     : PartialShape::Unknown());
+    if (!p.known_rank() || p.dim(0) < 0) {
+      c->set_output(0, PartialShape::Unknown());
+    } else {
+      TW_ASSIGN_OR_RETURN(int rank, RankFromLength("Pad", "paddings", p.dim(0)));
+      c->set_output(0, PartialShape::UnknownOfRank(rank));
+    }
     return Status::OK();
   }
   std::vector<int64_t> out = x.dims();
@@ -120,10 +156,22 @@ Status PadShape(InferenceContext* c) {
     if (before < 0 || after < 0) {
       return errors::InvalidArgument("Pad: paddings must be non-negative, got ", before, " and ", after, " at axis ", i);
     }
-    if (x.dim(i) >= 0) out[static_cast<size_t>(i)] = x.dim(i) + before + after;
+    if (x.dim(i) < 0) continue;
+    const std::optional<int64_t> padded = CheckedAdd(x.dim(i), before);
+    const std::optional<int64_t> total = padded ? CheckedAdd(*padded, after) : std::nullopt;
+    if (!total) {
+      return errors::InvalidArgument("Pad: dimension ", i, " of x of shape ", x.ToString(), " padded by ", before,
+                                     " and ", after, " overflows");
+    }
+    out[static_cast<size_t>(i)] = *total;
   }
   c->set_output(0, PartialShape(out));
   return Status::OK();
+}
+
+template <typename T>
+StatusOr<int64_t> ConstRangeCount(const Tensor* s, const Tensor* l, const Tensor* d) {
+  return RangeCount<T>(s->data<T>()[0], l->data<T>()[0], d->data<T>()[0]);
 }
 
 // The count when start, limit and delta are constants.
@@ -132,25 +180,21 @@ Status RangeShape(InferenceContext* c) {
   const Tensor* s = c->input_value(0);
   const Tensor* l = c->input_value(1);
   const Tensor* d = c->input_value(2);
-  if (s == nullptr || l == nullptr || d == nullptr) {
+  if (s == nullptr || l == nullptr || d == nullptr || s->NumElements() != 1 || l->NumElements() != 1 ||
+      d->NumElements() != 1) {
     c->set_output(0, PartialShape({-1}));
     return Status::OK();
   }
-  auto as_double = [](const Tensor* t) {
-    switch (t->dtype()) {
-      case kInt32: return static_cast<double>(t->data<int32_t>()[0]);
-      case kInt64: return static_cast<double>(t->data<int64_t>()[0]);
-      case kFloat32: return static_cast<double>(t->data<float>()[0]);
-      default: return t->data<double>()[0];
-    }
-  };
-  const double start = as_double(s), limit = as_double(l), delta = as_double(d);
-  if (delta == 0) return errors::InvalidArgument("Range: requires delta != 0");
-  if (delta > 0 ? start > limit : start < limit) {
-    return errors::InvalidArgument("Range: requires start ", delta > 0 ? "<=" : ">=", " limit when delta ",
-                                   delta > 0 ? "> 0" : "< 0", ": ", start, "/", limit);
+  StatusOr<int64_t> n = errors::InvalidArgument("Range: unsupported dtype");
+  switch (s->dtype()) {
+    case kInt32: n = ConstRangeCount<int32_t>(s, l, d); break;
+    case kInt64: n = ConstRangeCount<int64_t>(s, l, d); break;
+    case kFloat32: n = ConstRangeCount<float>(s, l, d); break;
+    case kFloat64: n = ConstRangeCount<double>(s, l, d); break;
+    default: break;
   }
-  c->set_output(0, PartialShape({static_cast<int64_t>(std::ceil(std::abs((limit - start) / delta)))}));
+  TW_RETURN_IF_ERROR(n.status());
+  c->set_output(0, PartialShape({*n}));
   return Status::OK();
 }
 
@@ -187,7 +231,7 @@ void RegisterLayoutOps(OpRegistry& r) {
                  .Input("input", "T")
                  .Input("paddings", "Tpaddings")
                  .Output("output", "T")
-                 .TypeAttr("T", NumericTypes())
+                 .TypeAttr("T", AllTypes())
                  .TypeAttr("Tpaddings", ints, kInt32)
                  .Shape(PadShape)
                  .Doc("input padded with zeros.")
@@ -197,7 +241,7 @@ void RegisterLayoutOps(OpRegistry& r) {
                  .Input("paddings", "Tpaddings")
                  .Input("constant_values", "T")
                  .Output("output", "T")
-                 .TypeAttr("T", NumericTypes())
+                 .TypeAttr("T", AllTypes())
                  .TypeAttr("Tpaddings", ints, kInt32)
                  .Shape(PadShape)
                  .Doc("input padded with a constant.")

@@ -1,7 +1,7 @@
 // Numeric gradient checks of the gather and layout ops: Gather along the
 // first, a middle and the last axis with repeated indices (their gradients
-// add), UnsortedSegmentSum with a dropped (negative) id, SelectV2 with every
-// input broadcast, Transpose, Tile and Pad / PadV2.
+// add), UnsortedSegmentSum with a dropped (negative) id, Select by rows and
+// by elements, SelectV2 with every input broadcast, Transpose, Tile and Pad / PadV2.
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/gather_ops.h"
 #include "towerflow/graph/ops/layout_ops.h"
@@ -46,11 +46,20 @@ void AddIndexingGradChecks(std::vector<GradCheckCase>& cases) {
   cases.push_back(Case("SelectV2", "condition [2,1], t [2,3], e [3]", {{kFloat64, {2, 3}}, {kFloat64, {3}}},
                        [](const Scope& s, V x) {
                          Output c = Const(s, Tensor::FromVector<bool>({true, false}, {2, 1}));
-                         return Select(s, c, x[0], x[1]);
+                         return SelectV2(s, c, x[0], x[1]);
                        }));
   cases.push_back(Case("SelectV2", "condition [2,3], t scalar, e [2,3]", {{kFloat64, {}}, {kFloat64, {2, 3}}},
                        [](const Scope& s, V x) {
                          Output c = Const(s, Tensor::FromVector<bool>({true, false, true, false, false, true}, {2, 3}));
+                         return SelectV2(s, c, x[0], x[1]);
+                       }));
+  cases.push_back(Case("Select", "condition [3] by rows, t and e [3,2]", {{kFloat64, {3, 2}}, {kFloat64, {3, 2}}},
+                       [](const Scope& s, V x) {
+                         return Select(s, Const(s, Tensor::Vec<bool>({true, false, true})), x[0], x[1]);
+                       }));
+  cases.push_back(Case("Select", "condition [2,2] by elements", {{kFloat64, {2, 2}}, {kFloat64, {2, 2}}},
+                       [](const Scope& s, V x) {
+                         Output c = Const(s, Tensor::FromVector<bool>({false, true, true, false}, {2, 2}));
                          return Select(s, c, x[0], x[1]);
                        }));
   cases.push_back(Case("Transpose", "[2,3,4] perm {2,0,1}", {{kFloat64, {2, 3, 4}}},
