@@ -279,5 +279,74 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
         ''')
 
 
+class TF1LayersTest(surface.BothEngines, unittest.TestCase):
+    """tf.layers under towerflow alone (the peers' TensorFlow, on Keras 3, has
+    no tf.compat.v1.layers): TF1's variable and node names, and the values
+    against NumPy's computation from the layers' own weights."""
+
+    def run_towerflow(self, code):
+        return surface._result("towerflow", surface._run("towerflow", code, self._params()))
+
+    def test_layers_names_and_values(self):
+        r = self.run_towerflow('''
+            r = {}
+            rng = np.random.RandomState(0)
+            x = tf.placeholder(tf.float32, [None, 6, 6, 2])
+            h = tf.layers.conv2d(x, 3, 3, padding="same", activation=tf.nn.relu)
+            p = tf.layers.max_pooling2d(h, 2, 2)
+            a = tf.layers.average_pooling2d(p, 2, 1, padding="same")
+            f = tf.layers.flatten(a)
+            training = tf.placeholder(tf.bool, [])
+            d = tf.layers.dropout(f, 0.5, training=training)
+            y = tf.layers.dense(d, 4, activation=tf.nn.relu, kernel_regularizer=lambda w: 0.5 * tf.reduce_sum(w * w))
+            z = tf.layers.dense(tf.reshape(y, [-1, 2, 2]), 3, name="head")
+            z2 = tf.layers.dense(tf.reshape(y, [-1, 2, 2]), 3, name="head", reuse=True)
+            r["names"] = [[t.name, shape(t)] for t in (h, p, a, f, y, z)]
+            r["variables"] = [v.name for v in tf.trainable_variables()]
+            r["regularization"] = len(tf.losses.get_regularization_losses())
+            r["no_last_dim"] = raised(lambda: tf.layers.dense(tf.placeholder(tf.float32, [None, None]), 2))
+            xv = rng.rand(3, 6, 6, 2).astype(np.float32)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                zv, z2v, dv, ck, cb, dk, db, hk, hb = sess.run(
+                    [z, z2, d, "conv2d/kernel:0", "conv2d/bias:0", "dense/kernel:0", "dense/bias:0",
+                     "head/kernel:0", "head/bias:0"], {x: xv, training: False})
+                dropped = sess.run(d, {x: xv, training: True})
+            # NumPy: SAME 3x3 convolution, ReLU, 2x2 max pool, 2x2 stride-1 SAME mean (over the
+            # positions inside), flatten, dense + ReLU, dense over the last axis.
+            xp = np.pad(xv, ((0, 0), (1, 1), (1, 1), (0, 0)))
+            conv = np.zeros((3, 6, 6, 3), np.float32)
+            for i in range(6):
+                for j in range(6):
+                    conv[:, i, j, :] = np.tensordot(xp[:, i:i + 3, j:j + 3, :], ck, axes=([1, 2, 3], [0, 1, 2]))
+            hv = np.maximum(conv + cb, 0)
+            pv = hv.reshape(3, 3, 2, 3, 2, 3).max(axis=(2, 4))
+            av = np.zeros_like(pv)
+            for i in range(3):
+                for j in range(3):
+                    av[:, i, j, :] = pv[:, i:i + 2, j:j + 2, :].mean(axis=(1, 2))
+            yv = np.maximum(av.reshape(3, -1) @ dk + db, 0)
+            want = yv.reshape(-1, 2, 2) @ hk + hb
+            r["max_error"] = float(np.abs(zv - want).max())
+            r["reused"] = bool(np.array_equal(zv, z2v))
+            r["eval_is_identity"] = bool(np.allclose(dv, av.reshape(3, -1), atol=1e-6))
+            kept = dropped != 0
+            r["dropout_scaled"] = bool(np.allclose(dropped[kept], 2 * av.reshape(3, -1)[kept], atol=1e-5))
+            r["dropout_some"] = bool(0 < kept.mean() < 1)
+            emit(r)
+        ''')
+        self.assertEqual(r["names"], [["conv2d/Relu:0", [None, 6, 6, 3]], ["max_pooling2d/MaxPool:0", [None, 3, 3, 3]],
+                                      ["average_pooling2d/AvgPool:0", [None, 3, 3, 3]],
+                                      ["flatten/Reshape:0", [None, 27]], ["dense/Relu:0", [None, 4]],
+                                      ["head/BiasAdd:0", [None, 2, 3]]])
+        self.assertEqual(r["variables"], ["conv2d/kernel:0", "conv2d/bias:0", "dense/kernel:0", "dense/bias:0",
+                                          "head/kernel:0", "head/bias:0"])
+        self.assertEqual(r["regularization"], 1)
+        self.assertEqual(r["no_last_dim"], ["ValueError"])
+        self.assertLess(r["max_error"], 1e-5)
+        for key in ("reused", "eval_is_identity", "dropout_scaled", "dropout_some"):
+            self.assertTrue(r[key], key)
+
+
 if __name__ == "__main__":
     unittest.main()

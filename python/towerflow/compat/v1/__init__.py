@@ -20,6 +20,7 @@ from ..._tf1 import graph_api as _api
 from ..._tf1 import graph_ops as _graph_ops
 from ..._tf1 import indexing as _indexing
 from ..._tf1 import io as _io
+from ..._tf1 import layers as _layers
 from ..._tf1 import losses as _losses
 from ..._tf1 import math_ops as _math
 from ..._tf1 import metrics as _metrics
@@ -219,6 +220,11 @@ nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, t
                 softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
                 softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
                 sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits)
+
+# ---- layers (TF1's functional tf.layers)
+layers = _Namespace(__name__ + ".layers", "tf.layers", dense=_layers.dense, conv2d=_layers.conv2d,
+                    max_pooling2d=_layers.max_pooling2d, average_pooling2d=_layers.average_pooling2d,
+                    flatten=_layers.flatten, dropout=_layers.dropout)
 
 # ---- losses and metrics
 losses = _Namespace(__name__ + ".losses", "tf.losses", Reduction=_losses.Reduction,

@@ -1,0 +1,161 @@
+"""tf.layers of TF1's Python API, as functions: dense, conv2d,
+max_pooling2d, average_pooling2d, flatten, dropout. Each opens the variable
+scope TF1's layer would ("dense", "dense_1", ..., or `name`), makes its
+variables there ("kernel", "bias": glorot_uniform and zeros by default,
+regularizers into REGULARIZATION_LOSSES) and builds the layer from the
+engine's ops under TF's node names ("dense/MatMul", "dense/BiasAdd",
+"conv2d/Conv2D", "max_pooling2d/MaxPool", "flatten/Reshape", ...)."""
+
+import numpy as np
+
+from . import array_ops
+from . import dtypes as _dtypes
+from . import framework as fw
+from . import indexing
+from . import math_ops
+from . import nn
+from . import variables as _vars
+from .framework import convert_to_tensor
+
+
+def _unsupported(**args):
+    for what, value in args.items():
+        if value is not None:
+            raise NotImplementedError("tf.layers' %s is not supported by towerflow" % what)
+
+
+def _pair(v, what):
+    if isinstance(v, (int, np.integer)):
+        return int(v), int(v)
+    v = tuple(int(a) for a in v)
+    if len(v) != 2:
+        raise ValueError("The `%s` argument must be a tuple of 2 integers. Received: %r" % (what, v))
+    return v
+
+
+def _padding(padding):
+    p = str(padding).upper()
+    if p not in ("SAME", "VALID"):
+        raise ValueError("The `padding` argument must be one of 'valid', 'same'. Received: %s" % padding)
+    return p
+
+
+def _channels_last(data_format):
+    if data_format not in (None, "channels_last"):
+        raise NotImplementedError("tf.layers with data_format=%r is not supported by towerflow (channels_last is)"
+                                  % data_format)
+
+
+def _weights(name, shape, dtype, initializer, default, regularizer, trainable):
+    return _vars.get_variable(name, shape, dtype=dtype, initializer=initializer or default,
+                              regularizer=regularizer, trainable=trainable)
+
+
+def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
+          bias_initializer=None, kernel_regularizer=None, bias_regularizer=None,
+          activity_regularizer=None, kernel_constraint=None, bias_constraint=None, trainable=True,
+          name=None, reuse=None):
+    """outputs = activation(inputs . kernel + bias), over the last axis of inputs."""
+    _unsupported(activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
+                 bias_constraint=bias_constraint)
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims is None or x.shape[-1].value is None:
+        raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found `None`.")
+    dtype = x.dtype if x.dtype.is_floating else _dtypes.float32
+    if x.dtype != dtype:
+        x = array_ops.cast(x, dtype)
+    in_dim = x.shape[-1].value
+    with _vars.variable_scope(name, default_name="dense", reuse=reuse, values=[x]):
+        kernel = _weights("kernel", [in_dim, int(units)], dtype, kernel_initializer,
+                          _vars.glorot_uniform_initializer(), kernel_regularizer, trainable)
+        if x.shape.ndims == 2:
+            out = math_ops.matmul(x, kernel, name="MatMul")
+        else:
+            # TF's tensordot: the leading axes flattened, multiplied, restored.
+            lead = x.shape.as_list()[:-1]
+            with fw.get_default_graph().name_scope("Tensordot"):
+                flat = array_ops.reshape(x, [-1, in_dim], name="Reshape")
+                prod = math_ops.matmul(flat, kernel, name="MatMul")
+                if all(d is not None for d in lead):
+                    shape = lead + [int(units)]
+                else:
+                    shape = array_ops.concat([array_ops.shape(x)[:-1], [int(units)]], 0, name="concat")
+                out = array_ops.reshape(prod, shape, name="Tensordot")
+        if use_bias:
+            bias = _weights("bias", [int(units)], dtype, bias_initializer, _vars.zeros_initializer(),
+                            bias_regularizer, trainable)
+            out = nn.bias_add(out, bias, name="BiasAdd")
+        return activation(out) if activation is not None else out
+
+
+def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_format="channels_last",
+           dilation_rate=(1, 1), activation=None, use_bias=True, kernel_initializer=None, bias_initializer=None,
+           kernel_regularizer=None, bias_regularizer=None, activity_regularizer=None, kernel_constraint=None,
+           bias_constraint=None, trainable=True, name=None, reuse=None):
+    """outputs = activation(conv2d(inputs, kernel) + bias), NHWC, kernel [kh, kw, in, filters]."""
+    _unsupported(activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
+                 bias_constraint=bias_constraint)
+    _channels_last(data_format)
+    if _pair(dilation_rate, "dilation_rate") != (1, 1):
+        raise NotImplementedError("tf.layers.conv2d's dilation_rate is not supported by towerflow")
+    x = convert_to_tensor(inputs)
+    if x.shape.ndims != 4 or x.shape[-1].value is None:
+        raise ValueError("The channel dimension of the inputs should be defined. Found `None`."
+                         if x.shape.ndims == 4 else "Input 0 of layer conv2d should have rank 4, found %s" % x.shape)
+    kh, kw = _pair(kernel_size, "kernel_size")
+    sh, sw = _pair(strides, "strides")
+    pad = _padding(padding)
+    with _vars.variable_scope(name, default_name="conv2d", reuse=reuse, values=[x]):
+        kernel = _weights("kernel", [kh, kw, x.shape[-1].value, int(filters)], x.dtype, kernel_initializer,
+                          _vars.glorot_uniform_initializer(), kernel_regularizer, trainable)
+        out = nn.conv2d(x, kernel, [1, sh, sw, 1], pad, name="Conv2D")
+        if use_bias:
+            bias = _weights("bias", [int(filters)], x.dtype, bias_initializer, _vars.zeros_initializer(),
+                            bias_regularizer, trainable)
+            out = nn.bias_add(out, bias, name="BiasAdd")
+        return activation(out) if activation is not None else out
+
+
+def _pooling(op, default_name):
+    def fn(inputs, pool_size, strides, padding="valid", data_format="channels_last", name=None):
+        _channels_last(data_format)
+        x = convert_to_tensor(inputs)
+        ph, pw = _pair(pool_size, "pool_size")
+        sh, sw = _pair(strides, "strides")
+        g = x.graph
+        with g.as_default(), g.name_scope(name or default_name):
+            return op(x, [1, ph, pw, 1], [1, sh, sw, 1], _padding(padding))
+    fn.__name__ = default_name
+    return fn
+
+
+max_pooling2d = _pooling(nn.max_pool, "max_pooling2d")
+average_pooling2d = _pooling(nn.avg_pool, "average_pooling2d")
+
+
+def flatten(inputs, name=None, data_format="channels_last"):
+    """[batch, ...] -> [batch, product of the rest]."""
+    _channels_last(data_format)
+    x = convert_to_tensor(inputs)
+    g = x.graph
+    with g.as_default(), g.name_scope(name or "flatten"):
+        rest = x.shape.as_list()[1:] if x.shape.ndims is not None else None
+        if rest is not None and all(d is not None for d in rest):
+            return array_ops.reshape(x, [-1, int(np.prod(rest, dtype=np.int64))], name="Reshape")
+        return array_ops.reshape(x, [array_ops.shape(x)[0], -1], name="Reshape")
+
+
+def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=None):
+    """Drops with probability `rate` when training (a Python bool or a bool
+    tensor), scaling the kept by 1 / (1 - rate); else the inputs."""
+    if noise_shape is not None:
+        raise NotImplementedError("tf.layers.dropout's noise_shape is not supported by towerflow")
+    x = convert_to_tensor(inputs)
+    g = x.graph
+    with g.as_default(), g.name_scope(name or "dropout"):
+        if array_ops._is_tensor(training):
+            dropped = nn.dropout(x, rate=rate, seed=seed)
+            return indexing.where_v2(convert_to_tensor(training, dtype=_dtypes.bool), dropped, x, name="cond")
+        if training:
+            return nn.dropout(x, rate=rate, seed=seed)
+        return array_ops.identity(x, name="Identity")
