@@ -278,6 +278,22 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_nn_batch_normalization(self):
+        self.compare('''
+            r = {}
+            rng = np.random.RandomState(1)
+            x = tf.constant(rng.randn(4, 3, 2, 5).astype(np.float32))
+            mean, var = tf.nn.moments(x, [0, 1, 2])
+            gamma = tf.constant(rng.rand(5).astype(np.float32))
+            beta = tf.constant(rng.randn(5).astype(np.float32))
+            ys = [tf.nn.batch_normalization(x, mean, var, beta, gamma, 1e-3),
+                  tf.nn.batch_normalization(x, mean, var, None, None, 1e-5)]
+            g = tf.gradients(tf.reduce_sum(ys[0] * x), [x, gamma, beta])
+            with tf.Session() as sess:
+                r["values"] = [v.tolist() for v in sess.run(ys + g)]
+            emit(r)
+        ''')
+
 
 class TF1LayersTest(surface.BothEngines, unittest.TestCase):
     """tf.layers under towerflow alone (the peers' TensorFlow, on Keras 3, has
@@ -346,6 +362,49 @@ class TF1LayersTest(surface.BothEngines, unittest.TestCase):
         self.assertLess(r["max_error"], 1e-5)
         for key in ("reused", "eval_is_identity", "dropout_scaled", "dropout_some"):
             self.assertTrue(r[key], key)
+
+    def test_batch_normalization(self):
+        r = self.run_towerflow('''
+            r = {}
+            rng = np.random.RandomState(0)
+            xv = rng.randn(4, 2, 2, 3).astype(np.float32) * 2 + 1
+            x = tf.placeholder(tf.float32, [None, 2, 2, 3])
+            training = tf.placeholder(tf.bool, [])
+            y = tf.layers.batch_normalization(x, training=training, momentum=0.9)
+            y_eval = tf.layers.batch_normalization(x, training=False, name="batch_normalization", reuse=True)
+            updates = tf.get_collection(tf.GraphKeys.UPDATE_OPS)
+            r["variables"] = sorted(v.name for v in tf.global_variables())
+            r["trainable"] = sorted(v.name for v in tf.trainable_variables())
+            r["updates"] = len(updates)
+            loss = tf.reduce_sum(y * y * np.arange(3, dtype=np.float32))
+            with tf.control_dependencies(updates):
+                step = tf.train.GradientDescentOptimizer(0.1).minimize(loss)
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                yt = sess.run(y, {x: xv, training: True})
+                sess.run(updates, {x: xv, training: True})
+                mm, mv = sess.run(["batch_normalization/moving_mean:0", "batch_normalization/moving_variance:0"])
+                ye, ye2 = sess.run([y, y_eval], {x: xv, training: False})
+                sess.run(step, {x: xv, training: True})
+                gamma = sess.run("batch_normalization/gamma:0")
+            mean = xv.mean(axis=(0, 1, 2))
+            var = xv.var(axis=(0, 1, 2))
+            r["train_error"] = float(np.abs(yt - (xv - mean) / np.sqrt(var + 1e-3)).max())
+            r["moving_mean_error"] = float(np.abs(mm - 0.1 * mean).max())
+            r["moving_var_error"] = float(np.abs(mv - (0.9 + 0.1 * var * 16 / 15)).max())
+            r["eval_error"] = float(np.abs(ye - (xv - mm) / np.sqrt(mv + 1e-3)).max())
+            r["eval_same"] = bool(np.allclose(ye, ye2))
+            r["gamma_moved"] = bool(np.abs(gamma - 1).max() > 1e-4)
+            emit(r)
+        ''')
+        self.assertEqual(r["variables"], ["batch_normalization/beta:0", "batch_normalization/gamma:0",
+                                          "batch_normalization/moving_mean:0", "batch_normalization/moving_variance:0"])
+        self.assertEqual(r["trainable"], ["batch_normalization/beta:0", "batch_normalization/gamma:0"])
+        self.assertEqual(r["updates"], 2)
+        for key in ("train_error", "moving_mean_error", "moving_var_error", "eval_error"):
+            self.assertLess(r[key], 1e-4, key)
+        self.assertTrue(r["eval_same"])
+        self.assertTrue(r["gamma_moved"])
 
 
 if __name__ == "__main__":

@@ -159,3 +159,78 @@ def dropout(inputs, rate=0.5, noise_shape=None, seed=None, training=False, name=
         if training:
             return nn.dropout(x, rate=rate, seed=seed)
         return array_ops.identity(x, name="Identity")
+
+
+def batch_normalization(inputs, axis=-1, momentum=0.99, epsilon=1e-3, center=True, scale=True,
+                        beta_initializer=None, gamma_initializer=None, moving_mean_initializer=None,
+                        moving_variance_initializer=None, beta_regularizer=None, gamma_regularizer=None,
+                        beta_constraint=None, gamma_constraint=None, training=False, trainable=True, name=None,
+                        reuse=None, renorm=False, renorm_clipping=None, renorm_momentum=0.99, fused=None,
+                        virtual_batch_size=None, adjustment=None):
+    """TF1's batch normalization over every axis but `axis`: in training, the
+    batch's mean and variance normalise, and the ops that move moving_mean and
+    moving_variance toward them (by 1 - momentum) join UPDATE_OPS (run them
+    with the train op, as TF1 requires); in inference, the moving statistics
+    normalise. `training` is a Python bool or a bool tensor. As TF's fused
+    kernel (its default for 4-D inputs), the moving variance of a 4-D input
+    takes the batch variance with Bessel's correction."""
+    _unsupported(beta_constraint=beta_constraint, gamma_constraint=gamma_constraint,
+                 renorm_clipping=renorm_clipping, virtual_batch_size=virtual_batch_size, adjustment=adjustment)
+    if renorm:
+        raise NotImplementedError("tf.layers.batch_normalization's renorm is not supported by towerflow")
+    x = convert_to_tensor(inputs)
+    rank = x.shape.ndims
+    if rank is None:
+        raise ValueError("Input has undefined rank.")
+    if isinstance(axis, (list, tuple)):
+        if len(axis) != 1:
+            raise NotImplementedError("tf.layers.batch_normalization over several axes is not supported by towerflow")
+        axis = axis[0]
+    axis = int(axis) % rank
+    channels = x.shape[axis].value
+    if channels is None:
+        raise ValueError("Input has undefined `axis` dimension. Input shape: %s" % x.shape)
+    reduce_axes = [i for i in range(rank) if i != axis]
+    bshape = [1] * rank
+    bshape[axis] = channels
+    dtype = x.dtype
+    with _vars.variable_scope(name, default_name="batch_normalization", reuse=reuse, values=[x]):
+        gamma = _weights("gamma", [channels], dtype, gamma_initializer, _vars.ones_initializer(), gamma_regularizer,
+                         trainable) if scale else None
+        beta = _weights("beta", [channels], dtype, beta_initializer, _vars.zeros_initializer(), beta_regularizer,
+                        trainable) if center else None
+        moving_mean = _vars.get_variable("moving_mean", [channels], dtype=dtype,
+                                         initializer=moving_mean_initializer or _vars.zeros_initializer(),
+                                         trainable=False)
+        moving_var = _vars.get_variable("moving_variance", [channels], dtype=dtype,
+                                        initializer=moving_variance_initializer or _vars.ones_initializer(),
+                                        trainable=False)
+
+        def shaped(v):
+            return v if v is None or axis == rank - 1 else array_ops.reshape(v, bshape)
+
+        def normalize(mean, var):
+            return nn.batch_normalization(x, shaped(mean), shaped(var), shaped(beta), shaped(gamma), epsilon)
+
+        if not array_ops._is_tensor(training) and not training:
+            return normalize(moving_mean.value(), moving_var.value())
+        mean, var = nn.moments(x, reduce_axes)
+        out = normalize(mean, var)
+        if rank == 4 and fused is not False:
+            # The fused kernel's moving variance: the unbiased batch variance.
+            n = math_ops.divide(math_ops.reduce_sum(array_ops.ones_like(x)), float(channels))
+            var_update = math_ops.multiply(var, math_ops.divide(n, math_ops.maximum(n - 1.0, 1.0)))
+        else:
+            var_update = var
+        decay = 1.0 - momentum
+        new_mean = math_ops.subtract(moving_mean.value(), (moving_mean.value() - mean) * decay)
+        new_var = math_ops.subtract(moving_var.value(), (moving_var.value() - var_update) * decay)
+        if array_ops._is_tensor(training):
+            t = convert_to_tensor(training, dtype=_dtypes.bool)
+            out = indexing.where_v2(t, out, normalize(moving_mean.value(), moving_var.value()))
+            new_mean = indexing.where_v2(t, new_mean, moving_mean.value())
+            new_var = indexing.where_v2(t, new_var, moving_var.value())
+        g = fw.get_default_graph()
+        g.add_to_collection("update_ops", _vars.assign(moving_mean, new_mean, name="AssignMovingAvg"))
+        g.add_to_collection("update_ops", _vars.assign(moving_var, new_var, name="AssignMovingAvg_1"))
+        return out

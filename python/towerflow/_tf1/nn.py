@@ -199,6 +199,21 @@ def moments(x, axes, shift=None, name=None, keep_dims=False, keepdims=None):
     return mean, var
 
 
+def batch_normalization(x, mean, variance, offset, scale, variance_epsilon, name=None):
+    """(x - mean) / sqrt(variance + epsilon) * scale + offset, as TF's
+    x * inv + (offset - mean * inv) with inv = scale / sqrt(variance + epsilon)."""
+    x = convert_to_tensor(x)
+    g = x.graph
+    with g.as_default(), g.name_scope(name or "batchnorm"):
+        inv = math_ops.divide(1.0, math_ops.sqrt(math_ops.add(variance, variance_epsilon, name="add"), name="Rsqrt"),
+                              name="Rsqrt_inv")
+        if scale is not None:
+            inv = math_ops.multiply(inv, scale, name="mul")
+        shift = math_ops.negative(math_ops.multiply(mean, inv, name="mul_2"), name="neg") if offset is None else \
+            math_ops.subtract(offset, math_ops.multiply(mean, inv, name="mul_2"), name="sub")
+        return math_ops.add(math_ops.multiply(x, inv, name="mul_1"), shift, name="add_1")
+
+
 def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, name=None):
     """TF's stable form: max(x, 0) - x * z + log(1 + exp(-|x|)), element-wise."""
     if _sentinel is not None:

@@ -216,7 +216,7 @@ nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, t
                 dropout=_nn.dropout, l2_loss=_nn.l2_loss, moments=_nn.moments,
                 in_top_k=_indexing.in_top_k, embedding_lookup=_indexing.embedding_lookup,
                 sigmoid_cross_entropy_with_logits=_nn.sigmoid_cross_entropy_with_logits,
-                log_softmax=_nn.log_softmax,
+                log_softmax=_nn.log_softmax, batch_normalization=_nn.batch_normalization,
                 softmax_cross_entropy_with_logits=_nn.softmax_cross_entropy_with_logits,
                 softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
                 sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits)
@@ -224,7 +224,8 @@ nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, t
 # ---- layers (TF1's functional tf.layers)
 layers = _Namespace(__name__ + ".layers", "tf.layers", dense=_layers.dense, conv2d=_layers.conv2d,
                     max_pooling2d=_layers.max_pooling2d, average_pooling2d=_layers.average_pooling2d,
-                    flatten=_layers.flatten, dropout=_layers.dropout)
+                    flatten=_layers.flatten, dropout=_layers.dropout,
+                    batch_normalization=_layers.batch_normalization)
 
 # ---- losses and metrics
 losses = _Namespace(__name__ + ".losses", "tf.losses", Reduction=_losses.Reduction,
