@@ -178,6 +178,13 @@ void BindTrain(nb::module_& m) {
              ThrowIfError(w.AddScalars(step, values));
            },
            "step"_a, "values"_a)
+      .def("add_summary",
+           [](train::EventFileWriter& w, int64_t step, nb::bytes summary) {
+             std::string bytes(summary.c_str(), summary.size());
+             nb::gil_scoped_release release;
+             ThrowIfError(w.AddSummary(step, bytes));
+           },
+           "step"_a, "summary"_a)
       .def("add_graph",
            [](train::EventFileWriter& w, const Graph& graph, const std::map<std::string, std::string>& devices) {
              ThrowIfError(w.AddGraph(graph, devices));

@@ -7,6 +7,10 @@ static shapes, node names, gradients, and the errors of bad indices.
 Run: python -m unittest -v tests/python/tf1_ops_test.py (or directly).
 """
 
+import json
+import os
+import subprocess
+import textwrap
 import unittest
 
 import tf1_surface_test as surface
@@ -293,6 +297,55 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
                 r["values"] = [v.tolist() for v in sess.run(ys + g)]
             emit(r)
         ''')
+
+    def test_histogram_summaries_read_by_tensorflow(self):
+        # towerflow writes a histogram and a scalar in one event; TensorFlow
+        # reads the file and compares them with its own summaries of the same
+        # values: the same buckets, counts, sums and extremes.
+        params = self._params()
+        code = '''
+            rng = np.random.RandomState(0)
+            values = np.concatenate([rng.randn(50) * 3, [0, 0, 1e-13, -5e-13, 7]]).astype(np.float32)
+            np.save(os.path.join(PARAMS["tmp"], "values.npy"), values)
+            x = tf.placeholder(tf.float32, [None])
+            h = tf.summary.histogram("weights", x)
+            tf.summary.scalar("average", tf.reduce_mean(x))
+            merged = tf.summary.merge_all()
+            writer = tf.summary.FileWriter(os.path.join(PARAMS["tmp"], "logs"))
+            r = {}
+            with tf.Session() as sess:
+                writer.add_summary(sess.run(merged, {x: values}), 3)
+                r["nan"] = raised(lambda: sess.run(h, {x: [1.0, np.nan]}), "Nan in summary histogram for: weights")
+            writer.close()
+            r["garbage"] = raised(lambda: tf.summary.FileWriter(os.path.join(PARAMS["tmp"], "other")).add_summary(
+                b"\\xff\\xff\\xff", 1))
+            emit(r)
+        '''
+        r = surface._result("towerflow", surface._run("towerflow", code, params))
+        self.assertEqual(r["nan"], ["InvalidArgumentError", True])
+        self.assertEqual(r["garbage"], ["InvalidArgumentError"])
+        reader = '''
+            import glob, json, os
+            import numpy as np
+            import tensorflow.compat.v1 as tf
+            tf.disable_eager_execution()
+            values = np.load(os.path.join(PARAMS["tmp"], "values.npy"))
+            with tf.Session() as sess:
+                want = tf.Summary.FromString(sess.run(tf.summary.histogram("weights", tf.constant(values))))
+            got = []
+            for e in tf.train.summary_iterator(glob.glob(os.path.join(PARAMS["tmp"], "logs", "*"))[0]):
+                for v in e.summary.value:
+                    got.append([e.step, v.tag, v.WhichOneof("value")])
+                    if v.HasField("histo"):
+                        got.append(v.histo == want.value[0].histo)
+            print(json.dumps(got))
+        '''
+        p = subprocess.run([surface.PYTHON, "-c", "PARAMS = %r\n" % (params,) + textwrap.dedent(reader)],
+                           capture_output=True, text=True, timeout=300,
+                           env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3"))
+        self.assertEqual(p.returncode, 0, p.stderr[-3000:])
+        self.assertEqual(json.loads(p.stdout.strip().splitlines()[-1]),
+                         [[3, "weights", "histo"], True, [3, "average", "simple_value"]])
 
 
 class TF1LayersTest(surface.BothEngines, unittest.TestCase):

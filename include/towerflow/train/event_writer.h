@@ -56,6 +56,11 @@ class EventFileWriter {
   // As AddScalar, with every (tag, value) in one Event.
   [[nodiscard]] Status AddScalars(int64_t step, const std::vector<std::pair<std::string, double>>& values);
 
+  // One Event at `step` holding `summary`, a serialized tensorflow.Summary
+  // (any of its values: scalars, histograms), wall_time now. InvalidArgument
+  // when the bytes are not a Summary; otherwise as AddScalar.
+  [[nodiscard]] Status AddSummary(int64_t step, const std::string& summary);
+
   // One Event holding the graph as a serialized GraphDef, each node with its
   // name, op, inputs as TF writes them ("x" for output 0, "x:1", then control
   // inputs "^x"), device, and attrs: every towerflow attr converted (a tensor as

@@ -1,8 +1,9 @@
-"""tf.summary of TF1's Python API: scalar summaries and FileWriter.
+"""tf.summary of TF1's Python API: scalar and histogram summaries, FileWriter.
 
 A summary is fetched like a tensor: ``sess.run(tf.summary.scalar(...))`` (or
-of merge/merge_all) returns the serialized tensorflow.Summary bytes (field
-numbers as TF's summary.proto: value=1; tag=1, simple_value=2), which
+of histogram, merge, merge_all) returns the serialized tensorflow.Summary
+bytes (field numbers as TF's summary.proto: value=1; tag=1, simple_value=2,
+histo=5 with HistogramProto's min=1 ... bucket=7), which
 FileWriter.add_summary writes as an Event of the event file."""
 
 import atexit
@@ -17,6 +18,7 @@ import numpy as np
 
 from .. import _core
 from .. import errors
+from . import dtypes as _dtypes
 from . import framework as fw
 
 _writer_ids = itertools.count(1)
@@ -45,55 +47,79 @@ def _varint(n):
             return bytes(out)
 
 
-def _encode(pairs):
+def _field(number, payload):
+    """A length-delimited field."""
+    return _varint((number << 3) | 2) + _varint(len(payload)) + payload
+
+
+def _doubles(number, values):
+    """A packed repeated double field."""
+    return _field(number, struct.pack("<%dd" % len(values), *values))
+
+
+def _default_bucket_limits():
+    """TF's default histogram buckets: +-1e-12 growing by 10% up to 1e20,
+    DBL_MAX at both ends, and 0."""
+    pos, v = [], 1.0e-12
+    while v < 1.0e20:
+        pos.append(v)
+        v *= 1.1
+    dbl_max = np.finfo(np.float64).max
+    pos.append(dbl_max)
+    return np.array([-p for p in reversed(pos)] + [0.0] + pos)
+
+
+_BUCKET_LIMITS = _default_bucket_limits()
+
+
+def _histogram(tag, values):
+    """A HistogramProto of `values` as TF's HistogramSummary makes it: each
+    value in the first bucket whose limit exceeds it, runs of empty buckets
+    collapsed into their last; a non-finite value is an error naming the tag."""
+    v = np.asarray(values, dtype=np.float64).ravel()
+    if not np.all(np.isfinite(v)):
+        raise errors.InvalidArgumentError(None, None, "Nan in summary histogram for: %s" % tag)
+    counts = np.bincount(np.searchsorted(_BUCKET_LIMITS, v, side="right"), minlength=len(_BUCKET_LIMITS))
+    limits, buckets = [], []
+    i, n = 0, len(_BUCKET_LIMITS)
+    while i < n:
+        end, count = _BUCKET_LIMITS[i], counts[i]
+        i += 1
+        if count <= 0:
+            while i < n and counts[i] <= 0:
+                end, count = _BUCKET_LIMITS[i], counts[i]
+                i += 1
+        limits.append(float(end))
+        buckets.append(float(count))
+    dbl_max = float(np.finfo(np.float64).max)
+    lo = float(v.min()) if v.size else dbl_max
+    hi = float(v.max()) if v.size else -dbl_max
+    return (b"\x09" + struct.pack("<d", lo) + b"\x11" + struct.pack("<d", hi) +
+            b"\x19" + struct.pack("<d", float(v.size)) + b"\x21" + struct.pack("<d", float(v.sum())) +
+            b"\x29" + struct.pack("<d", float(np.dot(v, v))) + _doubles(6, limits) + _doubles(7, buckets))
+
+
+def _encode(items):
+    """A serialized Summary of (tag, kind, value) items: kind "scalar" (a
+    float, as simple_value) or "histogram" (any values, as histo)."""
     body = bytearray()
-    for tag, value in pairs:
+    for tag, kind, value in items:
         t = tag.encode()
-        value_msg = b"\x0a" + _varint(len(t)) + t + b"\x15" + struct.pack("<f", float(value))
-        body += b"\x0a" + _varint(len(value_msg)) + value_msg
+        if kind == "scalar":
+            payload = struct.pack("<f", float(value))
+            value_msg = _field(1, t) + b"\x15" + payload
+        else:
+            value_msg = _field(1, t) + _field(5, _histogram(tag, value))
+        body += _field(1, value_msg)
     return bytes(body)
 
 
-def _read_varint(buf, i):
-    shift = result = 0
-    while True:
-        b = buf[i]
-        i += 1
-        result |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return result, i
-
-
-def _decode(buf):
-    """(tag, simple_value) pairs of a serialized Summary; ValueError for other content."""
-    pairs, i = [], 0
-    while i < len(buf):
-        key, i = _read_varint(buf, i)
-        n, i = _read_varint(buf, i)
-        if key != 0x0A:
-            raise ValueError("a Summary holds values (field 1) only")
-        value, i = buf[i:i + n], i + n
-        tag, simple, j = None, None, 0
-        while j < len(value):
-            k, j = _read_varint(value, j)
-            if k == 0x0A:
-                m, j = _read_varint(value, j)
-                tag, j = value[j:j + m].decode(), j + m
-            elif k == 0x15:
-                simple, j = struct.unpack("<f", value[j:j + 4])[0], j + 4
-            else:
-                raise ValueError("towerflow writes scalar summaries (tag, simple_value) only")
-        pairs.append((tag, simple))
-    return pairs
-
-
 class _Summary:
-    """One or several scalar summaries, fetchable as serialized Summary bytes."""
+    """One or several summaries, fetchable as serialized Summary bytes."""
 
     def __init__(self, graph, items):
         self._graph = graph
-        self._items = items  # [(tag, Tensor)]
+        self._items = items  # [(tag, kind, Tensor)]
 
     @property
     def graph(self):
@@ -101,26 +127,47 @@ class _Summary:
 
     @property
     def name(self):
-        return ",".join(tag for tag, _ in self._items)
+        return ",".join(tag for tag, _, _ in self._items)
 
     def _tw_fetch(self, fetch):
-        parts = [(tag, fetch.tensor(t)) for tag, t in self._items]
-        return lambda values: _encode([(tag, np.asarray(p(values)).reshape(())) for tag, p in parts])
+        parts = [(tag, kind, fetch.tensor(t)) for tag, kind, t in self._items]
+
+        def encode(values):
+            out = []
+            for tag, kind, p in parts:
+                v = np.asarray(p(values))
+                out.append((tag, kind, v.reshape(()) if kind == "scalar" else v))
+            return _encode(out)
+        return encode
+
+
+def _add(name, tensor, kind, collections):
+    t = fw.convert_to_tensor(tensor)
+    g = t.graph
+    # TF's tag: the name with characters TensorBoard does not take replaced
+    # by '_', under the name scope, made unique ("loss", "loss_1").
+    clean = re.sub(r"[^-/\w\.]", "_", str(name)).lstrip("/") or "summary"
+    tag = g.unique_name(clean)
+    s = _Summary(g, [(tag, kind, t)])
+    for c in (collections if collections is not None else ["summaries"]):
+        g.add_to_collection(c, s)
+    return s
 
 
 def scalar(name, tensor, collections=None, family=None):
     t = fw.convert_to_tensor(tensor)
     if t.shape.ndims not in (None, 0):
         raise ValueError("tf.summary.scalar takes a scalar; '%s' has shape %s" % (name, t.shape))
-    g = t.graph
-    # TF's tag: the name with characters TensorBoard does not take replaced
-    # by '_', under the name scope, made unique ("loss", "loss_1").
-    clean = re.sub(r"[^-/\w\.]", "_", str(name)).lstrip("/") or "summary"
-    tag = g.unique_name(clean)
-    s = _Summary(g, [(tag, t)])
-    for c in (collections if collections is not None else ["summaries"]):
-        g.add_to_collection(c, s)
-    return s
+    return _add(name, t, "scalar", collections)
+
+
+def histogram(name, values, collections=None, family=None):
+    """The distribution of `values` (any shape, a real dtype) in TF's buckets;
+    a NaN or infinite value fails the run that fetches it, naming the tag."""
+    t = fw.convert_to_tensor(values)
+    if t.dtype.is_bool or t.dtype == _dtypes.string:
+        raise TypeError("tf.summary.histogram takes real values; '%s' is %s" % (name, t.dtype.name))
+    return _add(name, t, "histogram", collections)
 
 
 def merge(inputs, collections=None, name=None):
@@ -196,12 +243,10 @@ class FileWriter:
         return os.path.dirname(self._writer.path)
 
     def add_summary(self, summary, global_step=None):
-        if isinstance(summary, (bytes, bytearray)):
-            pairs = _decode(bytes(summary))
-        else:
+        if not isinstance(summary, (bytes, bytearray)):
             raise TypeError("add_summary takes the bytes a session run of a summary returned")
         with self._lock:
-            self._writer.add_scalars(int(global_step or 0), [(t, float(v)) for t, v in pairs])
+            self._writer.add_summary(int(global_step or 0), bytes(summary))
             self._added()
 
     def add_graph(self, graph, global_step=None):

@@ -184,6 +184,17 @@ Status EventFileWriter::AddScalars(int64_t step, const std::vector<std::pair<std
   return writer_->WriteRecord(event.SerializeAsString());
 }
 
+Status EventFileWriter::AddSummary(int64_t step, const std::string& summary) {
+  tensorflow::Event event;
+  event.set_step(step);
+  if (!event.mutable_summary()->ParseFromString(summary)) {
+    return errors::InvalidArgument("add_summary: ", summary.size(), " bytes that are not a serialized Summary");
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  event.set_wall_time(WallTimeSeconds());
+  return writer_->WriteRecord(event.SerializeAsString());
+}
+
 Status EventFileWriter::AddGraph(const Graph& graph, const std::map<std::string, std::string>& assigned_devices) {
   tensorflow::GraphDef def;
   for (int id = 0; id < graph.num_nodes(); ++id) ToProto(*graph.node(id), assigned_devices, def.add_node());

@@ -64,6 +64,38 @@ std::string Hostname() {
   return name;
 }
 
+// A serialized Summary written as it is: a histogram and a scalar in one
+// Event; bytes that are not a Summary are refused and write nothing.
+TEST_F(EventWriterTest, SerializedSummariesRoundTrip) {
+  auto writer = MakeWriter(dir_ + "/histo");
+  ASSERT_NE(writer, nullptr);
+  tensorflow::Summary summary;
+  tensorflow::Summary::Value* h = summary.add_value();
+  h->set_tag("weights");
+  tensorflow::HistogramProto* histo = h->mutable_histo();
+  histo->set_min(-1);
+  histo->set_max(2);
+  histo->set_num(3);
+  histo->add_bucket_limit(0.5);
+  histo->add_bucket(2);
+  tensorflow::Summary::Value* v = summary.add_value();
+  v->set_tag("loss");
+  v->set_simple_value(0.25f);
+  ASSERT_TRUE(writer->AddSummary(5, summary.SerializeAsString()).ok());
+  Status bad = writer->AddSummary(6, std::string("\xff\xff\xff", 3));
+  EXPECT_EQ(bad.code(), Code::kInvalidArgument);
+  ASSERT_TRUE(writer->Close().ok());
+  std::vector<EventRecord> events = Read(writer->path());
+  ASSERT_EQ(events.size(), 2u);
+  const auto& e = events[1].event;
+  EXPECT_EQ(e.step(), 5);
+  ASSERT_EQ(e.summary().value_size(), 2);
+  EXPECT_EQ(e.summary().value(0).tag(), "weights");
+  EXPECT_EQ(e.summary().value(0).histo().num(), 3);
+  EXPECT_EQ(e.summary().value(0).histo().bucket(0), 2);
+  EXPECT_EQ(e.summary().value(1).simple_value(), 0.25f);
+}
+
 TEST_F(EventWriterTest, ScalarsRoundTripAfterTheFileVersion) {
   const std::string logdir = dir_ + "/a/b/run1";  // made recursively
   const double before = static_cast<double>(std::time(nullptr)) - 60;  // see `after`

@@ -311,7 +311,8 @@ train = _Namespace(
 )
 
 # ---- summaries
-summary = _Namespace(__name__ + ".summary", "tf.summary", scalar=_summary.scalar, merge=_summary.merge,
+summary = _Namespace(__name__ + ".summary", "tf.summary", scalar=_summary.scalar, histogram=_summary.histogram,
+                     merge=_summary.merge,
                      merge_all=_summary.merge_all, FileWriter=_summary.FileWriter)
 
 # ---- datasets (TF 1.4's tf.data): towerflow.data's Dataset
