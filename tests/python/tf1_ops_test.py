@@ -256,6 +256,43 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_loss_and_metric_weights_of_other_ranks(self):
+        self.compare('''
+            r = {}
+            logits = tf.constant([[1.0, 2.0, 3.0], [1.0, 5.0, -1.0]])
+            r["sparse_w_col"] = tf.losses.sparse_softmax_cross_entropy([2, 0], logits, weights=tf.constant([[1.0], [3.0]]))
+            r["sparse_labels_col"] = tf.losses.sparse_softmax_cross_entropy(tf.constant([[2], [0]]), logits)
+            y = tf.constant([[1.0], [2.0], [3.0], [4.0]])
+            p = tf.constant([[2.0], [2.0], [1.0], [0.0]])
+            r["mse_list_w"] = tf.losses.mean_squared_error(y, p, weights=[[1.0], [0.0], [2.0], [1.0]])
+            r["huber_positional"] = tf.losses.huber_loss(y, p, 1.0, 0.7)
+            r["log_loss_positional"] = tf.losses.log_loss(tf.constant([1.0, 0.0]), tf.constant([0.9, 0.2]), 2.0, 1e-3)
+            r["bad_w"] = raised(lambda: tf.losses.mean_squared_error(y, p, weights=tf.constant([1.0, 0.0, 0.0, 0.0])))
+            m_rows, m_rows_up = tf.metrics.mean(tf.constant([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0], [7.0, 8.0, 9.0]]),
+                                                weights=[1.0, 0.0, 0.0])
+            a1, a1_up = tf.metrics.accuracy(tf.constant([[1], [0], [1], [1]]), tf.constant([[1], [1], [1], [0]]),
+                                            weights=tf.constant([1.0, 1.0, 0.0, 1.0]))
+            a2, a2_up = tf.metrics.accuracy(tf.constant([1, 0]), tf.constant([0.9, 0.1]))
+            a3, a3_up = tf.metrics.accuracy(tf.constant([[1], [0]]), tf.constant([1, 1]))
+            ph = tf.placeholder(tf.float32, [None])
+            m_ph, m_ph_up = tf.metrics.mean(ph)
+            sig = tf.nn.sigmoid_cross_entropy_with_logits(labels=tf.constant([0.0, 1.0, 0.0]),
+                                                          logits=tf.constant([-20.0, 20.0, -30.0]))
+            r["log1p"] = tf.log1p(tf.constant([1e-10, 0.5]))
+            pooled = tf.nn.avg_pool(tf.ones([1, 4, 4, 1]), 2, 2, "VALID")
+            with tf.Session() as sess:
+                sess.run(tf.local_variables_initializer())
+                for k in list(r):
+                    if not isinstance(r[k], list):
+                        v = sess.run(r[k])
+                        r[k] = v.tolist() if hasattr(v, "tolist") else float(v)
+                r["metrics"] = [float(v) for v in sess.run([m_rows_up, a1_up, a2_up, a3_up])]
+                r["fed_mean"] = float(sess.run(m_ph_up, {ph: [1.0, 2.0, 6.0]}))
+                r["sig"] = sess.run(sig).tolist()
+                r["pooled"] = sess.run(pooled).tolist()
+            emit(r)
+        ''')
+
     def test_metrics(self):
         self.compare('''
             r = {}
@@ -415,6 +452,24 @@ class TF1LayersTest(surface.BothEngines, unittest.TestCase):
         self.assertLess(r["max_error"], 1e-5)
         for key in ("reused", "eval_is_identity", "dropout_scaled", "dropout_some"):
             self.assertTrue(r[key], key)
+
+    def test_layers_take_the_scope_initializer_and_refuse_integers(self):
+        r = self.run_towerflow('''
+            r = {}
+            x = tf.placeholder(tf.float32, [None, 2, 3])
+            with tf.variable_scope("net", initializer=tf.constant_initializer(0.5)):
+                y = tf.layers.dense(x, 4)
+            r["name"] = y.name
+            r["int_input"] = raised(lambda: tf.layers.dense(tf.placeholder(tf.int32, [None, 3]), 2), "non-floating")
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                k, b = sess.run(["net/dense/kernel:0", "net/dense/bias:0"])
+            r["kernel"] = sorted(set(k.ravel().tolist()))
+            r["bias"] = sorted(set(b.ravel().tolist()))
+            emit(r)
+        ''')
+        self.assertEqual(r, {"name": "net/dense/BiasAdd:0", "int_input": ["TypeError", True], "kernel": [0.5],
+                             "bias": [0.0]})
 
     def test_batch_normalization(self):
         r = self.run_towerflow('''

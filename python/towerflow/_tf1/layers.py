@@ -47,8 +47,15 @@ def _channels_last(data_format):
 
 
 def _weights(name, shape, dtype, initializer, default, regularizer, trainable):
+    """A layer's variable. A kernel (default None) without an initializer
+    takes the variable scope's, else glorot_uniform, as TF1's add_weight."""
     return _vars.get_variable(name, shape, dtype=dtype, initializer=initializer or default,
                               regularizer=regularizer, trainable=trainable)
+
+
+def _floating(x, layer):
+    if not x.dtype.is_floating:
+        raise TypeError("Unable to build `%s` layer with non-floating point dtype %s" % (layer, x.dtype.name))
 
 
 def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None,
@@ -59,28 +66,28 @@ def dense(inputs, units, activation=None, use_bias=True, kernel_initializer=None
     _unsupported(activity_regularizer=activity_regularizer, kernel_constraint=kernel_constraint,
                  bias_constraint=bias_constraint)
     x = convert_to_tensor(inputs)
+    _floating(x, "Dense")
     if x.shape.ndims is None or x.shape[-1].value is None:
         raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found `None`.")
-    dtype = x.dtype if x.dtype.is_floating else _dtypes.float32
-    if x.dtype != dtype:
-        x = array_ops.cast(x, dtype)
+    dtype = x.dtype
     in_dim = x.shape[-1].value
     with _vars.variable_scope(name, default_name="dense", reuse=reuse, values=[x]):
-        kernel = _weights("kernel", [in_dim, int(units)], dtype, kernel_initializer,
-                          _vars.glorot_uniform_initializer(), kernel_regularizer, trainable)
+        kernel = _weights("kernel", [in_dim, int(units)], dtype, kernel_initializer, None, kernel_regularizer,
+                          trainable)
         if x.shape.ndims == 2:
             out = math_ops.matmul(x, kernel, name="MatMul")
         else:
             # TF's tensordot: the leading axes flattened, multiplied, restored.
             lead = x.shape.as_list()[:-1]
-            with fw.get_default_graph().name_scope("Tensordot"):
-                flat = array_ops.reshape(x, [-1, in_dim], name="Reshape")
-                prod = math_ops.matmul(flat, kernel, name="MatMul")
+            g = fw.get_default_graph()
+            with fw.op_name("Tensordot", g) as td:
+                flat = array_ops.reshape(x, [-1, in_dim], name=td + "/Reshape")
+                prod = math_ops.matmul(flat, kernel, name=td + "/MatMul")
                 if all(d is not None for d in lead):
                     shape = lead + [int(units)]
                 else:
-                    shape = array_ops.concat([array_ops.shape(x)[:-1], [int(units)]], 0, name="concat")
-                out = array_ops.reshape(prod, shape, name="Tensordot")
+                    shape = array_ops.concat([array_ops.shape(x)[:-1], [int(units)]], 0, name=td + "/concat")
+                out = array_ops.reshape(prod, shape, name=td)
         if use_bias:
             bias = _weights("bias", [int(units)], dtype, bias_initializer, _vars.zeros_initializer(),
                             bias_regularizer, trainable)
@@ -99,6 +106,7 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_f
     if _pair(dilation_rate, "dilation_rate") != (1, 1):
         raise NotImplementedError("tf.layers.conv2d's dilation_rate is not supported by towerflow")
     x = convert_to_tensor(inputs)
+    _floating(x, "Conv2D")
     if x.shape.ndims != 4 or x.shape[-1].value is None:
         raise ValueError("The channel dimension of the inputs should be defined. Found `None`."
                          if x.shape.ndims == 4 else "Input 0 of layer conv2d should have rank 4, found %s" % x.shape)
@@ -106,8 +114,8 @@ def conv2d(inputs, filters, kernel_size, strides=(1, 1), padding="valid", data_f
     sh, sw = _pair(strides, "strides")
     pad = _padding(padding)
     with _vars.variable_scope(name, default_name="conv2d", reuse=reuse, values=[x]):
-        kernel = _weights("kernel", [kh, kw, x.shape[-1].value, int(filters)], x.dtype, kernel_initializer,
-                          _vars.glorot_uniform_initializer(), kernel_regularizer, trainable)
+        kernel = _weights("kernel", [kh, kw, x.shape[-1].value, int(filters)], x.dtype, kernel_initializer, None,
+                          kernel_regularizer, trainable)
         out = nn.conv2d(x, kernel, [1, sh, sw, 1], pad, name="Conv2D")
         if use_bias:
             bias = _weights("bias", [int(filters)], x.dtype, bias_initializer, _vars.zeros_initializer(),

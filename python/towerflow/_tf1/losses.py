@@ -60,6 +60,49 @@ def _num_present(losses, weights):
     return math_ops.reduce_sum(present, name="num_present")
 
 
+def _squeeze_last(t):
+    return array_ops.squeeze(t, [-1])
+
+
+def remove_squeezable_dimensions(labels, predictions, expected_rank_diff=0):
+    """TF's confusion_matrix rule (static ranks): a trailing size-1 axis of
+    predictions or labels is squeezed when it makes their rank difference
+    the expected one."""
+    ls, ps = labels.shape, predictions.shape
+    if ls.ndims is None or ps.ndims is None:
+        return labels, predictions
+    diff = ps.ndims - ls.ndims
+    if diff == expected_rank_diff + 1 and ps[-1].value in (None, 1):
+        predictions = _squeeze_last(predictions)
+    elif diff == expected_rank_diff - 1 and ls[-1].value in (None, 1):
+        labels = _squeeze_last(labels)
+    return labels, predictions
+
+
+def _as_weights(weights):
+    """A Python scalar as it is; anything else (a list, an array, a tensor)
+    as a float32 tensor."""
+    if isinstance(weights, (int, float)) and not isinstance(weights, bool):
+        return float(weights)
+    w = convert_to_tensor(weights)
+    return w if w.dtype == _dtypes.float32 else array_ops.cast(w, _dtypes.float32)
+
+
+def check_broadcastable(weights, values):
+    """TF's assert_broadcastable, on the static shapes: weights a scalar, or of
+    values' rank with each dimension 1 or values'. ValueError otherwise."""
+    if not array_ops._is_tensor(weights):
+        return
+    ws, vs = weights.shape, values.shape
+    if ws.ndims is None or vs.ndims is None or ws.ndims == 0:
+        return
+    ok = ws.ndims == vs.ndims and all(w is None or v is None or w in (1, v)
+                                      for w, v in zip(ws.as_list(), vs.as_list()))
+    if not ok:
+        raise ValueError("weights can not be broadcast to values. values.rank=%d. weights.rank=%d. "
+                         "values.shape=%s. weights.shape=%s." % (vs.ndims, ws.ndims, vs, ws))
+
+
 def add_loss(loss, loss_collection=LOSSES):
     if loss_collection:
         fw.get_default_graph().add_to_collection(loss_collection, loss)
@@ -73,8 +116,10 @@ def compute_weighted_loss(losses, weights=1.0, scope=None, loss_collection=LOSSE
     with g.as_default(), g.name_scope(scope or "weighted_loss"):
         input_dtype = losses.dtype
         losses = array_ops.cast(losses, _dtypes.float32) if input_dtype != _dtypes.float32 else losses
-        w = weights if not array_ops._is_tensor(weights) else array_ops.cast(weights, _dtypes.float32)
-        weighted = math_ops.multiply(losses, w if array_ops._is_tensor(w) else float(w))
+        w = _as_weights(weights)
+        check_broadcastable(w, losses)
+        weights = w
+        weighted = math_ops.multiply(losses, w)
         if reduction == Reduction.NONE:
             loss = weighted
         else:
@@ -104,6 +149,12 @@ def sparse_softmax_cross_entropy(labels, logits, weights=1.0, scope=None, loss_c
     _check_args(labels, logits, ("labels", "logits"))
     g = fw._graph_of([labels, logits])
     with g.as_default(), g.name_scope(scope or "sparse_softmax_cross_entropy_loss") as s:
+        labels, logits = remove_squeezable_dimensions(convert_to_tensor(labels), convert_to_tensor(logits), 1)
+        w = _as_weights(weights)
+        if array_ops._is_tensor(w) and w.shape.ndims is not None and labels.shape.ndims is not None \
+                and w.shape.ndims - labels.shape.ndims == 1:
+            w = _squeeze_last(w)  # weights [batch, 1] for labels [batch]
+        weights = w
         losses = nn.sparse_softmax_cross_entropy_with_logits(labels=labels, logits=logits, name="xentropy")
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
@@ -137,40 +188,49 @@ def sigmoid_cross_entropy(multi_class_labels, logits, weights=1.0, label_smoothi
         return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
-def _regression(default_scope, body):
-    def fn(labels, predictions, weights=1.0, scope=None, loss_collection=LOSSES,
-           reduction=Reduction.SUM_BY_NONZERO_WEIGHTS, **kwargs):
-        _check_args(labels, predictions, ("labels", "predictions"))
-        g = fw._graph_of([labels, predictions])
-        with g.as_default(), g.name_scope(scope or default_scope) as s:
-            p = array_ops.cast(predictions, _dtypes.float32)
-            y = array_ops.cast(labels, _dtypes.float32)
-            if p.shape.ndims is not None and y.shape.ndims is not None and not p.shape.is_compatible_with(y.shape):
-                raise ValueError("Shapes %s and %s are incompatible" % (p.shape, y.shape))
-            return compute_weighted_loss(body(y, p, **kwargs), weights, s, loss_collection, reduction)
-    fn.__name__ = default_scope
-    return fn
+def _regression_losses(labels, predictions, scope, default_scope, body):
+    _check_args(labels, predictions, ("labels", "predictions"))
+    g = fw._graph_of([labels, predictions])
+    with g.as_default(), g.name_scope(scope or default_scope) as s:
+        p = array_ops.cast(predictions, _dtypes.float32)
+        y = array_ops.cast(labels, _dtypes.float32)
+        if p.shape.ndims is not None and y.shape.ndims is not None and not p.shape.is_compatible_with(y.shape):
+            raise ValueError("Shapes %s and %s are incompatible" % (p.shape, y.shape))
+        return s, body(y, p)
 
 
-def _squared(y, p):
-    d = p - y
-    return d * d
+def mean_squared_error(labels, predictions, weights=1.0, scope=None, loss_collection=LOSSES,
+                       reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    def body(y, p):
+        d = p - y
+        return d * d
+    s, losses = _regression_losses(labels, predictions, scope, "mean_squared_error", body)
+    return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
-def _huber(y, p, delta=1.0):
-    err = math_ops.abs(p - y)
-    quadratic = math_ops.minimum(err, delta)
-    return 0.5 * quadratic * quadratic + delta * (err - quadratic)
+def absolute_difference(labels, predictions, weights=1.0, scope=None, loss_collection=LOSSES,
+                        reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    s, losses = _regression_losses(labels, predictions, scope, "absolute_difference",
+                                   lambda y, p: math_ops.abs(p - y))
+    return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
-def _log_loss(y, p, epsilon=1e-7):
-    return -y * math_ops.log(p + epsilon) - (1.0 - y) * math_ops.log(1.0 - p + epsilon)
+def huber_loss(labels, predictions, weights=1.0, delta=1.0, scope=None, loss_collection=LOSSES,
+               reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    def body(y, p):
+        err = math_ops.abs(p - y)
+        quadratic = math_ops.minimum(err, delta)
+        return 0.5 * quadratic * quadratic + delta * (err - quadratic)
+    s, losses = _regression_losses(labels, predictions, scope, "huber_loss", body)
+    return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
-mean_squared_error = _regression("mean_squared_error", _squared)
-absolute_difference = _regression("absolute_difference", lambda y, p: math_ops.abs(p - y))
-huber_loss = _regression("huber_loss", _huber)
-log_loss = _regression("log_loss", _log_loss)
+def log_loss(labels, predictions, weights=1.0, epsilon=1e-7, scope=None, loss_collection=LOSSES,
+             reduction=Reduction.SUM_BY_NONZERO_WEIGHTS):
+    def body(y, p):
+        return -y * math_ops.log(p + epsilon) - (1.0 - y) * math_ops.log(1.0 - p + epsilon)
+    s, losses = _regression_losses(labels, predictions, scope, "log_loss", body)
+    return compute_weighted_loss(losses, weights, s, loss_collection, reduction)
 
 
 def get_losses(scope=None, loss_collection=LOSSES):

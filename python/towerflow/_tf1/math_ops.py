@@ -178,6 +178,7 @@ square = _unary("Square", "Square")
 sqrt = _unary("Sqrt", "Sqrt")
 exp = _unary("Exp", "Exp")
 log = _unary("Log", "Log")
+log1p = _unary("Log1p", "Log1p")
 sigmoid = _unary("Sigmoid", "Sigmoid")
 tanh = _unary("Tanh", "Tanh")
 

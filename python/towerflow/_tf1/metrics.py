@@ -10,7 +10,7 @@ from . import framework as fw
 from . import graph_api
 from . import math_ops
 from . import variables as _vars
-from .losses import _div_no_nan
+from .losses import _div_no_nan, check_broadcastable, remove_squeezable_dimensions
 
 METRIC_VARIABLES = "metric_variables"
 
@@ -20,6 +20,22 @@ def _metric_variable(name):
                             collections=[graph_api.GraphKeys.LOCAL_VARIABLES, METRIC_VARIABLES], name=name)
 
 
+def _fit_weights(weights, values):
+    """TF's metrics rule (static ranks): weights of one more axis than the
+    values lose their last; of one fewer, gain one (per-row weights); then
+    they must broadcast to the values."""
+    w = fw.convert_to_tensor(weights)
+    if w.dtype != _dtypes.float32:
+        w = array_ops.cast(w, _dtypes.float32)
+    if w.shape.ndims not in (None, 0) and values.shape.ndims is not None:
+        if w.shape.ndims - values.shape.ndims == 1:
+            w = array_ops.squeeze(w, [-1])
+        elif values.shape.ndims - w.shape.ndims == 1:
+            w = array_ops.expand_dims(w, -1)
+    check_broadcastable(w, values)
+    return w
+
+
 def _streaming_mean(values, weights, metrics_collections, updates_collections):
     values = array_ops.cast(values, _dtypes.float32)
     total = _metric_variable("total")
@@ -27,7 +43,7 @@ def _streaming_mean(values, weights, metrics_collections, updates_collections):
     if weights is None:
         num_values = math_ops.reduce_sum(array_ops.ones_like(values))
     else:
-        w = math_ops.multiply(array_ops.cast(weights, _dtypes.float32), array_ops.ones_like(values))
+        w = math_ops.multiply(_fit_weights(weights, values), array_ops.ones_like(values))
         values = math_ops.multiply(values, w)
         num_values = math_ops.reduce_sum(w)
     update_total = _vars.assign_add(total, math_ops.reduce_sum(values))
@@ -56,9 +72,10 @@ def accuracy(labels, predictions, weights=None, metrics_collections=None, update
     with g.as_default(), _vars.variable_scope(name, default_name="accuracy"):
         p = fw.convert_to_tensor(predictions)
         y = fw.convert_to_tensor(labels)
-        if y.dtype != p.dtype:
-            y = array_ops.cast(y, p.dtype)
+        y, p = remove_squeezable_dimensions(y, p)
         if p.shape.ndims is not None and y.shape.ndims is not None and not p.shape.is_compatible_with(y.shape):
             raise ValueError("Shapes %s and %s are incompatible" % (p.shape, y.shape))
+        if y.dtype != p.dtype:
+            p = array_ops.cast(p, y.dtype)  # TF casts the predictions to the labels' dtype
         is_correct = array_ops.cast(math_ops.equal(p, y), _dtypes.float32)
         return _streaming_mean(is_correct, weights, metrics_collections, updates_collections)

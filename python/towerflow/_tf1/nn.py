@@ -49,12 +49,27 @@ def conv2d(input, filter=None, strides=None, padding=None, use_cudnn_on_gpu=True
                        name=name or "Conv2D")
 
 
+def _window(v, what):
+    """A pooling window or stride as TF's v1 wrappers take it: an int, or a
+    list of 1, 2 or 4 ints; as [1, h, w, 1]."""
+    if not isinstance(v, (list, tuple)) and hasattr(v, "__index__"):
+        v = [v]
+    v = [int(a) for a in v]
+    if len(v) == 1:
+        return [1, v[0], v[0], 1]
+    if len(v) == 2:
+        return [1, v[0], v[1], 1]
+    if len(v) == 4:
+        return v
+    raise ValueError("%s should be of length 1, 2 or 4 but was %d" % (what, len(v)))
+
+
 def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
     value = input if value is None else value
     if data_format != "NHWC":
         raise NotImplementedError("towerflow's max_pool takes data_format NHWC only")
     return make_tensor("MaxPool", [convert_to_tensor(value)],
-                       {"ksize": [int(k) for k in ksize], "strides": [int(s) for s in strides], "padding": padding},
+                       {"ksize": _window(ksize, "ksize"), "strides": _window(strides, "strides"), "padding": padding},
                        name=name or "MaxPool")
 
 
@@ -64,7 +79,7 @@ def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, inpu
     if data_format != "NHWC":
         raise NotImplementedError("towerflow's avg_pool takes data_format NHWC only")
     return make_tensor("AvgPool", [convert_to_tensor(value)],
-                       {"ksize": [int(k) for k in ksize], "strides": [int(s) for s in strides], "padding": padding},
+                       {"ksize": _window(ksize, "ksize"), "strides": _window(strides, "strides"), "padding": padding},
                        name=name or "AvgPool")
 
 
@@ -230,8 +245,7 @@ def sigmoid_cross_entropy_with_logits(_sentinel=None, labels=None, logits=None, 
         cond = math_ops.greater_equal(x, zeros, name=name + "/GreaterEqual")
         relu_logits = indexing.where_v2(cond, x, zeros, name=name + "/Select")
         neg_abs = indexing.where_v2(cond, math_ops.negative(x, name=name + "/Neg"), x, name=name + "/Select_1")
-        softplus = math_ops.log(math_ops.add(math_ops.exp(neg_abs, name=name + "/Exp"), 1.0, name=name + "/add"),
-                                name=name + "/Log1p")
+        softplus = make_tensor("Log1p", [math_ops.exp(neg_abs, name=name + "/Exp")], name=name + "/Log1p")
         return math_ops.add(math_ops.subtract(relu_logits, math_ops.multiply(x, z, name=name + "/mul"),
                                               name=name + "/sub"), softplus, name=name)
 

@@ -1,4 +1,4 @@
-// CPU kernels of the element-wise unary ops: Neg, Square, Sqrt, Exp, Log,
+// CPU kernels of the element-wise unary ops: Neg, Square, Sqrt, Exp, Log, Log1p,
 // Sigmoid, Tanh. Each is one flat loop over contiguous memory, split over the
 // device's intra-op threads when the tensor is large (the transcendental ones
 // count as ~20 cycles per element, so they split sooner).
@@ -40,6 +40,11 @@ struct LogF {
   template <typename T>
   static T Apply(T x) { return std::log(x); }
 };
+struct Log1pF {
+  static constexpr int64_t kCost = 20;
+  template <typename T>
+  static T Apply(T x) { return std::log1p(x); }
+};
 struct SigmoidF {
   static constexpr int64_t kCost = 25;
   // 1 / (1 + e^-x): e^-x overflows to inf for x < -88 (float), giving the
@@ -80,6 +85,8 @@ using ExpOp = UnaryOp<T, ExpF>;
 template <typename T>
 using LogOp = UnaryOp<T, LogF>;
 template <typename T>
+using Log1pOp = UnaryOp<T, Log1pF>;
+template <typename T>
 using SigmoidOp = UnaryOp<T, SigmoidF>;
 template <typename T>
 using TanhOp = UnaryOp<T, TanhF>;
@@ -92,6 +99,7 @@ void RegisterCwiseUnaryKernels(KernelRegistry& r) {
   r.RegisterTyped<SqrtOp, float, double>("Sqrt", kDeviceCpu);
   r.RegisterTyped<ExpOp, float, double>("Exp", kDeviceCpu);
   r.RegisterTyped<LogOp, float, double>("Log", kDeviceCpu);
+  r.RegisterTyped<Log1pOp, float, double>("Log1p", kDeviceCpu);
   r.RegisterTyped<SigmoidOp, float, double>("Sigmoid", kDeviceCpu);
   r.RegisterTyped<TanhOp, float, double>("Tanh", kDeviceCpu);
 }

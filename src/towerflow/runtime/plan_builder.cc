@@ -13,6 +13,14 @@
 namespace tw {
 namespace {
 
+// Whether control input `c` is satisfied by a feed: a Placeholder whose
+// output is fed does not run, and what waited on it waits on the feed (TF's
+// rule, subgraph.cc's FeedInputs), so that
+// control_dependencies([placeholder]) works with the placeholder fed.
+bool FedPlaceholder(const Node* c, const std::map<Output, int>& feed_index) {
+  return c->op() == "Placeholder" && feed_index.count(Output(const_cast<Node*>(c), 0)) > 0;
+}
+
 // Pass 1: the nodes the fetches and targets need (needed[id]); a fed output
 // cuts its edge.
 StatusOr<std::vector<char>> Prune(const Graph& graph, const std::map<Output, int>& feed_index,
@@ -42,7 +50,9 @@ StatusOr<std::vector<char>> Prune(const Graph& graph, const std::map<Output, int
     for (const Output& in : n->inputs()) {
       if (!feed_index.count(in)) visit(in.node);
     }
-    for (const Node* c : n->control_inputs()) visit(c);
+    for (const Node* c : n->control_inputs()) {
+      if (!FedPlaceholder(c, feed_index)) visit(c);
+    }
   }
   return needed;
 }
@@ -195,6 +205,7 @@ StatusOr<std::shared_ptr<const ExecutorPlan>> PlanBuilder::Build(const std::vect
                                                              : std::vector<const Node*>{node_item.node};
     for (const Node* m : members) {
       for (const Node* c : m->control_inputs()) {
+        if (FedPlaceholder(c, feed_index)) continue;
         const int c_item = item_of[static_cast<size_t>(c->id())];
         if (c_item == self) continue;  // a group's step bump waits for its own members
         if (std::find(control_items.begin(), control_items.end(), c_item) == control_items.end()) {

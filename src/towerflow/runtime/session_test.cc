@@ -234,6 +234,21 @@ TEST_F(SessionTest, ControlDependenciesRunFirst) {
   EXPECT_EQ(g_counter_runs.load(), 1);
 }
 
+// TF's rule: a fed placeholder does not run, and what waits on it waits on
+// the feed; unfed, the wait is the placeholder's own error.
+TEST_F(SessionTest, ControlDependencyOnAFedPlaceholderWaitsOnTheFeed) {
+  auto x = Placeholder(root_.WithOpName("x"), kFloat32, PartialShape({2}));
+  auto c = Const(root_.WithControlDependencies({x}), 2.0f);
+  auto y = Mul(root_, x, c);
+  ASSERT_TRUE(root_.ok());
+  Session session(graph_);
+  auto r = session.Run({{x, Tensor::Vec<float>({1, 3})}}, {y, c});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].ToVector<float>(), (std::vector<float>{2, 6}));
+  auto unfed = session.Run({c});
+  EXPECT_EQ(unfed.status().code(), Code::kInvalidArgument);
+}
+
 TEST_F(SessionTest, UnfedPlaceholderNamesItself) {
   auto x = Placeholder(root_.WithOpName("x"), kFloat32, PartialShape({-1, 2}));
   auto y = Identity(root_, x);

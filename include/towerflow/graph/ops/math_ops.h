@@ -28,6 +28,8 @@ Output Square(const Scope& scope, const Output& x);
 Output Sqrt(const Scope& scope, const Output& x);
 Output Exp(const Scope& scope, const Output& x);
 Output Log(const Scope& scope, const Output& x);
+// log(1 + x), accurate where x is near 0 (as std::log1p).
+Output Log1p(const Scope& scope, const Output& x);
 Output Sigmoid(const Scope& scope, const Output& x);
 Output Tanh(const Scope& scope, const Output& x);
 // Sum of same-shaped tensors.

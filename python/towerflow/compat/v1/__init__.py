@@ -166,6 +166,7 @@ square = _math.square
 sqrt = _math.sqrt
 exp = _math.exp
 log = _math.log
+log1p = _math.log1p
 sigmoid = _math.sigmoid
 tanh = _math.tanh
 matmul = _math.matmul
@@ -190,7 +191,7 @@ clip_by_norm = _math.clip_by_norm
 clip_by_global_norm = _math.clip_by_global_norm
 global_norm = _math.global_norm
 math = _Namespace(__name__ + ".math", "math", add=add, subtract=subtract, multiply=multiply, divide=divide,
-                  maximum=maximum, negative=negative, square=square, sqrt=sqrt, exp=exp, log=log,
+                  maximum=maximum, negative=negative, square=square, sqrt=sqrt, exp=exp, log=log, log1p=log1p,
                   sigmoid=sigmoid, tanh=tanh, add_n=add_n, reduce_sum=reduce_sum, reduce_mean=reduce_mean,
                   reduce_max=reduce_max, argmax=argmax, equal=equal, greater_equal=greater_equal,
                   greater=greater, less=less, less_equal=less_equal, not_equal=not_equal,

@@ -218,6 +218,12 @@ void RegisterMathGradients(GradientRegistry& r) {
     (*dx)[0] = Div(s, dy[0], op.input(0));
     return Status::OK();
   });
+  // d log(1 + x)/dx = 1 / (1 + x).
+  r.Register("Log1p", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    const Output x = op.input(0);
+    (*dx)[0] = Div(s, dy[0], Add(s, x, ScalarLike(s, 1.0, x.dtype())));
+    return Status::OK();
+  });
   // d sigmoid(x)/dx = y (1 - y), reusing y.
   r.Register("Sigmoid", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     const Output y = OutputOf(op);

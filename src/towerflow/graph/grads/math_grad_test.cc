@@ -37,7 +37,7 @@ TEST(MathGradTest, EveryCaseMatchesFiniteDifferences) {
 TEST(MathGradTest, CasesCoverEveryDifferentiableOp) {
   std::set<std::string> covered;
   for (const GradCheckCase& c : MathCases()) covered.insert(c.op);
-  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Neg", "Square", "Sqrt", "Exp", "Log",
+  for (const char* op : {"Add", "Sub", "Mul", "Div", "Maximum", "Neg", "Square", "Sqrt", "Exp", "Log", "Log1p",
                          "Sigmoid", "Tanh", "AddN", "MatMul", "Sum", "Mean", "Max"}) {
     EXPECT_TRUE(covered.count(op)) << op << " has no gradient check";
     EXPECT_NE(GradientRegistry::Global().Find(op), nullptr) << op;

@@ -139,6 +139,7 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterUnary(r, "Sqrt", FloatTypes(), "sqrt(x).");
   RegisterUnary(r, "Exp", FloatTypes(), "e^x.");
   RegisterUnary(r, "Log", FloatTypes(), "Natural logarithm of x.");
+  RegisterUnary(r, "Log1p", FloatTypes(), "log(1 + x), accurate for x near 0.");
   RegisterUnary(r, "Sigmoid", FloatTypes(), "1 / (1 + e^-x).");
   RegisterUnary(r, "Tanh", FloatTypes(), "Hyperbolic tangent of x.");
 
@@ -232,6 +233,7 @@ Output Square(const Scope& scope, const Output& x) { return Unary(scope, "Square
 Output Sqrt(const Scope& scope, const Output& x) { return Unary(scope, "Sqrt", x); }
 Output Exp(const Scope& scope, const Output& x) { return Unary(scope, "Exp", x); }
 Output Log(const Scope& scope, const Output& x) { return Unary(scope, "Log", x); }
+Output Log1p(const Scope& scope, const Output& x) { return Unary(scope, "Log1p", x); }
 Output Sigmoid(const Scope& scope, const Output& x) { return Unary(scope, "Sigmoid", x); }
 Output Tanh(const Scope& scope, const Output& x) { return Unary(scope, "Tanh", x); }
 

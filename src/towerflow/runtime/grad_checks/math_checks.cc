@@ -124,6 +124,7 @@ void AddMathGradChecks(std::vector<GradCheckCase>& cases) {
   cases.push_back(Positive(Case("Sqrt", "[2,3] in [0.5,2]", {{2, 3}}, UnaryFn(Sqrt))));
   cases.push_back(Case("Exp", "[2,3]", {{2, 3}}, UnaryFn(Exp)));
   cases.push_back(Positive(Case("Log", "[2,3] in [0.5,2]", {{2, 3}}, UnaryFn(Log))));
+  cases.push_back(Positive(Case("Log1p", "[2,3] in [0.5,2]", {{2, 3}}, UnaryFn(Log1p))));
   cases.push_back(Case("Sigmoid", "[2,3]", {{2, 3}}, UnaryFn(Sigmoid)));
   cases.push_back(Case("Tanh", "[2,3]", {{2, 3}}, UnaryFn(Tanh)));
   cases.push_back(Case("AddN", "3 inputs [2,3]", {{2, 3}, {2, 3}, {2, 3}},
