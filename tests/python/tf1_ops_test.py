@@ -471,6 +471,34 @@ class TF1LayersTest(surface.BothEngines, unittest.TestCase):
         self.assertEqual(r, {"name": "net/dense/BiasAdd:0", "int_input": ["TypeError", True], "kernel": [0.5],
                              "bias": [0.0]})
 
+    def test_unnamed_layers_are_reused_in_a_reentered_scope(self):
+        # The discriminator pattern: the same unnamed layers built twice, the
+        # second time in the scope re-entered with reuse=True.
+        r = self.run_towerflow('''
+            r = {}
+            x = tf.placeholder(tf.float32, [None, 3])
+
+            def net(v):
+                return tf.layers.dense(tf.layers.dense(v, 4), 1)
+
+            with tf.variable_scope("d"):
+                real = net(x)
+            with tf.variable_scope("d", reuse=True):
+                fake = net(x * 2.0)
+            with tf.variable_scope("d") as vs:
+                pass
+            with tf.variable_scope(vs, reuse=True):
+                again = net(x)
+            r["variables"] = [v.name for v in tf.trainable_variables()]
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                a, b = sess.run([real, again], {x: [[1.0, 2.0, 3.0]]})
+                r["same"] = bool((a == b).all())
+            emit(r)
+        ''')
+        self.assertEqual(r["variables"], ["d/dense/kernel:0", "d/dense/bias:0", "d/dense_1/kernel:0", "d/dense_1/bias:0"])
+        self.assertTrue(r["same"])
+
     def test_batch_normalization(self):
         r = self.run_towerflow('''
             r = {}

@@ -136,22 +136,21 @@ def _binary(x, y, name):
     return math_ops._binary_inputs(x, y, name, arg_names=("t", "e"))
 
 
-def where(condition, x=None, y=None, name=None):
-    """tf.where (TF1): condition ? x : y, condition of x's shape or a vector along x's first axis."""
-    if x is None and y is None:
-        fw._raise_unsupported("tf.where with one argument (the coordinates of true elements)")
-    if x is None or y is None:
-        raise ValueError("x and y must both be non-None or both be None.")
-    return _select(condition, x, y, name, v1=True)
+def _where(what, v1):
+    def fn(condition, x=None, y=None, name=None):
+        if x is None and y is None:
+            fw._raise_unsupported("%s with one argument (the coordinates of true elements)" % what)
+        if x is None or y is None:
+            raise ValueError("x and y must both be non-None or both be None.")
+        return _select(condition, x, y, name, v1=v1)
+    fn.__name__ = what.split(".")[-1]
+    return fn
 
 
-def where_v2(condition, x=None, y=None, name=None):
-    """tf.where_v2: condition ? x : y, the three broadcast together."""
-    if x is None and y is None:
-        fw._raise_unsupported("tf.where_v2 with one argument (the coordinates of true elements)")
-    if x is None or y is None:
-        raise ValueError("x and y must both be non-None or both be None.")
-    return _select(condition, x, y, name, v1=False)
+# tf.where (TF1): condition ? x : y, condition a scalar, of x's shape, or a
+# vector along x's first axis; tf.where_v2: the three broadcast together.
+where = _where("tf.where", True)
+where_v2 = _where("tf.where_v2", False)
 
 
 def in_top_k(predictions, targets, k, name=None):

@@ -64,23 +64,21 @@ def _window(v, what):
     raise ValueError("%s should be of length 1, 2 or 4 but was %d" % (what, len(v)))
 
 
-def max_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
-    value = input if value is None else value
-    if data_format != "NHWC":
-        raise NotImplementedError("towerflow's max_pool takes data_format NHWC only")
-    return make_tensor("MaxPool", [convert_to_tensor(value)],
-                       {"ksize": _window(ksize, "ksize"), "strides": _window(strides, "strides"), "padding": padding},
-                       name=name or "MaxPool")
+def _pooling(op, what):
+    def fn(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
+        value = input if value is None else value
+        if data_format != "NHWC":
+            raise NotImplementedError("towerflow's %s takes data_format NHWC only" % what)
+        return make_tensor(op, [convert_to_tensor(value)],
+                           {"ksize": _window(ksize, "ksize"), "strides": _window(strides, "strides"),
+                            "padding": padding}, name=name or op)
+    fn.__name__ = what
+    return fn
 
 
-def avg_pool(value, ksize, strides, padding, data_format="NHWC", name=None, input=None):  # noqa: A002
-    """The mean of each window, over its positions inside the input (TF's rule for SAME)."""
-    value = input if value is None else value
-    if data_format != "NHWC":
-        raise NotImplementedError("towerflow's avg_pool takes data_format NHWC only")
-    return make_tensor("AvgPool", [convert_to_tensor(value)],
-                       {"ksize": _window(ksize, "ksize"), "strides": _window(strides, "strides"), "padding": padding},
-                       name=name or "AvgPool")
+max_pool = _pooling("MaxPool", "max_pool")
+# The mean of each window, over its positions inside the input (TF's rule for SAME).
+avg_pool = _pooling("AvgPool", "avg_pool")
 
 
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):

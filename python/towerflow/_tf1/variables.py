@@ -226,10 +226,14 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         if name is None:
             raise TypeError("If default_name is None then scope (name_or_scope) is required")
         if name_or_scope is None:
-            # default_name is made unique, as TF does.
+            # default_name made unique as TF does: by the openings of
+            # <parent>/<default_name>(_i) counted since the parent was
+            # entered, so that re-entering a scope (reuse=True) finds the same
+            # default names ("dense", "dense_1") again.
             base = parent.name + "/" + default_name if parent.name else default_name
+            counts = _scope_counts(g)
             i, candidate = 0, base
-            while any(k == candidate or k.startswith(candidate + "/") for k in g._variables):
+            while counts.get(candidate, 0) > 0:
                 i += 1
                 candidate = "%s_%d" % (base, i)
             name = candidate.rsplit("/", 1)[-1]
@@ -242,6 +246,12 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
         full = parent.name + "/" + name if parent.name else name
         entered = VariableScope(g, scope, full, new_reuse, initializer or parent.initializer,
                                 regularizer or parent.regularizer, dtype or parent.dtype)
+    # TF's store of scope openings: entering counts the scope; leaving a scope
+    # opened by name forgets the openings of its subscopes, leaving a scope
+    # object restores the counts it found.
+    counts = _scope_counts(g)
+    counts[entered.name] = counts.get(entered.name, 0) + 1
+    saved = dict(counts) if isinstance(name_or_scope, VariableScope) else None
     g._var_scopes.append(entered)
     g._scopes.append(entered._scope)
     try:
@@ -249,6 +259,19 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
     finally:
         g._scopes.pop()
         g._var_scopes.pop()
+        if saved is not None:
+            g._vs_counts = saved
+        else:
+            prefix = entered.name + "/"
+            for k in [k for k in counts if k.startswith(prefix)]:
+                counts[k] = 0
+
+
+def _scope_counts(g):
+    """The graph's count of variable-scope openings, by full scope name."""
+    if not hasattr(g, "_vs_counts"):
+        g._vs_counts = {}
+    return g._vs_counts
 
 
 # ---- initializers -----------------------------------------------------------------
