@@ -238,6 +238,7 @@ void BindGraph(nb::module_& m) {
       .def("colocated_with", &Scope::ColocatedWith, "output"_a)
       .def("with_variable_scope", &Scope::WithVariableScope, "name"_a, "reuse"_a = Reuse::kInherit)
       .def("with_reuse_variables", &Scope::WithReuseVariables)
+      .def("without_reuse", &Scope::WithoutReuse)
       .def_prop_ro("name_scope", &Scope::name_scope)
       .def_prop_ro("device", &Scope::device)
       .def_prop_ro("variable_scope", &Scope::variable_scope)

@@ -293,6 +293,20 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_variables_and_metrics_in_a_reuse_scope(self):
+        self.compare('''
+            r = {}
+            labels = tf.constant([1, 0, 1])
+            with tf.variable_scope("eval", reuse=True):
+                v = tf.Variable(2.0, name="v")
+                acc, up = tf.metrics.accuracy(labels, tf.constant([1, 1, 1]))
+            r["names"] = [v.name] + sorted(x.name for x in tf.local_variables())
+            with tf.Session() as sess:
+                sess.run([tf.global_variables_initializer(), tf.local_variables_initializer()])
+                r["values"] = [float(sess.run(v)), float(sess.run(up))]
+            emit(r)
+        ''')
+
     def test_metrics(self):
         self.compare('''
             r = {}

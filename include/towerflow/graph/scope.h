@@ -47,6 +47,9 @@ class Scope {
   Scope WithVariableScope(const std::string& name, Reuse reuse = Reuse::kInherit) const;
   // The same variable scope with reuse on (tf.get_variable_scope().reuse_variables()).
   Scope WithReuseVariables() const;
+  // The same variable scope with reuse off: GetVariable creates (tf.Variable
+  // creates its variable whatever the enclosing scope's reuse).
+  Scope WithoutReuse() const;
 
   Graph& graph() const { return *state_->graph; }
   bool ok() const { return state_->errors.empty(); }

@@ -484,7 +484,8 @@ def VariableV1(initial_value=None, trainable=None, collections=None, validate_sh
     # Python side lists the variable under the keys it answers for itself.
     engine_collections = list(collections or [])
     with fw.building():
-        core_var = _core.get_variable(g._scope, rel, value_shape, dtype.name, init, trainable,
+        # A new variable whatever the scope's reuse (TF's tf.Variable).
+        core_var = _core.get_variable(g._scope.without_reuse(), rel, value_shape, dtype.name, init, trainable,
                                       engine_collections)
     v = _wrap_variable(g, core_var, trainable)
     for c in _python_keys(engine_collections):

@@ -84,6 +84,12 @@ Scope Scope::WithReuseVariables() const {
   return s;
 }
 
+Scope Scope::WithoutReuse() const {
+  Scope s = *this;
+  s.reuse_ = false;
+  return s;
+}
+
 Status Scope::status() const {
   if (state_->errors.empty()) return Status::OK();
   const Status& first = state_->errors.front();

@@ -99,6 +99,12 @@ TEST(StateKernels, VariableScopeCreatesOnceAndReuseShares) {
   EXPECT_TRUE(root.ok());
   EXPECT_EQ(TrainableVariables(g).size(), 1u);
   EXPECT_EQ(GlobalVariables(g).size(), 1u);
+  // WithoutReuse turns reuse off again: a new variable in the same scope.
+  Variable b = GetVariable(root.WithVariableScope("dense").WithReuseVariables().WithoutReuse(), "bias",
+                           TensorShape{3});
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  EXPECT_EQ(b.name, "dense/bias");
+  EXPECT_EQ(GlobalVariables(g).size(), 2u);
 }
 
 TEST(StateKernels, CreatingTwiceWithoutReuseIsAlreadyExists) {
