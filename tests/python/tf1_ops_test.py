@@ -453,6 +453,11 @@ class TF1LayersTest(surface.BothEngines, unittest.TestCase):
             kept = dropped != 0
             r["dropout_scaled"] = bool(np.allclose(dropped[kept], 2 * av.reshape(3, -1)[kept], atol=1e-5))
             r["dropout_some"] = bool(0 < kept.mean() < 1)
+            rate = tf.placeholder(tf.float32, [])
+            fed = tf.layers.dropout(tf.ones([8, 50]), rate, training=True)
+            with tf.Session() as sess:
+                fv = sess.run(fed, {rate: 0.75})
+            r["fed_rate"] = bool(set(np.unique(fv).tolist()) <= {0.0, 4.0} and 0.5 < (fv == 0).mean() < 0.95)
             emit(r)
         ''')
         self.assertEqual(r["names"], [["conv2d/Relu:0", [None, 6, 6, 3]], ["max_pooling2d/MaxPool:0", [None, 3, 3, 3]],
@@ -464,7 +469,7 @@ class TF1LayersTest(surface.BothEngines, unittest.TestCase):
         self.assertEqual(r["regularization"], 1)
         self.assertEqual(r["no_last_dim"], ["ValueError"])
         self.assertLess(r["max_error"], 1e-5)
-        for key in ("reused", "eval_is_identity", "dropout_scaled", "dropout_some"):
+        for key in ("reused", "eval_is_identity", "dropout_scaled", "dropout_some", "fed_rate"):
             self.assertTrue(r[key], key)
 
     def test_layers_take_the_scope_initializer_and_refuse_integers(self):

@@ -90,6 +90,12 @@ def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None
         if isinstance(keep_prob, fw.Tensor) or hasattr(keep_prob, "_tw_as_tensor"):
             return _dropout_of_tensor(convert_to_tensor(x), keep_prob, seed, name)
         rate = 1.0 - float(keep_prob)
+    elif isinstance(rate, fw.Tensor) or hasattr(rate, "_tw_as_tensor"):
+        # A rate fed at run time: keep_prob = 1 - rate.
+        x = convert_to_tensor(x)
+        r = convert_to_tensor(rate, preferred_dtype=x.dtype)
+        with x.graph.as_default():
+            return _dropout_of_tensor(x, math_ops.subtract(fw.constant(1.0, dtype=r.dtype), r), seed, name)
     x = convert_to_tensor(x)
     g = x.graph
     scope = g._scope.with_op_name(name) if name else g._scope
