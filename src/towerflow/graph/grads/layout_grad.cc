@@ -5,6 +5,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/layout_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
+#include "towerflow/graph/partial_value.h"
 
 namespace tw {
 namespace {
@@ -13,9 +14,25 @@ using Grads = std::vector<Output>;
 
 Output AsInt32(const Scope& s, const Output& x) { return x.dtype() == kInt32 ? x : Cast(s, x, kInt32); }
 
-// y = transpose(x, perm): d x = transpose(dy, inverse of perm).
+// y = transpose(x, perm): d x = transpose(dy, inverse of perm). A perm known
+// when the graph is built (the usual case) is inverted then, its negative
+// entries counted from the end as Transpose counts them; InvertPermutation
+// inverts one computed at run time.
 Status TransposeGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
-  (*dx)[0] = Transpose(s, dy[0], InvertPermutation(s, op.input(1)));
+  const std::optional<PartialVector> known = internal::PartialOf(op.input(1));
+  const int64_t rank = known ? static_cast<int64_t>(known->size()) : -1;
+  std::vector<int32_t> inverse(known ? known->size() : 0, -1);
+  bool constant = known.has_value();
+  for (size_t i = 0; constant && i < inverse.size(); ++i) {
+    const std::optional<int64_t>& p = (*known)[i];
+    const int64_t a = p && *p < 0 ? *p + rank : p.value_or(-1);
+    if (!p || a < 0 || a >= rank || inverse[static_cast<size_t>(a)] >= 0) {
+      constant = false;  // left to InvertPermutation's run-time checks
+    } else {
+      inverse[static_cast<size_t>(a)] = static_cast<int32_t>(i);
+    }
+  }
+  (*dx)[0] = Transpose(s, dy[0], constant ? Const(s, inverse) : InvertPermutation(s, op.input(1)));
   return s.status();
 }
 

@@ -342,22 +342,22 @@ Output Conv2D(const Scope& scope, const Output& input, const Output& filter, Con
       .Finalize();
 }
 
-Output MaxPool(const Scope& scope, const Output& input, PoolOptions options) {
-  return NodeBuilder(scope, "MaxPool")
+namespace {
+Output Pool(const Scope& scope, const char* op, const Output& input, const PoolOptions& options) {
+  return NodeBuilder(scope, op)
       .Input(input)
       .Attr("ksize", options.ksize)
       .Attr("strides", options.strides)
       .Attr("padding", options.padding)
       .Finalize();
 }
+}  // namespace
 
+Output MaxPool(const Scope& scope, const Output& input, PoolOptions options) {
+  return Pool(scope, "MaxPool", input, options);
+}
 Output AvgPool(const Scope& scope, const Output& input, PoolOptions options) {
-  return NodeBuilder(scope, "AvgPool")
-      .Input(input)
-      .Attr("ksize", options.ksize)
-      .Attr("strides", options.strides)
-      .Attr("padding", options.padding)
-      .Finalize();
+  return Pool(scope, "AvgPool", input, options);
 }
 
 DropoutResult Dropout(const Scope& scope, const Output& x, float rate, int64_t seed) {

@@ -64,6 +64,8 @@ void AddIndexingGradChecks(std::vector<GradCheckCase>& cases) {
                        }));
   cases.push_back(Case("Transpose", "[2,3,4] perm {2,0,1}", {{kFloat64, {2, 3, 4}}},
                        [](const Scope& s, V x) { return Transpose(s, x[0], std::vector<int32_t>{2, 0, 1}); }));
+  cases.push_back(Case("Transpose", "[2,3,4] perm {-1,0,1}", {{kFloat64, {2, 3, 4}}},
+                       [](const Scope& s, V x) { return Transpose(s, x[0], std::vector<int32_t>{-1, 0, 1}); }));
   cases.push_back(Case("Tile", "[2,3] x {2,3}", {{kFloat64, {2, 3}}},
                        [](const Scope& s, V x) { return Tile(s, x[0], Const(s, std::vector<int32_t>{2, 3})); }));
   cases.push_back(Case("Tile", "[3,1,2] x {1,4,2}", {{kFloat64, {3, 1, 2}}},
