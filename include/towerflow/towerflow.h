@@ -53,6 +53,7 @@
 #include "towerflow/runtime/trace.h"
 
 // train: optimizers, towers (Replicate), all-reduce, checkpoints, TensorBoard
+#include "towerflow/train/adagrad.h"
 #include "towerflow/train/adam.h"
 #include "towerflow/train/all_reduce.h"
 #include "towerflow/train/checkpoint_manager.h"
@@ -61,6 +62,7 @@
 #include "towerflow/train/momentum.h"
 #include "towerflow/train/optimizer.h"
 #include "towerflow/train/replicate.h"
+#include "towerflow/train/rmsprop.h"
 #include "towerflow/train/safetensors.h"
 #include "towerflow/train/saver.h"
 

@@ -62,33 +62,63 @@ void BindTrain(nb::module_& m) {
 
   nb::class_<train::GradientDescent, train::Optimizer>(m, "GradientDescent")
       .def("__init__",
-           [](train::GradientDescent* self, double lr, std::optional<Output> lr_tensor) {
-             new (self) train::GradientDescent({.learning_rate = lr, .learning_rate_tensor = OptionalOutput(lr_tensor)});
+           [](train::GradientDescent* self, double lr, std::optional<Output> lr_tensor, std::string name) {
+             new (self) train::GradientDescent(
+                 {.learning_rate = lr, .learning_rate_tensor = OptionalOutput(lr_tensor), .name = std::move(name)});
            },
-           "learning_rate"_a, "learning_rate_tensor"_a = nb::none());
+           "learning_rate"_a, "learning_rate_tensor"_a = nb::none(), "name"_a = "GradientDescent");
   nb::class_<train::Momentum, train::Optimizer>(m, "Momentum")
       .def("__init__",
-           [](train::Momentum* self, double lr, double momentum, bool nesterov, std::optional<Output> lr_tensor) {
+           [](train::Momentum* self, double lr, double momentum, bool nesterov, std::optional<Output> lr_tensor,
+              std::string name) {
              new (self) train::Momentum({.learning_rate = lr,
                                          .momentum = momentum,
                                          .use_nesterov = nesterov,
-                                         .learning_rate_tensor = OptionalOutput(lr_tensor)});
+                                         .learning_rate_tensor = OptionalOutput(lr_tensor),
+                                         .name = std::move(name)});
            },
-           "learning_rate"_a, "momentum"_a, "use_nesterov"_a = false, "learning_rate_tensor"_a = nb::none());
+           "learning_rate"_a, "momentum"_a, "use_nesterov"_a = false, "learning_rate_tensor"_a = nb::none(),
+           "name"_a = "Momentum");
   nb::class_<train::Adam, train::Optimizer>(m, "Adam")
       .def("__init__",
            [](train::Adam* self, double lr, double beta1, double beta2, double epsilon,
-              std::optional<Output> lr_tensor) {
+              std::optional<Output> lr_tensor, std::string name) {
              train::AdamOptions o;
              o.learning_rate = lr;
              o.beta1 = beta1;
              o.beta2 = beta2;
              o.epsilon = epsilon;
              o.learning_rate_tensor = OptionalOutput(lr_tensor);
+             o.name = std::move(name);
              new (self) train::Adam(o);
            },
            "learning_rate"_a = 0.001, "beta1"_a = 0.9, "beta2"_a = 0.999, "epsilon"_a = 1e-8,
-           "learning_rate_tensor"_a = nb::none());
+           "learning_rate_tensor"_a = nb::none(), "name"_a = "Adam");
+  nb::class_<train::RMSProp, train::Optimizer>(m, "RMSProp")
+      .def("__init__",
+           [](train::RMSProp* self, double lr, double decay, double momentum, double epsilon, bool centered,
+              std::optional<Output> lr_tensor, std::string name) {
+             new (self) train::RMSProp({.learning_rate = lr,
+                                        .decay = decay,
+                                        .momentum = momentum,
+                                        .epsilon = epsilon,
+                                        .centered = centered,
+                                        .learning_rate_tensor = OptionalOutput(lr_tensor),
+                                        .name = std::move(name)});
+           },
+           "learning_rate"_a, "decay"_a = 0.9, "momentum"_a = 0.0, "epsilon"_a = 1e-10, "centered"_a = false,
+           "learning_rate_tensor"_a = nb::none(), "name"_a = "RMSProp");
+  nb::class_<train::Adagrad, train::Optimizer>(m, "Adagrad")
+      .def("__init__",
+           [](train::Adagrad* self, double lr, double initial_accumulator_value, std::optional<Output> lr_tensor,
+              std::string name) {
+             new (self) train::Adagrad({.learning_rate = lr,
+                                        .initial_accumulator_value = initial_accumulator_value,
+                                        .learning_rate_tensor = OptionalOutput(lr_tensor),
+                                        .name = std::move(name)});
+           },
+           "learning_rate"_a, "initial_accumulator_value"_a = 0.1, "learning_rate_tensor"_a = nb::none(),
+           "name"_a = "Adagrad");
 
   // Replicate: the source and the tower function are Python callables, called
   // while the towers are built (this thread, the GIL held).

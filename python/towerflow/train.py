@@ -108,3 +108,5 @@ def Replicate(devices, source, optimizer, tower_fn, name_scope_prefix="tower", m
 GradientDescentOptimizer = _train.GradientDescentOptimizer
 MomentumOptimizer = _train.MomentumOptimizer
 AdamOptimizer = _train.AdamOptimizer
+RMSPropOptimizer = _train.RMSPropOptimizer
+AdagradOptimizer = _train.AdagradOptimizer

@@ -1,7 +1,7 @@
 // Optimizer: the base of the graph-building optimizers (TF1's tf.train.Optimizer).
 // ComputeGradients adds the backward pass (tw::Gradients) for a loss; ApplyGradients
 // adds one in-place update op per variable (ApplyGradientDescent, ApplyMomentum,
-// ApplyAdam) and returns one op that runs them all and then increments the global
+// ApplyAdam, ApplyRMSProp, ApplyAdagrad) and returns one op that runs them all and then increments the global
 // step; Minimize does both. Running that op once is one training step.
 //
 // Optimizer state lives in variables: per-variable slots ("<var>/Momentum",
@@ -85,6 +85,8 @@ class Optimizer {
   // A zero-initialized, non-trainable slot for `var`, named "<var>/<name()>"
   // (made unique), on var's device. Created once per graph and var.
   Variable ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot_name);
+  // The same slot with every element `initial` (RMSProp's ones, Adagrad's 0.1).
+  Variable ConstantSlot(const Scope& scope, const Variable& var, const std::string& slot_name, double initial);
   // A non-trainable scalar of `dtype` initialized to `initial`, named `name` (made
   // unique), on `colocate`'s device. Created once per graph.
   Variable NonSlotVariable(const Scope& scope, const std::string& name, double initial, DataType dtype,

@@ -49,6 +49,7 @@ class GraphKeys:
     LOCAL_VARIABLES = "local_variables"
     METRIC_VARIABLES = "metric_variables"
     MODEL_VARIABLES = "model_variables"
+    MOVING_AVERAGE_VARIABLES = "moving_average_variables"
     LOSSES = "losses"
     REGULARIZATION_LOSSES = "regularization_losses"
     QUEUE_RUNNERS = "queue_runners"

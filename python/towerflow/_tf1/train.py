@@ -95,7 +95,7 @@ class GradientDescentOptimizer(Optimizer):
 
     def _make(self):
         lr, t = self._lr(self._lr_value)
-        return _core.GradientDescent(lr, t)
+        return _core.GradientDescent(lr, t, name=self._name)
 
 
 class MomentumOptimizer(Optimizer):
@@ -105,7 +105,7 @@ class MomentumOptimizer(Optimizer):
 
     def _make(self):
         lr, t = self._lr(self._args[0])
-        return _core.Momentum(lr, float(self._args[1]), bool(self._args[2]), t)
+        return _core.Momentum(lr, float(self._args[1]), bool(self._args[2]), t, name=self._name)
 
 
 class AdamOptimizer(Optimizer):
@@ -115,7 +115,37 @@ class AdamOptimizer(Optimizer):
 
     def _make(self):
         lr, t = self._lr(self._args[0])
-        return _core.Adam(lr, float(self._args[1]), float(self._args[2]), float(self._args[3]), t)
+        return _core.Adam(lr, float(self._args[1]), float(self._args[2]), float(self._args[3]), t, name=self._name)
+
+
+class RMSPropOptimizer(Optimizer):
+    """TF1's RMSProp: slots "<var>/<name>" (rms, from ones), then "mg" when
+    centered and "momentum", each "<var>/<name>_N" in that order."""
+
+    def __init__(self, learning_rate, decay=0.9, momentum=0.0, epsilon=1e-10, use_locking=False, centered=False,
+                 name="RMSProp"):
+        super().__init__(use_locking, name)
+        self._args = (learning_rate, decay, momentum, epsilon, centered)
+
+    def _make(self):
+        lr, t = self._lr(self._args[0])
+        decay, momentum, epsilon, centered = self._args[1:]
+        return _core.RMSProp(lr, float(decay), float(momentum), float(epsilon), bool(centered), t, name=self._name)
+
+
+class AdagradOptimizer(Optimizer):
+    """TF1's Adagrad: one slot "<var>/<name>" (accumulator), from
+    initial_accumulator_value."""
+
+    def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
+        if initial_accumulator_value <= 0.0:
+            raise ValueError("initial_accumulator_value must be positive: %s" % initial_accumulator_value)
+        super().__init__(use_locking, name)
+        self._args = (learning_rate, initial_accumulator_value)
+
+    def _make(self):
+        lr, t = self._lr(self._args[0])
+        return _core.Adagrad(lr, float(self._args[1]), t, name=self._name)
 
 
 def get_or_create_global_step(graph=None):

@@ -73,7 +73,7 @@ int UsageError(const Status& status) {
 }
 
 double DefaultLearningRate(const std::string& optimizer) {
-  if (optimizer == "adam") return 0.001;
+  if (optimizer == "adam" || optimizer == "rmsprop") return 0.001;
   if (optimizer == "sgd") return 0.1;
   return 0.01;
 }
@@ -366,9 +366,11 @@ int RunTrain(int argc, char** argv) {
   app.add_option("--epochs", f.epochs, "passes over --data (default 1)")->check(CLI::Range(int64_t{1}, int64_t{1} << 20));
   app.add_option("--steps", f.steps, "train until the global step reaches N")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 40));
-  app.add_option("--optimizer", f.optimizer, "sgd | momentum (0.9) | adam")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
-  app.add_option("--lr", f.lr, "learning rate (default: sgd 0.1, momentum 0.01, adam 0.001)")
+  app.add_option("--optimizer", f.optimizer,
+                 "sgd | momentum (0.9) | adam | rmsprop (decay 0.9, epsilon 1e-10) | adagrad (accumulators from 0.1)")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam", "rmsprop", "adagrad"}));
+  app.add_option("--lr", f.lr,
+                 "learning rate (default: sgd 0.1, momentum 0.01, adam 0.001, rmsprop 0.001, adagrad 0.01)")
       ->check(PositiveFiniteNumber());
   app.add_option("--lr-schedule", f.lr_schedule,
                  "constant (default) | linear: the rate decays linearly to 0 at the last step (--steps or the "

@@ -26,6 +26,14 @@ std::unique_ptr<train::Optimizer> MakeOptimizer(const TrainConfig& c, const Outp
   if (c.optimizer == "adam") {
     return std::make_unique<train::Adam>(train::AdamOptions{.learning_rate = c.learning_rate, .learning_rate_tensor = lr});
   }
+  if (c.optimizer == "rmsprop") {
+    return std::make_unique<train::RMSProp>(
+        train::RMSPropOptions{.learning_rate = c.learning_rate, .learning_rate_tensor = lr});
+  }
+  if (c.optimizer == "adagrad") {
+    return std::make_unique<train::Adagrad>(
+        train::AdagradOptions{.learning_rate = c.learning_rate, .learning_rate_tensor = lr});
+  }
   return std::make_unique<train::Momentum>(
       train::MomentumOptions{.learning_rate = c.learning_rate, .momentum = 0.9, .learning_rate_tensor = lr});
 }

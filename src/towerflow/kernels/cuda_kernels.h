@@ -34,6 +34,7 @@ void RegisterCwiseCudaKernels(KernelRegistry& target, const KernelRegistry& cpu)
 void RegisterNnCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);  // with the cross-entropies
 void RegisterXentCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterTrainingCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterAdaptiveTrainingCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);  // RMSProp, Adagrad
 void RegisterStateCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterMatMulCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);

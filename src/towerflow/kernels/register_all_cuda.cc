@@ -31,6 +31,7 @@ void RegisterCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
   RegisterCwiseCudaKernels(target, cpu);
   RegisterNnCudaKernels(target, cpu);
   RegisterTrainingCudaKernels(target, cpu);
+  RegisterAdaptiveTrainingCudaKernels(target, cpu);
   RegisterStateCudaKernels(target, cpu);
   RegisterArrayCudaKernels(target, cpu);
   RegisterMatMulCudaKernels(target, cpu);

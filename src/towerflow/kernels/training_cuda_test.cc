@@ -1,7 +1,8 @@
 // The training update CUDA kernels (training_cuda.cu) against their CPU twins
 // (training_kernels.cc): variables on /device:GPU:0 updated by
-// ApplyGradientDescent, ApplyMomentum (plain and Nesterov) and ApplyAdam (plain
-// and Nesterov) for float and double over odd sizes, compared with the same
+// ApplyGradientDescent, ApplyMomentum (plain and Nesterov), ApplyAdam (plain
+// and Nesterov), ApplyRMSProp (plain and centered) and ApplyAdagrad (with and
+// without slot updates; the GPU kernels in adaptive_training_cuda.cu) for float and double over odd sizes, compared with the same
 // graph on the CPU after one and after three steps; and the twins' errors.
 // Skipped without a GPU, except the registration test, which needs none.
 #include <gtest/gtest.h>
@@ -23,9 +24,20 @@ namespace {
 
 const std::vector<DataType> kTypes = {kFloat32, kFloat64};
 
-enum class Update { kGradientDescent, kMomentum, kNesterovMomentum, kAdam, kNesterovAdam };
-const std::vector<Update> kUpdates = {Update::kGradientDescent, Update::kMomentum, Update::kNesterovMomentum,
-                                      Update::kAdam, Update::kNesterovAdam};
+enum class Update {
+  kGradientDescent,
+  kMomentum,
+  kNesterovMomentum,
+  kAdam,
+  kNesterovAdam,
+  kRMSProp,
+  kCenteredRMSProp,
+  kAdagrad,
+  kAdagradNoSlotUpdate
+};
+const std::vector<Update> kUpdates = {Update::kGradientDescent, Update::kMomentum,     Update::kNesterovMomentum,
+                                      Update::kAdam,            Update::kNesterovAdam, Update::kRMSProp,
+                                      Update::kCenteredRMSProp, Update::kAdagrad,      Update::kAdagradNoSlotUpdate};
 
 std::string UpdateName(Update u) {
   switch (u) {
@@ -39,6 +51,14 @@ std::string UpdateName(Update u) {
       return "ApplyAdam";
     case Update::kNesterovAdam:
       return "ApplyAdam(nesterov)";
+    case Update::kRMSProp:
+      return "ApplyRMSProp";
+    case Update::kCenteredRMSProp:
+      return "ApplyCenteredRMSProp";
+    case Update::kAdagrad:
+      return "ApplyAdagrad";
+    case Update::kAdagradNoSlotUpdate:
+      return "ApplyAdagrad(update_slots=false)";
   }
   return "?";
 }
@@ -47,7 +67,18 @@ Tensor ScalarOf(DataType dtype, double v) {
 }
 
 int SlotCount(Update u) {
-  return u == Update::kGradientDescent ? 0 : (u == Update::kAdam || u == Update::kNesterovAdam) ? 2 : 1;
+  switch (u) {
+    case Update::kGradientDescent:
+      return 0;
+    case Update::kAdam:
+    case Update::kNesterovAdam:
+    case Update::kRMSProp:
+      return 2;
+    case Update::kCenteredRMSProp:
+      return 3;
+    default:
+      return 1;
+  }
 }
 
 // One run of the update on one device.
@@ -71,7 +102,7 @@ std::vector<Tensor> Train(const UpdateRun& r, const std::string& device, Status*
   Scope root(g);
   Scope dev = root.WithDevice(device);
   std::vector<Variable> vars;
-  const char* names[] = {"var", "slot1", "slot2"};
+  const char* names[] = {"var", "slot1", "slot2", "slot3"};
   for (size_t i = 0; i < r.initial.size(); ++i) {
     Tensor init = r.initial[i];
     vars.push_back(CreateVariable(
@@ -90,8 +121,16 @@ std::vector<Tensor> Train(const UpdateRun& r, const std::string& device, Status*
   const bool adam = r.update == Update::kAdam || r.update == Update::kNesterovAdam;
   const bool nesterov = r.update == Update::kNesterovMomentum || r.update == Update::kNesterovAdam;
   Output step;
+  auto c = [&](double v) { return ScalarLike(root, v, r.dtype); };
   if (r.update == Update::kGradientDescent) {
     step = ApplyGradientDescent(dev, vars[0].ref, lr, grad);
+  } else if (r.update == Update::kRMSProp) {
+    step = ApplyRMSProp(dev, vars[0].ref, vars[1].ref, vars[2].ref, lr, c(0.9), c(0.5), c(1e-10), grad);
+  } else if (r.update == Update::kCenteredRMSProp) {
+    step = ApplyCenteredRMSProp(dev, vars[0].ref, vars[1].ref, vars[2].ref, vars[3].ref, lr, c(0.9), c(0.5),
+                                c(1e-10), grad);
+  } else if (r.update == Update::kAdagrad || r.update == Update::kAdagradNoSlotUpdate) {
+    step = ApplyAdagrad(dev, vars[0].ref, vars[1].ref, lr, grad, r.update == Update::kAdagrad);
   } else if (!adam) {
     step = ApplyMomentum(dev, vars[0].ref, vars[1].ref, lr, grad, ScalarLike(root, 0.9, r.dtype), nesterov);
   } else {
@@ -144,8 +183,18 @@ UpdateRun MakeRun(DataType dtype, Update update, const TensorShape& shape, std::
   r.dtype = dtype;
   r.update = update;
   r.initial.push_back(parity::RandomTensor(dtype, shape, rng));
-  if (SlotCount(update) == 1) r.initial.push_back(parity::RandomTensor(dtype, shape, rng));  // accum
-  if (SlotCount(update) == 2) {
+  if (update == Update::kAdagrad || update == Update::kAdagradNoSlotUpdate) {
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, 0.1, 1));  // accum > 0
+  } else if (update == Update::kRMSProp) {
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, 0.5, 1.5));  // ms > 0
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, -0.1, 0.1));  // mom
+  } else if (update == Update::kCenteredRMSProp) {
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, -0.1, 0.1));  // mg
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, 0.5, 1.5));   // ms > mg^2
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng, -0.1, 0.1));  // mom
+  } else if (SlotCount(update) == 1) {
+    r.initial.push_back(parity::RandomTensor(dtype, shape, rng));  // accum
+  } else if (SlotCount(update) == 2) {
     r.initial.push_back(parity::RandomTensor(dtype, shape, rng, -0.1, 0.1));  // m
     r.initial.push_back(parity::RandomTensor(dtype, shape, rng, 0, 0.01));    // v >= 0
   }
@@ -175,8 +224,9 @@ TEST(TrainingCudaTest, UpdatesMatchCpuAfterOneAndThreeSteps) {
         // Float: the GPU may fuse a multiply-add (one rounding fewer); Adam
         // divides by sqrt(v), which magnifies that for small v.
         const bool f32 = dtype == kFloat32;
-        const double rtol =
-            f32 ? (update == Update::kAdam || update == Update::kNesterovAdam ? 1e-4 : 1e-5) : 1e-12;
+        const bool divides = update != Update::kGradientDescent && update != Update::kMomentum &&
+                             update != Update::kNesterovMomentum;
+        const double rtol = f32 ? (divides ? 1e-4 : 1e-5) : 1e-12;
         const double atol = f32 ? 1e-6 : 1e-14;
         const size_t per_step = gpu.size() / 2;
         for (size_t i = 0; i < gpu.size(); ++i) {
@@ -227,7 +277,9 @@ TEST(TrainingCudaTest, ShapeErrors) {
 TEST(TrainingCudaTest, RegistersEveryInputInDeviceMemory) {
   KernelRegistry cpu, gpu;
   RegisterTrainingCudaKernels(gpu, cpu);
-  for (const std::string op : {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam"}) {
+  RegisterAdaptiveTrainingCudaKernels(gpu, cpu);
+  for (const std::string op :
+       {"ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyRMSProp", "ApplyCenteredRMSProp", "ApplyAdagrad"}) {
     auto types = gpu.KernelTypes(op);
     ASSERT_EQ(types.size(), 1u) << op;
     EXPECT_EQ(types[kDeviceGpu], (std::vector<DataType>{kFloat32, kFloat64})) << op;

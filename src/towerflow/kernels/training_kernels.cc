@@ -1,5 +1,5 @@
 // CPU kernels of the training update ops (ApplyGradientDescent, ApplyMomentum,
-// ApplyAdam) for float and double; ApplyMomentum's arithmetic is
+// ApplyAdam, ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad) for float and double; ApplyMomentum's arithmetic is
 // internal/momentum_update.h's, shared with the fused updates. Each locks the
 // mutexes of its ref inputs (the variable and its slots) for the whole update, whatever use_locking says: an
 // unlocked update would race with Assign replacing the buffer. The element loops
@@ -110,12 +110,109 @@ class ApplyAdamOp : public OpKernel {
   bool use_nesterov_ = false;
 };
 
+// Inputs: var, ms, mom (refs), lr, rho, momentum, epsilon, grad.
+template <typename T>
+class ApplyRMSPropOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    {
+      RefLocks locks(ctx, {0, 1, 2});
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2}, {7}, {3, 4, 5, 6}));
+      T* var = ctx->mutable_input(0)->data<T>();
+      T* ms = ctx->mutable_input(1)->data<T>();
+      T* mom = ctx->mutable_input(2)->data<T>();
+      const T lr = ctx->input(3).scalar<T>();
+      const T one_minus_rho = T(1) - ctx->input(4).scalar<T>();
+      const T momentum = ctx->input(5).scalar<T>();
+      const T epsilon = ctx->input(6).scalar<T>();
+      const T* grad = ctx->input(7).data<T>();
+      ForEachShard(ctx, ctx->mutable_input(0)->NumElements(), 20, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          const T g = grad[k];
+          ms[k] += (g * g - ms[k]) * one_minus_rho;
+          mom[k] = mom[k] * momentum + (g * lr) / std::sqrt(ms[k] + epsilon);
+          var[k] -= mom[k];
+        }
+      });
+    }
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+};
+
+// Inputs: var, mg, ms, mom (refs), lr, rho, momentum, epsilon, grad.
+template <typename T>
+class ApplyCenteredRMSPropOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    {
+      RefLocks locks(ctx, {0, 1, 2, 3});
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2, 3}, {8}, {4, 5, 6, 7}));
+      T* var = ctx->mutable_input(0)->data<T>();
+      T* mg = ctx->mutable_input(1)->data<T>();
+      T* ms = ctx->mutable_input(2)->data<T>();
+      T* mom = ctx->mutable_input(3)->data<T>();
+      const T lr = ctx->input(4).scalar<T>();
+      const T one_minus_rho = T(1) - ctx->input(5).scalar<T>();
+      const T momentum = ctx->input(6).scalar<T>();
+      const T epsilon = ctx->input(7).scalar<T>();
+      const T* grad = ctx->input(8).data<T>();
+      ForEachShard(ctx, ctx->mutable_input(0)->NumElements(), 25, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          const T g = grad[k];
+          ms[k] += (g * g - ms[k]) * one_minus_rho;
+          mg[k] += (g - mg[k]) * one_minus_rho;
+          const T denom = (ms[k] - mg[k] * mg[k]) + epsilon;
+          mom[k] = mom[k] * momentum + (g * lr) / std::sqrt(denom);
+          var[k] -= mom[k];
+        }
+      });
+    }
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+};
+
+// Inputs: var, accum (refs), lr, grad.
+template <typename T>
+class ApplyAdagradOp : public OpKernel {
+ public:
+  explicit ApplyAdagradOp(OpKernelConstruction* c) : OpKernel(c) {
+    TW_OP_REQUIRES_OK(c, c->GetAttr("update_slots", &update_slots_));
+  }
+  void Compute(OpKernelContext* ctx) override {
+    {
+      RefLocks locks(ctx, {0, 1});
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1}, {3}, {2}));
+      T* var = ctx->mutable_input(0)->data<T>();
+      T* accum = ctx->mutable_input(1)->data<T>();
+      const T lr = ctx->input(2).scalar<T>();
+      const T* grad = ctx->input(3).data<T>();
+      const bool update_slots = update_slots_;
+      ForEachShard(ctx, ctx->mutable_input(0)->NumElements(), 15, [&](int64_t begin, int64_t end) {
+        for (int64_t k = begin; k < end; ++k) {
+          const T g = grad[k];
+          if (update_slots) accum[k] += g * g;
+          var[k] -= g * lr * (T(1) / std::sqrt(accum[k]));
+        }
+      });
+    }
+    ctx->forward_ref_input_to_ref_output(0, 0);
+  }
+
+ private:
+  bool update_slots_ = true;
+};
+
 }  // namespace
 
 void RegisterTrainingKernels(KernelRegistry& r) {
   r.RegisterTyped<ApplyGradientDescentOp, float, double>("ApplyGradientDescent", kDeviceCpu);
   r.RegisterTyped<ApplyMomentumOp, float, double>("ApplyMomentum", kDeviceCpu);
   r.RegisterTyped<ApplyAdamOp, float, double>("ApplyAdam", kDeviceCpu);
+  r.RegisterTyped<ApplyRMSPropOp, float, double>("ApplyRMSProp", kDeviceCpu);
+  r.RegisterTyped<ApplyCenteredRMSPropOp, float, double>("ApplyCenteredRMSProp", kDeviceCpu);
+  r.RegisterTyped<ApplyAdagradOp, float, double>("ApplyAdagrad", kDeviceCpu);
 }
 
 }  // namespace tw

@@ -1,5 +1,6 @@
-// The training update kernels against hand-computed values over two steps, the
-// vectorised momentum update against its scalar formula, and their errors.
+// The training update kernels against hand-computed values (or TensorFlow's
+// kernels' own) over two steps, the vectorised momentum update against its
+// scalar formula, and their errors.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -227,6 +228,114 @@ TEST(TrainingKernels, AdamWithBiasCorrection) {
   ASSERT_TRUE(slots.ok());
   ExpectNear((*slots)[0].ToVector<double>(), {0.095, -0.08});
   ExpectNear((*slots)[1].ToVector<double>(), {0.00049975, 0.004996});
+}
+
+// The adaptive updates over two steps, against TensorFlow 2.20's own kernels
+// (tf.raw_ops.ResourceApplyRMSProp, ...CenteredRMSProp, ...Adagrad) on the same
+// float64 values: var [1, 2], grads [0.5, -2] then [1, 1], lr 0.1, rho 0.9,
+// momentum 0.5, epsilon 1e-10; ms from ones, mg and mom from zeros, Adagrad's
+// accumulator from 0.1.
+TEST(TrainingKernels, RMSPropMatchesTensorFlow) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "var", {1, 2});
+  Variable ms = Var(root, "ms", {1, 1});
+  Variable mom = Var(root, "mom", {0, 0});
+  Output grad = Placeholder(root, kFloat64, PartialShape{2});
+  auto c = [&](double v) { return ScalarLike(root, v, kFloat64); };
+  Output step = ApplyRMSProp(root, var.ref, ms.ref, mom.ref, c(0.1), c(0.9), c(0.5), c(1e-10), grad);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  ExpectNear(Step(session, step, grad, {0.5, -2}), {0.9480124755118065, 2.175411603854659}, 1e-15);
+  ExpectNear(Step(session, step, grad, {1, 1}), {0.8184626386575627, 2.174381754843871}, 1e-15);
+  auto slots = session.Run({ms.value, mom.value});
+  ASSERT_TRUE(slots.ok());
+  ExpectNear((*slots)[0].ToVector<double>(), {0.9325, 1.2699999999999998}, 1e-15);
+  ExpectNear((*slots)[1].ToVector<double>(), {0.1295498368542437, 0.00102984901078823}, 1e-15);
+}
+
+TEST(TrainingKernels, CenteredRMSPropMatchesTensorFlow) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "var", {1, 2});
+  Variable mg = Var(root, "mg", {0, 0});
+  Variable ms = Var(root, "ms", {1, 1});
+  Variable mom = Var(root, "mom", {0, 0});
+  Output grad = Placeholder(root, kFloat64, PartialShape{2});
+  auto c = [&](double v) { return ScalarLike(root, v, kFloat64); };
+  Output step = ApplyCenteredRMSProp(root, var.ref, mg.ref, ms.ref, mom.ref, c(0.1), c(0.9), c(0.5), c(1e-10), grad);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  ExpectNear(Step(session, step, grad, {0.5, -2}), {0.9479420793732862, 2.1781741612678793}, 1e-15);
+  ExpectNear(Step(session, step, grad, {1, 1}), {0.8171694894040636, 2.1783011564580685}, 1e-15);
+  auto slots = session.Run({mg.value, ms.value, mom.value});
+  ASSERT_TRUE(slots.ok());
+  ExpectNear((*slots)[0].ToVector<double>(), {0.14499999999999996, -0.07999999999999999}, 1e-15);
+  ExpectNear((*slots)[1].ToVector<double>(), {0.9325, 1.2699999999999998}, 1e-15);
+  ExpectNear((*slots)[2].ToVector<double>(), {1.307725899692226e-01, -1.269951901890637e-04}, 1e-15);
+}
+
+TEST(TrainingKernels, AdagradMatchesTensorFlow) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "var", {1, 2});
+  Variable accum = Var(root, "accum", {0.1, 0.1});
+  Output grad = Placeholder(root, kFloat64, PartialShape{2});
+  Output step = ApplyAdagrad(root, var.ref, accum.ref, ScalarLike(root, 0.1, kFloat64), grad);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  ExpectNear(Step(session, step, grad, {0.5, -2}), {0.9154845745271484, 2.098772959664959}, 1e-15);
+  ExpectNear(Step(session, step, grad, {1, 1}), {0.8294182779447613, 2.0544922153879543}, 1e-15);
+  auto a = session.Run({accum.value});
+  ASSERT_TRUE(a.ok());
+  ExpectNear((*a)[0].ToVector<double>(), {1.35, 5.1}, 1e-15);
+}
+
+// update_slots = false: the accumulator is read, never written.
+TEST(TrainingKernels, AdagradWithoutSlotUpdatesKeepsTheAccumulator) {
+  Graph g;
+  Scope root(g);
+  Variable var = Var(root, "var", {1, 2});
+  Variable accum = Var(root, "accum", {4, 16});
+  Output grad = Placeholder(root, kFloat64, PartialShape{2});
+  Output step = ApplyAdagrad(root, var.ref, accum.ref, ScalarLike(root, 0.5, kFloat64), grad, /*update_slots=*/false);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  // var -= 0.5 * g / sqrt(accum): [1 - 0.5 * 2 / 2, 2 - 0.5 * 8 / 4].
+  ExpectNear(Step(session, step, grad, {2, 8}), {0.5, 1});
+  auto a = session.Run({accum.value});
+  ASSERT_TRUE(a.ok());
+  ExpectNear((*a)[0].ToVector<double>(), {4, 16});
+}
+
+// The schemas' shape checks at graph construction: a slot of another shape,
+// a hyper-parameter that is not a scalar.
+TEST(TrainingKernels, AdaptiveUpdatesCheckShapesWhenBuilt) {
+  {
+    Graph g;
+    Scope root(g);
+    Variable var = Var(root, "var", {1, 2});
+    Variable ms = Var(root, "ms", {1, 1, 1});
+    Variable mom = Var(root, "mom", {0, 0});
+    auto c = [&](double v) { return ScalarLike(root, v, kFloat64); };
+    ApplyRMSProp(root, var.ref, ms.ref, mom.ref, c(0.1), c(0.9), c(0), c(1e-10), Const(root, Tensor::Vec<double>({1, 1})));
+    ASSERT_FALSE(root.ok());
+    EXPECT_NE(root.status().message().find("input 1 has shape [3]"), std::string::npos) << root.status().ToString();
+  }
+  {
+    Graph g;
+    Scope root(g);
+    Variable var = Var(root, "var", {1, 2});
+    Variable accum = Var(root, "accum", {1, 1});
+    ApplyAdagrad(root, var.ref, accum.ref, Const(root, Tensor::Vec<double>({0.1, 0.1})),
+                 Const(root, Tensor::Vec<double>({1, 1})));
+    ASSERT_FALSE(root.ok());
+    EXPECT_NE(root.status().message().find("input 2 must be a scalar"), std::string::npos) << root.status().ToString();
+  }
 }
 
 TEST(TrainingKernels, GradientOfAnotherShapeIsInvalidArgument) {

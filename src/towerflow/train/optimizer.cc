@@ -172,12 +172,19 @@ const Variable* Optimizer::GetNonSlotVariable(Graph& graph, const std::string& n
 }
 
 Variable Optimizer::ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot_name) {
+  return ConstantSlot(scope, var, slot_name, 0.0);
+}
+
+Variable Optimizer::ConstantSlot(const Scope& scope, const Variable& var, const std::string& slot_name,
+                                 double initial) {
   Graph& g = scope.graph();
   if (const Variable* found = GetSlot(g, var, slot_name)) return *found;
   const TensorShape shape = var.ref.shape().IsFullyDefined() ? var.ref.shape().ToTensorShape() : TensorShape{};
-  Variable slot = CreateVariable(scope.WithDevice(var.ref.node->requested_device()),
-                                 UniqueVariableName(g, var.name + "/" + name_), shape,
-                                 {.dtype = var.ref.dtype(), .initializer = ZerosInitializer(), .trainable = false});
+  Variable slot = CreateVariable(
+      scope.WithDevice(var.ref.node->requested_device()), UniqueVariableName(g, var.name + "/" + name_), shape,
+      {.dtype = var.ref.dtype(),
+       .initializer = initial == 0.0 ? ZerosInitializer() : ConstantInitializer(initial),
+       .trainable = false});
   if (slot.valid()) g.SetObject(SlotKey(slot_name, var.name), slot);
   return slot;
 }

@@ -1,5 +1,6 @@
 // Optimizers end to end: convergence on (w - 3)^2, hand-computed first steps,
-// slots and global step, seeded initializers, and errors.
+// slots (named as TF names them) and global step, seeded initializers, and
+// errors.
 #include "towerflow/train/optimizer.h"
 
 #include <gtest/gtest.h>
@@ -12,9 +13,11 @@
 #include "towerflow/graph/ops/random_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/runtime/session.h"
+#include "towerflow/train/adagrad.h"
 #include "towerflow/train/adam.h"
 #include "towerflow/train/gradient_descent.h"
 #include "towerflow/train/momentum.h"
+#include "towerflow/train/rmsprop.h"
 
 namespace tw::train {
 namespace {
@@ -153,6 +156,69 @@ TEST(Optimizer, AdamConvergesWithBiasCorrection) {
   auto gs = session.Run({q->step.value});
   ASSERT_TRUE(gs.ok());
   EXPECT_EQ((*gs)[0].scalar<int64_t>(), 500);
+}
+
+TEST(Optimizer, RMSPropConvergesWithTensorFlowsSlots) {
+  RMSProp opt({.learning_rate = 0.01});
+  auto q = BuildQuadratic(opt);
+  Session session(q->graph);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(q->graph)).ok());
+  const Variable* rms = opt.GetSlot(q->graph, q->w, "rms");
+  const Variable* mom = opt.GetSlot(q->graph, q->w, "momentum");
+  ASSERT_TRUE(rms && mom);
+  EXPECT_EQ(rms->name, "w/RMSProp");
+  EXPECT_EQ(mom->name, "w/RMSProp_1");
+  EXPECT_EQ(opt.GetSlot(q->graph, q->w, "mg"), nullptr);  // not centered
+  EXPECT_FLOAT_EQ(ReadScalar(session, rms->value), 1.0f);  // TF's start
+  ASSERT_TRUE(session.Run(q->train).ok());
+  // g = -6: ms = 1 + (36 - 1) * 0.1 = 4.5; w += 0.01 * 6 / sqrt(4.5).
+  EXPECT_FLOAT_EQ(ReadScalar(session, q->w.value), 0.028284271f);
+  EXPECT_FLOAT_EQ(ReadScalar(session, rms->value), 4.5f);
+  for (int i = 0; i < 499; ++i) ASSERT_TRUE(session.Run(q->train).ok());
+  EXPECT_NEAR(ReadScalar(session, q->w.value), 3.0f, 0.02);
+}
+
+TEST(Optimizer, CenteredRMSPropConvergesWithTensorFlowsSlots) {
+  RMSProp opt({.learning_rate = 0.01, .momentum = 0.5, .centered = true});
+  auto q = BuildQuadratic(opt);
+  std::vector<float> w = Train(*q, 500);
+  // g = -6: ms = 4.5, mg = -0.6; w += 0.01 * 6 / sqrt(4.5 - 0.36).
+  EXPECT_FLOAT_EQ(w[0], 0.029488391f);
+  EXPECT_NEAR(w[2], 3.0f, 0.02);
+  const Variable* mg = opt.GetSlot(q->graph, q->w, "mg");
+  const Variable* mom = opt.GetSlot(q->graph, q->w, "momentum");
+  ASSERT_TRUE(mg && mom);
+  EXPECT_EQ(mg->name, "w/RMSProp_1");
+  EXPECT_EQ(mom->name, "w/RMSProp_2");
+}
+
+TEST(Optimizer, AdagradConvergesWithTensorFlowsSlot) {
+  Adagrad opt({.learning_rate = 1.0});
+  auto q = BuildQuadratic(opt);
+  Session session(q->graph);
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(q->graph)).ok());
+  const Variable* accum = opt.GetSlot(q->graph, q->w, "accumulator");
+  ASSERT_NE(accum, nullptr);
+  EXPECT_EQ(accum->name, "w/Adagrad");
+  EXPECT_FLOAT_EQ(ReadScalar(session, accum->value), 0.1f);
+  ASSERT_TRUE(session.Run(q->train).ok());
+  // accum = 0.1 + 36; w += 6 / sqrt(36.1).
+  EXPECT_FLOAT_EQ(ReadScalar(session, q->w.value), 0.99861400f);
+  for (int i = 0; i < 499; ++i) ASSERT_TRUE(session.Run(q->train).ok());
+  EXPECT_NEAR(ReadScalar(session, q->w.value), 3.0f, 1e-3);
+}
+
+TEST(Optimizer, AdagradRefusesANonPositiveAccumulator) {
+  for (double initial : {0.0, -1.0, std::nan("")}) {
+    Graph g;
+    Scope root(g);
+    Variable w = GetVariable(root, "w", TensorShape{}, {.initializer = ZerosInitializer()});
+    Adagrad opt({.initial_accumulator_value = initial});
+    EXPECT_EQ(opt.Minimize(root, Square(root, w.value)), nullptr);
+    ASSERT_FALSE(root.ok());
+    EXPECT_NE(root.status().message().find("initial_accumulator_value must be positive"), std::string::npos)
+        << root.status().ToString();
+  }
 }
 
 TEST(Optimizer, SecondMinimizeReusesSlots) {

@@ -34,6 +34,26 @@ Output ApplyAdam(const Scope& scope, const Output& var, const Output& m, const O
                  const Output& beta1, const Output& beta2, const Output& epsilon, const Output& grad,
                  bool use_nesterov = false);
 
+// RMSProp (Tieleman & Hinton), TF's form:
+// ms = ms + (grad^2 - ms) * (1 - rho);
+// mom = mom * momentum + lr * grad / sqrt(ms + epsilon);  var -= mom.
+Output ApplyRMSProp(const Scope& scope, const Output& var, const Output& ms, const Output& mom, const Output& lr,
+                    const Output& rho, const Output& momentum, const Output& epsilon, const Output& grad);
+
+// Centered RMSProp: the second moment less the square of the first, the
+// gradient's estimated variance. mg = mg + (grad - mg) * (1 - rho); ms as
+// ApplyRMSProp's; mom = mom * momentum + lr * grad / sqrt(ms - mg^2 + epsilon);
+// var -= mom.
+Output ApplyCenteredRMSProp(const Scope& scope, const Output& var, const Output& mg, const Output& ms,
+                            const Output& mom, const Output& lr, const Output& rho, const Output& momentum,
+                            const Output& epsilon, const Output& grad);
+
+// Adagrad (Duchi et al.): accum += grad^2 (unless !update_slots);
+// var -= lr * grad / sqrt(accum). The accumulator must start positive
+// (TF1's AdagradOptimizer starts it at 0.1): a zero one divides by zero.
+Output ApplyAdagrad(const Scope& scope, const Output& var, const Output& accum, const Output& lr, const Output& grad,
+                    bool update_slots = true);
+
 }  // namespace tw
 
 #pragma GCC visibility pop

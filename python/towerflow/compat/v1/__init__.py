@@ -24,6 +24,7 @@ from ..._tf1 import layers as _layers
 from ..._tf1 import losses as _losses
 from ..._tf1 import math_ops as _math
 from ..._tf1 import metrics as _metrics
+from ..._tf1 import moving_averages as _ema
 from ..._tf1 import nn as _nn
 from ..._tf1 import session as _session
 from ..._tf1 import summary as _summary
@@ -97,6 +98,7 @@ variable_scope = _vars.variable_scope
 global_variables = _vars.global_variables
 trainable_variables = _vars.trainable_variables
 local_variables = _vars.local_variables
+moving_average_variables = _ema.moving_average_variables
 global_variables_initializer = _vars.global_variables_initializer
 initialize_all_variables = _vars.global_variables_initializer
 local_variables_initializer = _vars.local_variables_initializer
@@ -294,6 +296,9 @@ train = _Namespace(
     GradientDescentOptimizer=_train.GradientDescentOptimizer,
     MomentumOptimizer=_train.MomentumOptimizer,
     AdamOptimizer=_train.AdamOptimizer,
+    RMSPropOptimizer=_train.RMSPropOptimizer,
+    AdagradOptimizer=_train.AdagradOptimizer,
+    ExponentialMovingAverage=_ema.ExponentialMovingAverage,
     get_or_create_global_step=_train.get_or_create_global_step,
     get_global_step=_train.get_global_step,
     create_global_step=_train.create_global_step,

@@ -138,7 +138,8 @@ const std::vector<std::string>& FakeGpuKernelOps() {
   // kernel). Placeholder is left out on purpose (TF has a GPU Placeholder): it
   // is the standard "no GPU kernel" case in tests.
   static const std::vector<std::string>* ops = new std::vector<std::string>{
-      "Add", "AddN", "ApplyAdam", "ApplyGradientDescent", "ApplyMomentum", "ArgMax", "Assign", "AssignAdd",
+      "Add", "AddN", "ApplyAdagrad", "ApplyAdam", "ApplyCenteredRMSProp", "ApplyGradientDescent", "ApplyMomentum",
+      "ApplyRMSProp", "ArgMax", "Assign", "AssignAdd",
       "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
       "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal", "Exp",
       "ExpandDims", "Fill", "GreaterEqual", "Identity", "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max",

@@ -11,7 +11,8 @@ namespace tw {
 void RegisterStateGradients(GradientRegistry& r) {
   for (const char* op : {"VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
                          "RandomStandardNormal", "TruncatedNormal", "RandomUniform",
-                         "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "CollectiveAllReduce"}) {
+                         "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyRMSProp", "ApplyCenteredRMSProp",
+                         "ApplyAdagrad", "CollectiveAllReduce"}) {
     r.RegisterNoGradient(op);
   }
 }

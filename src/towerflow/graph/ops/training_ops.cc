@@ -1,5 +1,5 @@
 // Schemas and builders of the training update ops: ApplyGradientDescent,
-// ApplyMomentum, ApplyAdam.
+// ApplyMomentum, ApplyAdam, ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad.
 #include "towerflow/graph/ops/training_ops.h"
 
 #include "towerflow/graph/ops/register.h"
@@ -75,6 +75,52 @@ void RegisterTrainingOps(OpRegistry& r) {
                  .Shape(ApplyShape({1, 2, 9}, {3, 4, 5, 6, 7, 8}))
                  .Doc("One Adam step with bias correction.")
                  .Build()).Check();
+  r.Register(OpDefBuilder("ApplyRMSProp")
+                 .RefInput("var", "T")
+                 .RefInput("ms", "T")
+                 .RefInput("mom", "T")
+                 .Input("lr", "T")
+                 .Input("rho", "T")
+                 .Input("momentum", "T")
+                 .Input("epsilon", "T")
+                 .Input("grad", "T")
+                 .RefOutput("out", "T")
+                 .TypeAttr("T", FloatTypes())
+                 .Attr("use_locking", false)
+                 .Shape(ApplyShape({1, 2, 7}, {3, 4, 5, 6}))
+                 .Doc("ms += (grad^2 - ms) * (1 - rho); mom = mom * momentum + lr * grad / sqrt(ms + epsilon); "
+                      "var -= mom.")
+                 .Build()).Check();
+  r.Register(OpDefBuilder("ApplyCenteredRMSProp")
+                 .RefInput("var", "T")
+                 .RefInput("mg", "T")
+                 .RefInput("ms", "T")
+                 .RefInput("mom", "T")
+                 .Input("lr", "T")
+                 .Input("rho", "T")
+                 .Input("momentum", "T")
+                 .Input("epsilon", "T")
+                 .Input("grad", "T")
+                 .RefOutput("out", "T")
+                 .TypeAttr("T", FloatTypes())
+                 .Attr("use_locking", false)
+                 .Shape(ApplyShape({1, 2, 3, 8}, {4, 5, 6, 7}))
+                 .Doc("RMSProp normalized by the gradient's estimated variance: mg += (grad - mg) * (1 - rho); "
+                      "ms as ApplyRMSProp's; mom = mom * momentum + lr * grad / sqrt(ms - mg^2 + epsilon); "
+                      "var -= mom.")
+                 .Build()).Check();
+  r.Register(OpDefBuilder("ApplyAdagrad")
+                 .RefInput("var", "T")
+                 .RefInput("accum", "T")
+                 .Input("lr", "T")
+                 .Input("grad", "T")
+                 .RefOutput("out", "T")
+                 .TypeAttr("T", FloatTypes())
+                 .Attr("use_locking", false)
+                 .Attr("update_slots", true)
+                 .Shape(ApplyShape({1, 3}, {2}))
+                 .Doc("accum += grad^2 (when update_slots); var -= lr * grad / sqrt(accum).")
+                 .Build()).Check();
 }
 
 Output ApplyGradientDescent(const Scope& scope, const Output& var, const Output& alpha,
@@ -98,6 +144,24 @@ Output ApplyAdam(const Scope& scope, const Output& var, const Output& m, const O
       .Inputs({var, m, v, beta1_power, beta2_power, lr, beta1, beta2, epsilon, grad})
       .Attr("use_nesterov", use_nesterov)
       .Finalize();
+}
+
+Output ApplyRMSProp(const Scope& scope, const Output& var, const Output& ms, const Output& mom, const Output& lr,
+                    const Output& rho, const Output& momentum, const Output& epsilon, const Output& grad) {
+  return NodeBuilder(scope, "ApplyRMSProp").Inputs({var, ms, mom, lr, rho, momentum, epsilon, grad}).Finalize();
+}
+
+Output ApplyCenteredRMSProp(const Scope& scope, const Output& var, const Output& mg, const Output& ms,
+                            const Output& mom, const Output& lr, const Output& rho, const Output& momentum,
+                            const Output& epsilon, const Output& grad) {
+  return NodeBuilder(scope, "ApplyCenteredRMSProp")
+      .Inputs({var, mg, ms, mom, lr, rho, momentum, epsilon, grad})
+      .Finalize();
+}
+
+Output ApplyAdagrad(const Scope& scope, const Output& var, const Output& accum, const Output& lr, const Output& grad,
+                    bool update_slots) {
+  return NodeBuilder(scope, "ApplyAdagrad").Inputs({var, accum, lr, grad}).Attr("update_slots", update_slots).Finalize();
 }
 
 }  // namespace tw
