@@ -97,17 +97,22 @@ void BindTrain(nb::module_& m) {
   nb::class_<train::RMSProp, train::Optimizer>(m, "RMSProp")
       .def("__init__",
            [](train::RMSProp* self, double lr, double decay, double momentum, double epsilon, bool centered,
-              std::optional<Output> lr_tensor, std::string name) {
+              std::optional<Output> lr_tensor, std::string name, std::optional<Output> decay_tensor,
+              std::optional<Output> momentum_tensor, std::optional<Output> epsilon_tensor) {
              new (self) train::RMSProp({.learning_rate = lr,
                                         .decay = decay,
                                         .momentum = momentum,
                                         .epsilon = epsilon,
                                         .centered = centered,
                                         .learning_rate_tensor = OptionalOutput(lr_tensor),
+                                        .decay_tensor = OptionalOutput(decay_tensor),
+                                        .momentum_tensor = OptionalOutput(momentum_tensor),
+                                        .epsilon_tensor = OptionalOutput(epsilon_tensor),
                                         .name = std::move(name)});
            },
            "learning_rate"_a, "decay"_a = 0.9, "momentum"_a = 0.0, "epsilon"_a = 1e-10, "centered"_a = false,
-           "learning_rate_tensor"_a = nb::none(), "name"_a = "RMSProp");
+           "learning_rate_tensor"_a = nb::none(), "name"_a = "RMSProp", "decay_tensor"_a = nb::none(),
+           "momentum_tensor"_a = nb::none(), "epsilon_tensor"_a = nb::none());
   nb::class_<train::Adagrad, train::Optimizer>(m, "Adagrad")
       .def("__init__",
            [](train::Adagrad* self, double lr, double initial_accumulator_value, std::optional<Output> lr_tensor,

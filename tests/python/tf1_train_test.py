@@ -69,6 +69,89 @@ class TF1TrainTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         '''))
 
+    def test_float64_tensor_hyperparameters_and_scopes(self):
+        self.compare(textwrap.dedent('''
+            r = {}
+            rng = np.random.RandomState(5)
+            w = tf.get_variable("w", initializer=tf.constant(rng.randn(4).astype(np.float64)))
+            loss = tf.reduce_sum(tf.square(w - tf.constant(np.arange(4.0))))
+            # Python hyper-parameters are float32 tensors cast to float64, as TF's.
+            with tf.variable_scope("vs"):
+                rms = tf.train.RMSPropOptimizer(0.1, decay=tf.constant(0.8), momentum=lambda: 0.5, epsilon=1e-3)
+                train_rms = rms.minimize(loss)
+            with tf.name_scope("ns"):
+                ada = tf.train.AdagradOptimizer(tf.constant(0.3, tf.float64))
+                train_ada = ada.minimize(loss)
+            adam = tf.train.AdamOptimizer(0.05)
+            train_adam = adam.minimize(loss)
+            r["names"] = sorted(v.name for v in tf.global_variables())
+            r["slot_names"] = [o.get_slot_names() for o in (rms, ada, adam)]
+            r["unbuilt"] = tf.train.MomentumOptimizer(0.1, 0.9).get_slot_names()
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                for op in (train_rms, train_ada, train_adam):
+                    for _ in range(3):
+                        sess.run(op)
+                    r[op.name] = sess.run(w).tolist()
+            emit(r)
+        '''))
+
+    def test_initialized_value_and_separately_initialized_shadows(self):
+        self.compare(textwrap.dedent('''
+            r = {}
+            a = tf.Variable(tf.random_uniform([3], seed=1), name="a")
+            b = tf.Variable(a.initialized_value() * 2.0, name="b")
+            ema = tf.train.ExponentialMovingAverage(0.5)
+            average = ema.apply([a])
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                va, vb, vs = sess.run([a, b, ema.average(a)])
+                r["b_is_2a"] = np.allclose(vb, 2 * va)
+                r["shadow_is_a"] = np.allclose(vs, va)
+                sess.run(tf.assign(a, [7.0, 8.0, 9.0]))
+                sess.run(ema.average(a).initializer)
+                r["shadow_after"] = sess.run(ema.average(a)).tolist()
+                sess.run(b.initializer)
+                r["b_after"] = sess.run(b).tolist()
+                sess.run(average)
+                r["averaged"] = sess.run(ema.average(a)).tolist()
+            emit(r)
+        '''))
+
+    def test_moving_averages_under_scopes_restore_by_name(self):
+        self.compare(textwrap.dedent('''
+            r = {}
+            import tempfile, os
+            d = tempfile.mkdtemp()
+            w = tf.get_variable("w", initializer=tf.constant([1.0, 2.0]))
+            with tf.name_scope("train"):
+                l2 = tf.reduce_sum(w * w, name="l2")
+                ema = tf.train.ExponentialMovingAverage(0.5)
+                op = ema.apply([w, l2])
+            with tf.variable_scope("vs"):
+                debiased = tf.train.ExponentialMovingAverage(0.9, zero_debias=True, name="db")
+                op2 = debiased.apply([l2])
+            r["names"] = sorted(v.name for v in tf.global_variables())
+            r["ops"] = [op.name, op2.name]
+            r["averages"] = [ema.average(w).name, ema.average(l2).name, debiased.average(l2).name]
+            saver = tf.train.Saver()
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(tf.assign(w, [3.0, 4.0]))
+                sess.run([op, op2])
+                r["values"] = sess.run([ema.average(w), ema.average(l2), debiased.average(l2)])
+                r["values"] = [np.asarray(v).tolist() for v in r["values"]]
+                path = saver.save(sess, os.path.join(d, "m"))
+            tf.reset_default_graph()
+            w2 = tf.get_variable("w", [2])
+            restore = tf.train.ExponentialMovingAverage(0.5).variables_to_restore([w2])
+            r["map"] = sorted((k, v.name) for k, v in restore.items())
+            with tf.Session() as sess:
+                tf.train.Saver(restore).restore(sess, path)
+                r["restored"] = sess.run(w2).tolist()
+            emit(r)
+        '''))
+
     def test_moving_averages_of_variables(self):
         self.compare(MODEL + textwrap.dedent('''
             r = {}

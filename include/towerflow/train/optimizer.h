@@ -83,12 +83,14 @@ class Optimizer {
   static Output LearningRate(const Scope& scope, double value, const Output& tensor, DataType dtype);
 
   // A zero-initialized, non-trainable slot for `var`, named "<var>/<name()>"
-  // (made unique), on var's device. Created once per graph and var.
+  // (made unique) inside the scope's variable scope, as TF's, on var's device.
+  // Created once per graph and var.
   Variable ZerosSlot(const Scope& scope, const Variable& var, const std::string& slot_name);
   // The same slot with every element `initial` (RMSProp's ones, Adagrad's 0.1).
   Variable ConstantSlot(const Scope& scope, const Variable& var, const std::string& slot_name, double initial);
   // A non-trainable scalar of `dtype` initialized to `initial`, named `name` (made
-  // unique), on `colocate`'s device. Created once per graph.
+  // unique) inside the scope's variable scope, on `colocate`'s device. Created
+  // once per graph.
   Variable NonSlotVariable(const Scope& scope, const std::string& name, double initial, DataType dtype,
                            const Variable& colocate);
 

@@ -24,6 +24,11 @@ struct RMSPropOptions {
   // tensor computed in the graph (a schedule of the global step), read at every
   // update.
   Output learning_rate_tensor = Output();
+  // The same for the other hyper-parameters: when valid, a float scalar
+  // tensor read at every update instead of the constant above.
+  Output decay_tensor = Output();
+  Output momentum_tensor = Output();
+  Output epsilon_tensor = Output();
   std::string name = "RMSProp";
 };
 

@@ -99,39 +99,17 @@ def abs(x, name=None):  # noqa: A001: TF's name
 
 
 def pow(x, y, name=None):  # noqa: A001: TF's name
-    """x ** y for a Python integer y (repeated products, exact as TF's for
-    any sign of x), 0.5 and -0.5; a tensor or other exponent is refused (a
-    real power of a negative base would differ from TF's)."""
-    if isinstance(y, float) and y.is_integer():
-        y = int(y)
-    x = convert_to_tensor(x)
-    if isinstance(y, (int, np.integer)) and not isinstance(y, bool):
-        with fw.op_name(name or "Pow", x.graph) as name:
-            n = int(y)
-            if n == 0:
-                return array_ops.ones_like(x, name=name)
-            result, base, k, i = None, x, abs_int(n), 0
-            while k:
-                if k & 1:
-                    result = base if result is None else make_tensor("Mul", [result, base],
-                                                                     name=name + "/mul_%d" % i)
-                k >>= 1
-                if k:
-                    base = make_tensor("Square", [base], name=name + "/square_%d" % i)
-                i += 1
-            if n < 0:
-                return divide(fw.constant(1, dtype=x.dtype, name=name + "/one"), result, name=name)
-            return make_tensor("Identity", [result], name=name)
-    if y == 0.5:
-        return sqrt(x, name=name)
-    if y == -0.5:
-        with fw.op_name(name or "Pow", x.graph) as name:
-            return divide(fw.constant(1, dtype=x.dtype, name=name + "/one"), sqrt(x, name=name + "/Sqrt"), name=name)
-    raise NotImplementedError("towerflow's tf.pow takes a Python integer exponent (or 0.5, -0.5), not %r" % (y,))
+    """x^y, the engine's Pow (std::pow; integers by squaring, a negative
+    integer exponent an InvalidArgumentError at run time, as TF's)."""
+    with fw.op_name(name or "Pow", fw._graph_of([x, y])) as name:
+        a, b = _binary_inputs(x, y, name)
+        return make_tensor("Pow", [a, b], name=name)
 
 
-def abs_int(n):
-    return -n if n < 0 else n
+floordiv = _binary("FloorDiv", "floordiv")
+floor_div = _binary("FloorDiv", "FloorDiv")
+floormod = _binary("FloorMod", "FloorMod")
+mod = floormod
 
 
 _add_operator = _binary("Add", "add")
@@ -148,8 +126,8 @@ def _div(default_name, integers):
             a, b = _binary_inputs(x, y, name)
             if a.dtype.is_integer and b.dtype.is_integer:
                 if not integers:
-                    raise NotImplementedError("tf.div of integers is a floor division, which towerflow lacks; "
-                                              "use tf.truediv")
+                    # TF1's tf.div of integers: Python 2's floor division.
+                    return make_tensor("FloorDiv", [a, b], name=name)
                 if a.dtype != b.dtype:
                     raise TypeError("x and y must have the same dtype, got %s != %s" % (a.dtype.name, b.dtype.name))
                 to = _INT_TO_FLOAT[a.dtype.name]
@@ -308,21 +286,18 @@ def _install_operators(cls):
     cls.__matmul__ = binop(lambda a, b: matmul(a, b, name="matmul"))
     cls.__rmatmul__ = binop(lambda a, b: matmul(a, b, name="matmul"), True)
     cls.__neg__ = lambda self: negative(self)
-    cls.__pow__ = lambda self, p: _pow(self, p)
+    cls.__pow__ = binop(lambda a, b: pow(a, b, name="pow"))
+    cls.__rpow__ = binop(lambda a, b: pow(a, b, name="pow"), True)
+    cls.__floordiv__ = binop(floordiv)
+    cls.__rfloordiv__ = binop(floordiv, True)
+    cls.__mod__ = binop(lambda a, b: floormod(a, b, name="mod"))
+    cls.__rmod__ = binop(lambda a, b: floormod(a, b, name="mod"), True)
     cls.__abs__ = lambda self: abs(self)
     cls.__gt__ = binop(greater)
     cls.__ge__ = binop(greater_equal)
     cls.__lt__ = binop(less)
     cls.__le__ = binop(less_equal)
     cls.__invert__ = lambda self: logical_not(self)
-
-
-def _pow(x, p):
-    if p == 2:
-        return square(x)
-    if p == 0.5:
-        return sqrt(x)
-    return pow(x, p, name="pow")
 
 
 _install_operators(fw.Tensor)

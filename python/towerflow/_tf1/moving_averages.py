@@ -40,51 +40,56 @@ def _shadow(g, full_name, like, initial):
     return variables._wrap_variable(g, core_var, False)
 
 
-def _initial_value(var):
-    """The tensor var's initializer assigns (what TF's initialized_value reads
-    before the variable is initialized)."""
-    return var.initializer.inputs[1]
+def _in_variable_scope(name):
+    vs = variables.get_variable_scope().name
+    return (vs + "/" + name) if vs else name
+
+
+def _unique_variable_name(base):
+    """`base`, or base_1, base_2, ... : the first no variable of the graph has."""
+    names = {v.name[:-2] for v in variables.global_variables()}
+    if base not in names:
+        return base
+    i = 1
+    while "%s_%d" % (base, i) in names:
+        i += 1
+    return "%s_%d" % (base, i)
 
 
 def assign_moving_average(variable, value, decay, zero_debias=True, name=None):
     """variable -= (variable - value) * (1 - decay): the moving average of
-    `value` kept in `variable`. With zero_debias, a variable that starts at
-    zero is divided by 1 - decay^t after t updates (biased and local_step
-    variables kept beside it, as TF's)."""
+    `value` kept in `variable`, as one op named `name` ("AssignMovingAvg")
+    with its helpers below it, as TF's. With zero_debias, a variable that
+    starts at zero is divided by 1 - decay^t after t updates (biased and
+    local_step variables kept beside it, as TF's)."""
     g = variable.graph
-    with g.as_default(), g.name_scope(name or "AssignMovingAvg"):
-        decay = math_ops.subtract(1.0, fw.convert_to_tensor(decay), name="decay") \
-            if isinstance(decay, (fw.Tensor, variables.Variable)) \
-            else fw.constant(1.0 - decay, dtype=_dtypes.float32, name="decay")
-        if decay.dtype != variable.dtype.base_dtype:
-            decay = array_ops.cast(decay, variable.dtype.base_dtype)
+    with g.as_default(), fw.op_name(name or "AssignMovingAvg", g) as opname:
+        if isinstance(decay, (fw.Tensor, variables.Variable)):
+            one_minus_decay = math_ops.subtract(1.0, fw.convert_to_tensor(decay), name=opname + "/decay")
+        else:
+            one_minus_decay = fw.constant(1.0 - decay, dtype=_dtypes.float32, name=opname + "/decay")
+        if one_minus_decay.dtype != variable.dtype.base_dtype:
+            one_minus_decay = array_ops.cast(one_minus_decay, variable.dtype.base_dtype, name=opname + "/Cast")
         value = fw.convert_to_tensor(value)
         if not zero_debias:
-            return variable.assign_sub((variable.value() - value) * decay)
-        return _zero_debias(g, variable, value, decay)
+            delta = math_ops.multiply(math_ops.subtract(variable.value(), value, name=opname + "/sub"),
+                                      one_minus_decay, name=opname + "/mul")
+            return variable.assign_sub(delta, name=opname)
+        return _zero_debias(g, variable, value, one_minus_decay, opname)
 
 
-def _zero_debias(g, unbiased, value, one_minus_decay):
-    base = _op_name(unbiased)
-    names = {v.name[:-2] for v in variables.global_variables()}
+def _zero_debias(g, unbiased, value, one_minus_decay, opname):
+    # As TF's: a variable scope named after the average holds them.
+    base = _in_variable_scope(_op_name(unbiased))
 
-    def unique(name):
-        full = base + "/" + name
-        if full not in names:
-            return full
-        i = 1
-        while "%s_%d" % (full, i) in names:
-            i += 1
-        return "%s_%d" % (full, i)
-
-    biased = _shadow(g, unique("biased"), unbiased, None)
-    local_step = _shadow(g, unique("local_step"), fw.constant(0, dtype=unbiased.dtype.base_dtype), None)
+    with g.control_dependencies(None):
+        biased = _shadow(g, _unique_variable_name(base + "/biased"), unbiased, None)
+        local_step = _shadow(g, _unique_variable_name(base + "/local_step"),
+                             fw.constant(0, dtype=unbiased.dtype.base_dtype), None)
     update_biased = biased.assign_sub((biased.value() - value) * one_minus_decay)
     update_local_step = local_step.assign_add(1)
-    # 1 - decay^t, the power as exp(t log(decay)) (the engine has no Pow).
-    log_decay = math_ops.log(math_ops.subtract(1.0, one_minus_decay))
-    bias_factor = math_ops.subtract(1.0, math_ops.exp(update_local_step * log_decay))
-    return unbiased.assign(update_biased / bias_factor)
+    bias_factor = math_ops.subtract(1.0, math_ops.pow(math_ops.subtract(1.0, one_minus_decay), update_local_step))
+    return unbiased.assign(update_biased / bias_factor, name=opname)
 
 
 class ExponentialMovingAverage:
@@ -123,10 +128,12 @@ class ExponentialMovingAverage:
             key = self._key(var)
             if key in self._averages:
                 continue
-            full = g.unique_name(_op_name(var) + "/" + self._name, mark_as_used=False)
+            # As TF's slots: named after the variable or tensor, inside the
+            # variable scope (a name scope alone changes nothing).
+            full = _unique_variable_name(_in_variable_scope(_op_name(var) + "/" + self._name))
             with g.as_default(), g.control_dependencies(None):
                 if isinstance(var, variables.Variable):
-                    avg = _shadow(g, full, var, _initial_value(var))
+                    avg = _shadow(g, full, var, var.initialized_value())
                     g.add_to_collection(MOVING_AVERAGE_VARIABLES, var)
                 else:
                     avg = _shadow(g, full, var, None)

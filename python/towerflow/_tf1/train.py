@@ -6,6 +6,8 @@ import numbers
 import os
 import threading
 
+import numpy as np
+
 from .. import _core
 from .. import errors
 from . import dtypes as _dtypes
@@ -31,12 +33,31 @@ class Optimizer:
             self._core = self._make()
         return self._core
 
+    # The slots TF names for get_slot_names (those of the update built).
+    _slot_names = ()
+
     @staticmethod
     def _lr(value):
+        """A hyper-parameter as (constant, tensor output or None). As TF's: a
+        callable is called, and a Python number is a float32 tensor cast to the
+        variable's dtype (so a float64 variable sees 0.1 rounded to float32)."""
+        if callable(value) and not isinstance(value, (fw.Tensor, variables.Variable)):
+            value = value()
         if isinstance(value, (fw.Tensor, variables.Variable)):
             t = fw.convert_to_tensor(value)
             return 0.0, t._output
-        return float(value), None
+        return float(np.float32(value)), None
+
+    @classmethod
+    def _constant(cls, value, what):
+        """A hyper-parameter the engine takes as a constant only."""
+        constant, tensor = cls._lr(value)
+        if tensor is not None:
+            raise NotImplementedError("towerflow's %s takes a Python number for %s, not a tensor" % (cls.__name__, what))
+        return constant
+
+    def get_slot_names(self):
+        return sorted(self._slot_names) if self._core is not None else []
 
     def get_name(self):
         return self._name
@@ -99,23 +120,28 @@ class GradientDescentOptimizer(Optimizer):
 
 
 class MomentumOptimizer(Optimizer):
+    _slot_names = ("momentum",)
+
     def __init__(self, learning_rate, momentum, use_locking=False, name="Momentum", use_nesterov=False):
         super().__init__(use_locking, name)
         self._args = (learning_rate, momentum, use_nesterov)
 
     def _make(self):
         lr, t = self._lr(self._args[0])
-        return _core.Momentum(lr, float(self._args[1]), bool(self._args[2]), t, name=self._name)
+        return _core.Momentum(lr, self._constant(self._args[1], "momentum"), bool(self._args[2]), t, name=self._name)
 
 
 class AdamOptimizer(Optimizer):
+    _slot_names = ("m", "v")
+
     def __init__(self, learning_rate=0.001, beta1=0.9, beta2=0.999, epsilon=1e-08, use_locking=False, name="Adam"):
         super().__init__(use_locking, name)
         self._args = (learning_rate, beta1, beta2, epsilon)
 
     def _make(self):
         lr, t = self._lr(self._args[0])
-        return _core.Adam(lr, float(self._args[1]), float(self._args[2]), float(self._args[3]), t, name=self._name)
+        beta1, beta2, epsilon = (self._constant(v, n) for v, n in zip(self._args[1:], ("beta1", "beta2", "epsilon")))
+        return _core.Adam(lr, beta1, beta2, epsilon, t, name=self._name)
 
 
 class RMSPropOptimizer(Optimizer):
@@ -127,15 +153,22 @@ class RMSPropOptimizer(Optimizer):
         super().__init__(use_locking, name)
         self._args = (learning_rate, decay, momentum, epsilon, centered)
 
+    @property
+    def _slot_names(self):
+        return ("rms", "mg", "momentum") if self._args[4] else ("rms", "momentum")
+
     def _make(self):
         lr, t = self._lr(self._args[0])
-        decay, momentum, epsilon, centered = self._args[1:]
-        return _core.RMSProp(lr, float(decay), float(momentum), float(epsilon), bool(centered), t, name=self._name)
+        (decay, decay_t), (momentum, momentum_t), (epsilon, epsilon_t) = (self._lr(v) for v in self._args[1:4])
+        return _core.RMSProp(lr, decay, momentum, epsilon, bool(self._args[4]), t, name=self._name,
+                             decay_tensor=decay_t, momentum_tensor=momentum_t, epsilon_tensor=epsilon_t)
 
 
 class AdagradOptimizer(Optimizer):
     """TF1's Adagrad: one slot "<var>/<name>" (accumulator), from
     initial_accumulator_value."""
+
+    _slot_names = ("accumulator",)
 
     def __init__(self, learning_rate, initial_accumulator_value=0.1, use_locking=False, name="Adagrad"):
         if initial_accumulator_value <= 0.0:

@@ -26,6 +26,7 @@ class Variable:
         self._ref = graph._tensor(core_var.ref)
         self._value = graph._tensor(core_var.value)
         self._initializer = graph._wrap_node(core_var.initializer)
+        self._initialized_value = None
 
     @property
     def name(self):
@@ -69,7 +70,15 @@ class Variable:
         return self._value
 
     def initialized_value(self):
-        return self._value
+        """The variable's value once it is initialized, else its initial value
+        (TF's cond on is_variable_initialized): what another variable's initial
+        value reads, whichever initializer runs first."""
+        if self._initialized_value is None:
+            initial = self._initializer.inputs[1]
+            with self._graph.as_default(), self._graph.control_dependencies(None):
+                self._initialized_value = fw.make_tensor("InitializedValue", [self._ref, initial],
+                                                         name=self._var.name + "/initialized_value", graph=self._graph)
+        return self._initialized_value
 
     def _ref_tensor(self):
         return self._ref

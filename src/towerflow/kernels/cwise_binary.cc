@@ -1,5 +1,5 @@
 // CPU kernels of the broadcasting binary ops: Add, Sub, Mul, Div, Maximum,
-// Equal, GreaterEqual.
+// Pow, FloorDiv, FloorMod, Equal, GreaterEqual.
 //
 // Every op runs one loop nest from MakeBroadcastPlan (cwise_ops.h): the
 // innermost collapsed dimension is a contiguous loop the compiler vectorises, in
@@ -8,6 +8,7 @@
 // split over the device's intra-op threads: flat ranges when there is one
 // collapsed dimension, whole rows otherwise.
 #include <algorithm>
+#include <cmath>
 #include <type_traits>
 
 #include "towerflow/kernels/cwise_ops.h"
@@ -118,6 +119,58 @@ struct MaximumF {
   template <typename T>
   static T Apply(T a, T b) { return a < b ? b : a; }
 };
+// TF's pow: std::pow for floats; integers by squaring, wrapping around on
+// overflow (the exponent's sign is checked before the loop: BinaryOp).
+struct PowF {
+  static constexpr int64_t kCost = 40;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::pow(a, b);
+    } else {
+      using U = std::make_unsigned_t<T>;
+      U result = 1, base = static_cast<U>(a);
+      for (auto e = static_cast<U>(b); e != 0; e >>= 1) {
+        if (e & 1) result = static_cast<U>(result * base);
+        base = static_cast<U>(base * base);
+      }
+      return static_cast<T>(result);
+    }
+  }
+};
+// Python's //: integers round toward negative infinity, floats floor(x / y)
+// (TF's FloorDiv). Integer y = 0 is checked before the loop (BinaryOp).
+struct FloorDivF {
+  static constexpr int64_t kCost = 10;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      return std::floor(a / b);
+    } else if constexpr (std::is_signed_v<T>) {
+      if (b == -1) return static_cast<T>(-static_cast<std::make_unsigned_t<T>>(a));  // INT_MIN // -1 wraps
+      const T q = static_cast<T>(a / b);
+      return (a % b != 0 && ((a < 0) != (b < 0))) ? static_cast<T>(q - 1) : q;
+    } else {
+      return static_cast<T>(a / b);
+    }
+  }
+};
+// Python's %: the result takes y's sign (TF's FloorMod). Integer y = 0 is
+// checked before the loop (BinaryOp).
+struct FloorModF {
+  static constexpr int64_t kCost = 10;
+  template <typename T>
+  static T Apply(T a, T b) {
+    if constexpr (std::is_floating_point_v<T>) {
+      const T trunc_mod = std::fmod(a, b);
+      return (trunc_mod != 0 && ((b < 0) != (trunc_mod < 0))) ? trunc_mod + b : trunc_mod;
+    } else {
+      if (b == -1) return 0;  // INT_MIN % -1 traps on x86
+      const T r = static_cast<T>(a % b);
+      return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
+    }
+  }
+};
 struct EqualF {
   static constexpr int64_t kCost = 1;
   template <typename T>
@@ -221,11 +274,19 @@ class BinaryOp : public OpKernel {
     }
     if (z->NumElements() == 0) return;
     const T* yv = y.data<T>();
-    if constexpr (std::is_same_v<F, DivF> && std::is_integral_v<T>) {
+    constexpr bool kDivides = std::is_same_v<F, DivF> || std::is_same_v<F, FloorDivF> || std::is_same_v<F, FloorModF>;
+    if constexpr (kDivides && std::is_integral_v<T>) {
       const int64_t n = y.NumElements();
       TW_OP_REQUIRES(ctx, std::find(yv, yv + n, T(0)) == yv + n,
                      errors::InvalidArgument("Integer division by zero: the divisor ", ctx->input_name(1),
                                              " of shape ", y.shape().ToString(), " holds a 0"));
+    }
+    if constexpr (std::is_same_v<F, PowF> && std::is_integral_v<T> && std::is_signed_v<T>) {
+      const int64_t n = y.NumElements();
+      TW_OP_REQUIRES(ctx, std::none_of(yv, yv + n, [](T e) { return e < 0; }),
+                     errors::InvalidArgument("Integers to negative integer powers are not allowed: the exponent ",
+                                             ctx->input_name(1), " of shape ", y.shape().ToString(),
+                                             " holds a negative value"));
     }
     if constexpr (std::is_same_v<F, DivF> && std::is_floating_point_v<T>) {
       // A divisor of one element that is a power of two divides as a
@@ -251,6 +312,12 @@ using DivOp = BinaryOp<T, T, DivF>;
 template <typename T>
 using MaximumOp = BinaryOp<T, T, MaximumF>;
 template <typename T>
+using PowOp = BinaryOp<T, T, PowF>;
+template <typename T>
+using FloorDivOp = BinaryOp<T, T, FloorDivF>;
+template <typename T>
+using FloorModOp = BinaryOp<T, T, FloorModF>;
+template <typename T>
 using EqualOp = BinaryOp<T, bool, EqualF>;
 template <typename T>
 using GreaterEqualOp = BinaryOp<T, bool, GreaterEqualF>;
@@ -263,6 +330,9 @@ void RegisterCwiseBinaryKernels(KernelRegistry& r) {
   r.RegisterTyped<MulOp, float, double, int32_t, int64_t, uint8_t>("Mul", kDeviceCpu);
   r.RegisterTyped<DivOp, float, double, int32_t, int64_t, uint8_t>("Div", kDeviceCpu);
   r.RegisterTyped<MaximumOp, float, double, int32_t, int64_t, uint8_t>("Maximum", kDeviceCpu);
+  r.RegisterTyped<PowOp, float, double, int32_t, int64_t>("Pow", kDeviceCpu);
+  r.RegisterTyped<FloorDivOp, float, double, int32_t, int64_t, uint8_t>("FloorDiv", kDeviceCpu);
+  r.RegisterTyped<FloorModOp, float, double, int32_t, int64_t>("FloorMod", kDeviceCpu);
   r.RegisterTyped<EqualOp, float, double, int32_t, int64_t, uint8_t, bool>("Equal", kDeviceCpu);
   r.RegisterTyped<GreaterEqualOp, float, double, int32_t, int64_t, uint8_t>("GreaterEqual", kDeviceCpu);
 }

@@ -1,7 +1,8 @@
 // CUDA kernels of the element-wise math ops, float and double, and int64 for
 // the comparisons (the int32 variants run on the host: another family
 // registers them). CPU twins:
-// cwise_binary.cc (Add, Sub, Mul, Div, Maximum, Equal, GreaterEqual),
+// cwise_binary.cc (Add, Sub, Mul, Div, Maximum, Pow, FloorDiv, FloorMod,
+// Equal, GreaterEqual),
 // cwise_unary.cc (Neg, Square, Sqrt, Exp, Log, Sigmoid, Tanh) and AddN in
 // math_kernels.cc.
 //
@@ -75,6 +76,27 @@ struct MaximumF {
   template <typename T>
   __device__ static T Apply(T a, T b) {
     return a < b ? b : a;
+  }
+};
+// CUDA's pow, floor and fmod: correctly rounded floor and fmod (exact, as the
+// CPU's); pow within the libdevice's 1-2 ulp, where glibc's is within 1.
+struct PowF {
+  template <typename T>
+  __device__ static T Apply(T a, T b) {
+    return pow(a, b);
+  }
+};
+struct FloorDivF {
+  template <typename T>
+  __device__ static T Apply(T a, T b) {
+    return floor(a / b);
+  }
+};
+struct FloorModF {
+  template <typename T>
+  __device__ static T Apply(T a, T b) {
+    const T trunc_mod = fmod(a, b);
+    return (trunc_mod != T(0) && ((b < T(0)) != (trunc_mod < T(0)))) ? trunc_mod + b : trunc_mod;
   }
 };
 struct EqualF {
@@ -255,6 +277,12 @@ using DivOp = GpuBinaryOp<T, T, DivF>;
 template <typename T>
 using MaximumOp = GpuBinaryOp<T, T, MaximumF>;
 template <typename T>
+using PowOp = GpuBinaryOp<T, T, PowF>;
+template <typename T>
+using FloorDivOp = GpuBinaryOp<T, T, FloorDivF>;
+template <typename T>
+using FloorModOp = GpuBinaryOp<T, T, FloorModF>;
+template <typename T>
 using EqualOp = GpuBinaryOp<T, bool, EqualF>;
 template <typename T>
 using GreaterEqualOp = GpuBinaryOp<T, bool, GreaterEqualF>;
@@ -391,6 +419,9 @@ void RegisterCwiseCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   r.RegisterTyped<MulOp, float, double>("Mul", kDeviceGpu);
   r.RegisterTyped<DivOp, float, double>("Div", kDeviceGpu);
   r.RegisterTyped<MaximumOp, float, double>("Maximum", kDeviceGpu);
+  r.RegisterTyped<PowOp, float, double>("Pow", kDeviceGpu);
+  r.RegisterTyped<FloorDivOp, float, double>("FloorDiv", kDeviceGpu);
+  r.RegisterTyped<FloorModOp, float, double>("FloorMod", kDeviceGpu);
   // int64 too: ArgMax's indices against int64 labels (accuracy) stay on the GPU.
   r.RegisterTyped<EqualOp, float, double, int64_t>("Equal", kDeviceGpu);
   r.RegisterTyped<GreaterEqualOp, float, double, int64_t>("GreaterEqual", kDeviceGpu);

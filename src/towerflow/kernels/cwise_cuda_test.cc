@@ -22,7 +22,8 @@ namespace {
 using parity::Case;
 
 const std::vector<DataType> kTypes = {kFloat32, kFloat64};
-const std::vector<std::string> kBinaryOps = {"Add", "Sub", "Mul", "Div", "Maximum", "Equal", "GreaterEqual"};
+const std::vector<std::string> kBinaryOps = {"Add", "Sub",      "Mul",      "Div",   "Maximum",
+                                             "Pow", "FloorDiv", "FloorMod", "Equal", "GreaterEqual"};
 const std::vector<std::string> kUnaryOps = {"Neg", "Square", "Sqrt", "Exp", "Log", "Sigmoid", "Tanh"};
 
 std::string Name(DataType dtype) { return std::string(DataTypeName(dtype)); }
@@ -45,12 +46,14 @@ Tensor Quarters(DataType dtype, const TensorShape& shape, std::mt19937_64& rng) 
 }
 
 std::vector<Output> AllBinary(const Scope& s, const std::vector<Output>& in) {
-  return {Add(s, in[0], in[1]),         Sub(s, in[0], in[1]),     Mul(s, in[0], in[1]),
-          Div(s, in[0], in[1]),         Maximum(s, in[0], in[1]), Equal(s, in[0], in[1]),
+  // Pow of a negative quarter to a fractional one is NaN on both devices.
+  return {Add(s, in[0], in[1]),      Sub(s, in[0], in[1]),      Mul(s, in[0], in[1]),
+          Div(s, in[0], in[1]),      Maximum(s, in[0], in[1]),  Pow(s, in[0], in[1]),
+          FloorDiv(s, in[0], in[1]), FloorMod(s, in[0], in[1]), Equal(s, in[0], in[1]),
           GreaterEqual(s, in[0], in[1])};
 }
 
-// All seven binary ops of x and y (fresh values), on both devices.
+// All ten binary ops of x and y (fresh values), on both devices.
 void CheckBinary(DataType dtype, const TensorShape& x, const TensorShape& y, std::mt19937_64& rng) {
   Case c{"binary ops " + Name(dtype) + " " + x.ToString() + " with " + y.ToString(),
          {Quarters(dtype, x, rng), Quarters(dtype, y, rng)},

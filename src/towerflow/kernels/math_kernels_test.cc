@@ -206,6 +206,60 @@ TEST(CwiseBinaryTest, DivByAScalarIsIeeeDivisionBitForBit) {
   ExpectDivMatchesIeee<double, uint64_t>({2.0, 0.25, -16.0, std::ldexp(1.0, 1000), 6.0});
 }
 
+// Python's // and %: integers round toward negative infinity and the
+// remainder takes the divisor's sign; INT_MIN // -1 wraps, INT_MIN % -1 is 0
+// (both trap in C++); floats as floor(x / y) and fmod moved by y.
+TEST(CwiseBinaryTest, FloorDivAndFloorModFollowPython) {
+  Graph g;
+  Scope s(g);
+  Output x = ConstT<int32_t>(s, {7, -7, 7, -7, 0, INT_MIN, 6}, {7});
+  Output y = ConstT<int32_t>(s, {2, 2, -2, -2, 3, -1, 3}, {7});
+  EXPECT_EQ(Eval(g, FloorDiv(s, x, y)).ToVector<int32_t>(), (std::vector<int32_t>{3, -4, -4, 3, 0, INT_MIN, 2}));
+  EXPECT_EQ(Eval(g, FloorMod(s, x, y)).ToVector<int32_t>(), (std::vector<int32_t>{1, 1, -1, -1, 0, 0, 0}));
+  Output x64 = ConstT<int64_t>(s, {-1, 5}, {2});
+  EXPECT_EQ(Eval(g, FloorDiv(s, x64, ConstT<int64_t>(s, {4}, {}))).ToVector<int64_t>(), (std::vector<int64_t>{-1, 1}));
+  EXPECT_EQ(Eval(g, FloorMod(s, x64, ConstT<int64_t>(s, {4}, {}))).ToVector<int64_t>(), (std::vector<int64_t>{3, 1}));
+  EXPECT_EQ(Eval(g, FloorDiv(s, ConstT<uint8_t>(s, {255, 7}, {2}), ConstT<uint8_t>(s, {2}, {1}))).ToVector<uint8_t>(),
+            (std::vector<uint8_t>{127, 3}));
+  for (auto fn : {&FloorDiv, &FloorMod}) {
+    Status st = RunStatus(g, fn(s, x, ConstT<int32_t>(s, {1, 1, 0, 1, 1, 1, 1}, {7})), {});
+    EXPECT_EQ(st.code(), Code::kInvalidArgument);
+    EXPECT_NE(st.message().find("division by zero"), std::string::npos) << st.message();
+  }
+  Output xf = ConstF(s, {7.5f, -7.5f, 7.5f, -7.5f, 1.0f, 3.0f}, {6});
+  Output yf = ConstF(s, {2, 2, -2, -2, 0.5f, 0}, {6});
+  const std::vector<float> q = Eval(g, FloorDiv(s, xf, yf)).ToVector<float>();
+  EXPECT_EQ(std::vector<float>(q.begin(), q.end() - 1), (std::vector<float>{3, -4, -4, 3, 2}));
+  EXPECT_TRUE(std::isinf(q.back()));  // IEEE: 3 / 0, floored
+  const std::vector<float> r = Eval(g, FloorMod(s, xf, yf)).ToVector<float>();
+  EXPECT_EQ(std::vector<float>(r.begin(), r.end() - 1), (std::vector<float>{1.5f, 0.5f, -0.5f, -1.5f, 0}));
+  EXPECT_TRUE(std::isnan(r.back()));  // fmod(3, 0)
+}
+
+// Integer powers by squaring (wrapping as the hardware's products would), a
+// negative integer exponent refused as TF refuses it; floats are std::pow.
+TEST(CwiseBinaryTest, PowOfIntegersAndFloats) {
+  Graph g;
+  Scope s(g);
+  EXPECT_EQ(Eval(g, Pow(s, ConstT<int32_t>(s, {2, -3, 5, 0, 7, 3}, {6}), ConstT<int32_t>(s, {10, 3, 0, 0, 1, 21}, {6})))
+                .ToVector<int32_t>(),
+            (std::vector<int32_t>{1024, -27, 1, 1, 7, 1870418611}));  // 3^21 mod 2^32
+  EXPECT_EQ(Eval(g, Pow(s, ConstT<int64_t>(s, {-2}, {1}), ConstT<int64_t>(s, {63}, {}))).ToVector<int64_t>(),
+            (std::vector<int64_t>{INT64_MIN}));
+  Status st = RunStatus(g, Pow(s, Const(s, int32_t{2}), ConstT<int32_t>(s, {1, -1}, {2})), {});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_NE(st.message().find("Integers to negative integer powers are not allowed"), std::string::npos)
+      << st.message();
+  const std::vector<double> p =
+      Eval(g, Pow(s, ConstT<double>(s, {2, 10, -8, 0, 4}, {5}), ConstT<double>(s, {0.5, -2, 1.0 / 3, -1, 2.5}, {5})))
+          .ToVector<double>();
+  EXPECT_EQ(p[0], std::pow(2.0, 0.5));
+  EXPECT_EQ(p[1], std::pow(10.0, -2.0));
+  EXPECT_TRUE(std::isnan(p[2]));  // a negative base to a fractional power
+  EXPECT_TRUE(std::isinf(p[3]));
+  EXPECT_EQ(p[4], 32.0);
+}
+
 TEST(CwiseBinaryTest, IntegerTypes) {
   Graph g;
   Scope s(g);

@@ -125,6 +125,8 @@ void RegisterStateCudaKernels(KernelRegistry& target, const KernelRegistry& cpu)
   target.RegisterTyped<GpuAssignAddOp, float, double, int32_t, int64_t>("AssignAdd", kDeviceGpu);
   target.RegisterTyped<GpuAssignSubOp, float, double, int32_t, int64_t>("AssignSub", kDeviceGpu);
   RegisterCpuKernelOnGpu(target, cpu, "IsVariableInitialized", types, {}, {0});
+  // Shares the variable's buffer or the initial value's: no device work.
+  RegisterCpuKernelOnGpu(target, cpu, "InitializedValue", types, {}, {});
 }
 
 }  // namespace tw

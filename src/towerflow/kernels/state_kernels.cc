@@ -1,5 +1,6 @@
 // CPU kernels of the variable ops: VariableV2 (storage in the session's
-// ResourceMgr), Assign, AssignAdd, AssignSub, IsVariableInitialized. Every read
+// ResourceMgr), Assign, AssignAdd, AssignSub, IsVariableInitialized,
+// InitializedValue. Every read
 // or write of a variable's tensor holds the variable's mutex. The checks are
 // variable_args.h's, shared with the CUDA twins (state_cuda.cu).
 #include <cstring>
@@ -135,6 +136,25 @@ class IsVariableInitializedOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// Inputs: ref, initial_value. The variable's tensor (shared, as a read of it
+// is) under its lock when it is initialized, else initial_value.
+class InitializedValueOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    {
+      std::lock_guard<std::mutex> lock(*ctx->input_ref_mutex(0));
+      const Tensor* var = ctx->mutable_input(0);
+      if (var->IsInitialized()) {
+        ctx->set_output(0, *var);
+        return;
+      }
+    }
+    ctx->set_output(0, ctx->input(1));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 }  // namespace
 
 void RegisterStateKernels(KernelRegistry& r) {
@@ -143,6 +163,7 @@ void RegisterStateKernels(KernelRegistry& r) {
   r.RegisterTyped<AssignAddOp, float, double, int32_t, int64_t, uint8_t>("AssignAdd", kDeviceCpu);
   r.RegisterTyped<AssignSubOp, float, double, int32_t, int64_t, uint8_t>("AssignSub", kDeviceCpu);
   r.RegisterUntyped<IsVariableInitializedOp>("IsVariableInitialized", kDeviceCpu, "dtype", AllDataTypes());
+  r.RegisterUntyped<InitializedValueOp>("InitializedValue", kDeviceCpu, "dtype", AllDataTypes());
 }
 
 }  // namespace tw

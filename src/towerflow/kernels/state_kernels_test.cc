@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/runtime/session.h"
 
@@ -45,6 +46,37 @@ TEST(StateKernels, AssignAddSubUpdateTheVariable) {
   EXPECT_EQ(Fetch(session, add), (std::vector<float>{11, 21, 32}));
   EXPECT_EQ(Fetch(session, add), (std::vector<float>{12, 22, 34}));
   EXPECT_EQ(Fetch(session, sub), (std::vector<float>{11.5f, 21.5f, 33.5f}));
+}
+
+// Before the variable is assigned its initial value, after it its value: a
+// second variable initialized from the first gets the first's value whichever
+// initializer runs first, and whenever the second is initialized later.
+TEST(StateKernels, InitializedValueIsTheValueOnceAssignedElseTheInitialValue) {
+  Graph g;
+  Scope root(g);
+  Variable a = GetVariable(root, "a", TensorShape{2}, {.initializer = Values({1, 2})});
+  Output a_or_initial = InitializedValue(root, a);
+  Variable b = GetVariable(root, "b", TensorShape{2}, {.initializer = [&](const Scope& s, const TensorShape&, DataType) {
+                             return Mul(s, a_or_initial, Const(s, 10.f));
+                           }});
+  Output set = Assign(root, a, Const(root, {5.f, 6.f}, TensorShape{2}));
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  EXPECT_EQ(a_or_initial.shape().ToString(), "[2]");
+  {
+    Session session(g);
+    EXPECT_EQ(Fetch(session, a_or_initial), (std::vector<float>{1, 2}));  // a is not initialized
+    ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+    EXPECT_EQ(Fetch(session, b.value), (std::vector<float>{10, 20}));
+    ASSERT_TRUE(session.Run({set}).ok());
+    EXPECT_EQ(Fetch(session, a_or_initial), (std::vector<float>{5, 6}));
+    ASSERT_TRUE(session.Run(b.initializer).ok());  // b initialized again, after a changed
+    EXPECT_EQ(Fetch(session, b.value), (std::vector<float>{50, 60}));
+  }
+  {
+    Session session(g);  // b alone: a is never initialized
+    ASSERT_TRUE(session.Run(b.initializer).ok());
+    EXPECT_EQ(Fetch(session, b.value), (std::vector<float>{10, 20}));
+  }
 }
 
 TEST(StateKernels, UninitializedReadIsFailedPrecondition) {

@@ -16,6 +16,12 @@ namespace {
 std::atomic<int64_t> next_optimizer_id{0};
 
 // `base` if no stored variable has that name, else base_1, base_2, ...
+// `name` inside the scope's variable scope, as TF names an optimizer's
+// variables (minimize under tf.variable_scope("vs"): "vs/w/Adam").
+std::string InVariableScope(const Scope& scope, const std::string& name) {
+  return scope.variable_scope().empty() ? name : scope.variable_scope() + "/" + name;
+}
+
 std::string UniqueVariableName(Graph& g, const std::string& base) {
   if (FindVariable(g, base) == nullptr) return base;
   for (int i = 1;; ++i) {
@@ -181,7 +187,8 @@ Variable Optimizer::ConstantSlot(const Scope& scope, const Variable& var, const 
   if (const Variable* found = GetSlot(g, var, slot_name)) return *found;
   const TensorShape shape = var.ref.shape().IsFullyDefined() ? var.ref.shape().ToTensorShape() : TensorShape{};
   Variable slot = CreateVariable(
-      scope.WithDevice(var.ref.node->requested_device()), UniqueVariableName(g, var.name + "/" + name_), shape,
+      scope.WithDevice(var.ref.node->requested_device()),
+      UniqueVariableName(g, InVariableScope(scope, var.name + "/" + name_)), shape,
       {.dtype = var.ref.dtype(),
        .initializer = initial == 0.0 ? ZerosInitializer() : ConstantInitializer(initial),
        .trainable = false});
@@ -194,7 +201,7 @@ Variable Optimizer::NonSlotVariable(const Scope& scope, const std::string& name,
   Graph& g = scope.graph();
   if (const Variable* found = GetNonSlotVariable(g, name)) return *found;
   Variable v = CreateVariable(scope.WithDevice(colocate.ref.node->requested_device()),
-                              UniqueVariableName(g, name), TensorShape{},
+                              UniqueVariableName(g, InVariableScope(scope, name)), TensorShape{},
                               {.dtype = dtype, .initializer = ConstantInitializer(initial), .trainable = false});
   if (v.valid()) g.SetObject(SlotKey("", name), v);
   return v;

@@ -24,9 +24,10 @@ Output RMSProp::ApplyDense(const Scope& scope, const Output& grad, const Variabl
   if (!rms || !mom || (options_.centered && !mg)) return Output();  // CreateSlots failed and recorded why
   const DataType dtype = var.ref.dtype();
   const Output lr = LearningRate(scope, options_.learning_rate, options_.learning_rate_tensor, dtype);
-  const Output rho = ScalarLike(scope, options_.decay, dtype);
-  const Output momentum = ScalarLike(scope, options_.momentum, dtype);
-  const Output epsilon = ScalarLike(scope, options_.epsilon, dtype);
+  // LearningRate: the tensor (cast to the variable's dtype) when given, else the constant.
+  const Output rho = LearningRate(scope, options_.decay, options_.decay_tensor, dtype);
+  const Output momentum = LearningRate(scope, options_.momentum, options_.momentum_tensor, dtype);
+  const Output epsilon = LearningRate(scope, options_.epsilon, options_.epsilon_tensor, dtype);
   if (options_.centered) {
     return ApplyCenteredRMSProp(scope, var.ref, mg->ref, rms->ref, mom->ref, lr, rho, momentum, epsilon, grad);
   }

@@ -19,6 +19,17 @@ Output Mul(const Scope& scope, const Output& x, const Output& y);
 // InvalidArgument naming the node.
 Output Div(const Scope& scope, const Output& x, const Output& y);
 Output Maximum(const Scope& scope, const Output& x, const Output& y);
+// x^y, broadcasting (std::pow for floats). For integers y must not be
+// negative: InvalidArgument "Integers to negative integer powers are not
+// allowed", as TF's.
+Output Pow(const Scope& scope, const Output& x, const Output& y);
+// floor(x / y), broadcasting: Python's x // y (integers round toward negative
+// infinity; an integer y = 0 is InvalidArgument naming the node).
+Output FloorDiv(const Scope& scope, const Output& x, const Output& y);
+// x - floor(x / y) * y, broadcasting: Python's x % y, the sign of y (for
+// floats fmod(x, y) moved by y when the signs differ; an integer y = 0 is
+// InvalidArgument naming the node).
+Output FloorMod(const Scope& scope, const Output& x, const Output& y);
 // Element-wise x == y (bool), broadcasting.
 Output Equal(const Scope& scope, const Output& x, const Output& y);
 // Element-wise x >= y (bool), broadcasting.

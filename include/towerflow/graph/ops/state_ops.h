@@ -96,6 +96,11 @@ Output AssignSub(const Scope& scope, const Output& ref, const Output& value);
 Output AssignSub(const Scope& scope, const Variable& var, const Output& value);
 // A bool scalar: whether the variable has been assigned.
 Output IsVariableInitialized(const Scope& scope, const Output& ref);
+// The variable's value when it has been assigned, else `initial` (of its
+// dtype): TF1's Variable.initialized_value(), for initial values computed from
+// other variables (an optimizer's or moving average's copy of a variable)
+// whatever order their initializers run in. `initial` is computed either way.
+Output InitializedValue(const Scope& scope, const Variable& var);
 
 // One op running the initializers of the given variables (tf.variables_initializer),
 // named "init" unless the scope names it.

@@ -187,6 +187,10 @@ logical_not = _math.logical_not
 minimum = _math.minimum
 abs = _math.abs  # noqa: A001
 pow = _math.pow  # noqa: A001
+floordiv = _math.floordiv
+floor_div = _math.floor_div
+floormod = _math.floormod
+mod = _math.mod
 reduce_min = _math.reduce_min
 clip_by_value = _math.clip_by_value
 clip_by_norm = _math.clip_by_norm
@@ -198,6 +202,7 @@ math = _Namespace(__name__ + ".math", "math", add=add, subtract=subtract, multip
                   reduce_max=reduce_max, argmax=argmax, equal=equal, greater_equal=greater_equal,
                   greater=greater, less=less, less_equal=less_equal, not_equal=not_equal,
                   logical_not=logical_not, minimum=minimum, abs=abs, pow=pow, reduce_min=reduce_min,
+                  floordiv=floordiv, floormod=floormod, mod=mod, truediv=truediv,
                   unsorted_segment_sum=unsorted_segment_sum, in_top_k=_indexing.in_top_k,
                   invert_permutation=invert_permutation)
 

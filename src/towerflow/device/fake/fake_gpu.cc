@@ -142,7 +142,7 @@ const std::vector<std::string>& FakeGpuKernelOps() {
       "ApplyRMSProp", "ArgMax", "Assign", "AssignAdd",
       "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
       "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal", "Exp",
-      "ExpandDims", "Fill", "GreaterEqual", "Identity", "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max",
+      "ExpandDims", "Fill", "GreaterEqual", "Identity", "InitializedValue", "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max",
       "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OnesLike", "RandomStandardNormal",
       "RandomUniform", "Relu", "ReluGrad", "Reshape", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",
       "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits", "Sqrt",

@@ -7,6 +7,7 @@
 
 #include "towerflow/graph/grads/register.h"
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/gather_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 
 namespace tw {
@@ -192,6 +193,24 @@ void RegisterMathGradients(GradientRegistry& r) {
     return Status::OK();
   });
   // d(-x)/dx = -1.
+  // TF's: dx = dz * y * x^(y - 1); dy = dz * z * log(x) where x > 0, else 0
+  // (no false infinity from log(0) where the power's slope is finite).
+  r.Register("Pow", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    const Output x = op.input(0), y = op.input(1);
+    const Output one = ScalarLike(s, 1.0, x.dtype()), zero = ScalarLike(s, 0.0, x.dtype());
+    (*dx)[0] = ReduceTo(s, Mul(s, Mul(s, dy[0], y), Pow(s, x, Sub(s, y, one))), x, y);
+    const Output not_positive = GreaterEqual(s, ZerosLike(s, x), x);
+    const Output log_x = SelectV2(s, not_positive, zero, Log(s, SelectV2(s, not_positive, one, x)));
+    (*dx)[1] = ReduceTo(s, Mul(s, Mul(s, dy[0], OutputOf(op)), log_x), y, x);
+    return Status::OK();
+  });
+  // TF's: x % y = x - floor(x / y) * y, so dx = dz and dy = -dz * floor(x / y).
+  r.Register("FloorMod", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    const Output x = op.input(0), y = op.input(1);
+    (*dx)[0] = ReduceTo(s, dy[0], x, y);
+    (*dx)[1] = ReduceTo(s, Mul(s, dy[0], Neg(s, FloorDiv(s, x, y))), y, x);
+    return Status::OK();
+  });
   r.Register("Neg", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     (*dx)[0] = Neg(s, dy[0]);
     return Status::OK();
@@ -274,7 +293,8 @@ void RegisterMathGradients(GradientRegistry& r) {
   r.Register("Max", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     return ReductionGrad(Reduction::kMax, s, op, dy, dx);
   });
-  for (const char* op : {"Equal", "GreaterEqual", "ArgMax"}) r.RegisterNoGradient(op);
+  // FloorDiv is a step function (TF registers no gradient either).
+  for (const char* op : {"Equal", "GreaterEqual", "ArgMax", "FloorDiv"}) r.RegisterNoGradient(op);
 }
 
 }  // namespace tw

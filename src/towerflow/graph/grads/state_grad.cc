@@ -12,7 +12,7 @@ void RegisterStateGradients(GradientRegistry& r) {
   for (const char* op : {"VariableV2", "Assign", "AssignAdd", "AssignSub", "IsVariableInitialized",
                          "RandomStandardNormal", "TruncatedNormal", "RandomUniform",
                          "ApplyGradientDescent", "ApplyMomentum", "ApplyAdam", "ApplyRMSProp", "ApplyCenteredRMSProp",
-                         "ApplyAdagrad", "CollectiveAllReduce"}) {
+                         "ApplyAdagrad", "CollectiveAllReduce", "InitializedValue"}) {
     r.RegisterNoGradient(op);
   }
 }

@@ -129,6 +129,12 @@ void RegisterMathOps(OpRegistry& r) {
   RegisterBinary(r, "Div", NumericTypes(), "T",
                  "x / y, broadcasting; integer division truncates, integer y = 0 is an error.");
   RegisterBinary(r, "Maximum", NumericTypes(), "T", "max(x, y), broadcasting.");
+  RegisterBinary(r, "Pow", {kFloat32, kFloat64, kInt32, kInt64}, "T",
+                 "x^y, broadcasting; integer y must not be negative.");
+  RegisterBinary(r, "FloorDiv", NumericTypes(), "T",
+                 "floor(x / y), broadcasting (Python's //); integer y = 0 is an error.");
+  RegisterBinary(r, "FloorMod", {kFloat32, kFloat64, kInt32, kInt64}, "T",
+                 "x - floor(x / y) * y, broadcasting (Python's %, the sign of y); integer y = 0 is an error.");
   std::vector<DataType> eq_types = NumericTypes();
   eq_types.push_back(kBool);
   RegisterBinary(r, "Equal", eq_types, "bool", "x == y (bool), broadcasting.");
@@ -220,6 +226,9 @@ Output Add(const Scope& scope, const Output& x, const Output& y) { return Binary
 Output Sub(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "Sub", x, y); }
 Output Mul(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "Mul", x, y); }
 Output Div(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "Div", x, y); }
+Output Pow(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "Pow", x, y); }
+Output FloorDiv(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "FloorDiv", x, y); }
+Output FloorMod(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "FloorMod", x, y); }
 Output Maximum(const Scope& scope, const Output& x, const Output& y) {
   return Binary(scope, "Maximum", x, y);
 }

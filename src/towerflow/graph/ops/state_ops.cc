@@ -75,6 +75,23 @@ void RegisterStateOps(OpRegistry& r) {
                  .Shape(shape_fns::Scalar)
                  .Doc("Whether the variable has been assigned.")
                  .Build()).Check();
+  r.Register(OpDefBuilder("InitializedValue")
+                 .RefInput("ref", "dtype")
+                 .Input("initial_value", "dtype")
+                 .Output("value", "dtype")
+                 .TypeAttr("dtype", {})
+                 .Shape([](InferenceContext* c) -> Status {
+                   auto merged = c->input(0).Merge(c->input(1));
+                   if (!merged.ok()) {
+                     return errors::InvalidArgument("InitializedValue: the initial value's shape ",
+                                                    c->input(1).ToString(), " is not the variable's ",
+                                                    c->input(0).ToString());
+                   }
+                   c->set_output(0, *merged);
+                   return Status::OK();
+                 })
+                 .Doc("The variable's value when it has been assigned, else initial_value.")
+                 .Build()).Check();
 }
 
 Output VariableV2(const Scope& scope, const PartialShape& shape, DataType dtype,
@@ -109,6 +126,17 @@ Output AssignSub(const Scope& scope, const Output& ref, const Output& value) {
 Output AssignSub(const Scope& scope, const Variable& var, const Output& value) {
   return AssignSub(scope, var.ref, value);
 }
+Output InitializedValue(const Scope& scope, const Variable& var) {
+  if (var.initializer == nullptr || var.initializer->num_inputs() < 2) {
+    scope.UpdateStatus(errors::InvalidArgument("InitializedValue: variable ", var.name, " has no initializer"));
+    return Output();
+  }
+  return NodeBuilder(scope, "InitializedValue")
+      .Input(var.ref)
+      .Input(var.initializer->input(1))
+      .Finalize();
+}
+
 Output IsVariableInitialized(const Scope& scope, const Output& ref) {
   return NodeBuilder(scope, "IsVariableInitialized").Input(ref).Finalize();
 }

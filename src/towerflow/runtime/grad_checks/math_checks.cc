@@ -77,6 +77,19 @@ GradCheckCase PositiveDivisor(GradCheckCase c) {
   return c;
 }
 
+// Input 0 in [1.15, 1.35], input 1 in [0.5, 0.55]: x / y in [2.09, 2.7], so
+// floor(x / y) = 2 everywhere near the point and FloorMod is smooth there, with
+// a gradient of -2 dz for y.
+GradCheckCase AwayFromSteps(GradCheckCase c) {
+  Shapes shapes;
+  for (const auto& in : c.inputs) shapes.push_back(in.shape);
+  c.make_input = [shapes](int i, std::mt19937_64& rng) {
+    const TensorShape& s = shapes[static_cast<size_t>(i)];
+    return i == 1 ? UniformValues(s, 0.5, 0.55, rng) : UniformValues(s, 1.15, 1.35, rng);
+  };
+  return c;
+}
+
 Builder ReduceFn(Output (*fn)(const Scope&, const Output&, const std::vector<int32_t>&, bool),
                  std::vector<int32_t> axes, bool keep_dims) {
   return [fn, axes, keep_dims](const Scope& s, const std::vector<Output>& in) {
@@ -118,6 +131,11 @@ void AddMathGradChecks(std::vector<GradCheckCase>& cases) {
   cases.push_back(Distinct(Case("Maximum", "same shape [2,3]", {{2, 3}, {2, 3}}, BinaryFn(Maximum))));
   cases.push_back(Distinct(Case("Maximum", "broadcast [3,4] and [4]", {{3, 4}, {4}}, BinaryFn(Maximum))));
   cases.push_back(Distinct(Case("Maximum", "broadcast scalar and [2,3]", {{}, {2, 3}}, BinaryFn(Maximum))));
+  cases.push_back(Positive(Case("Pow", "same shape [2,3]", {{2, 3}, {2, 3}}, BinaryFn(Pow))));
+  cases.push_back(Positive(Case("Pow", "broadcast [3,4] ^ [4]", {{3, 4}, {4}}, BinaryFn(Pow))));
+  cases.push_back(Positive(Case("Pow", "broadcast scalar ^ [2,3]", {{}, {2, 3}}, BinaryFn(Pow))));
+  cases.push_back(AwayFromSteps(Case("FloorMod", "same shape [2,3]", {{2, 3}, {2, 3}}, BinaryFn(FloorMod))));
+  cases.push_back(AwayFromSteps(Case("FloorMod", "broadcast [3,4] % [4]", {{3, 4}, {4}}, BinaryFn(FloorMod))));
 
   cases.push_back(Case("Neg", "[2,3]", {{2, 3}}, UnaryFn(Neg)));
   cases.push_back(Case("Square", "[2,3]", {{2, 3}}, UnaryFn(Square)));
