@@ -32,6 +32,14 @@ def group(*inputs, **kwargs):
         flat.extend(i if isinstance(i, (list, tuple)) else [i])
     g = fw._graph_of(flat)
     nodes = [fw._as_operation(i)._node for i in flat]
+    if name and name.endswith("/"):
+        # TF's group(name=scope): the op takes the scope's own name, which must be free.
+        try:
+            g.get_operation_by_name(name[:-1])
+        except KeyError:
+            pass
+        else:
+            raise ValueError("Duplicate node name in graph: '%s'" % name[:-1])
     return g._wrap_node(_core.group(g._scope, nodes, name or ""))
 
 

@@ -9,6 +9,7 @@
 
 #include "towerflow/core/denormal.h"
 #include "towerflow/graph/ops/array_ops.h"
+#include "towerflow/graph/ops/math_ops.h"
 #include "towerflow/graph/ops/state_ops.h"
 #include "towerflow/graph/ops/training_ops.h"
 #include "towerflow/kernels/internal/momentum_update.h"
@@ -394,6 +395,67 @@ TEST(TrainingKernels, LargeVariableSplitsOverThreads) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   auto out = (*r)[0].ToVector<double>();
   for (int64_t i = 0; i < n; ++i) ASSERT_EQ(out[static_cast<size_t>(i)], static_cast<double>(i) - 2.0) << i;
+}
+
+// The adaptive updates sharded over 4 intra-op threads (100k elements), each
+// element updated once with its own values (gradient and slots vary by
+// element), against the scalar formulas; and their run-time errors.
+TEST(TrainingKernels, AdaptiveUpdatesSplitOverThreadsAndCheckAtRunTime) {
+  constexpr int64_t n = 100000;
+  auto ramp = [](double scale, double offset) {
+    return [=](const Scope& s, const TensorShape&, DataType) {
+      std::vector<double> v(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = offset + scale * static_cast<double>(i % 97);
+      return Const(s, Tensor::Vec<double>(v));
+    };
+  };
+  Graph g;
+  Scope root(g);
+  auto var = [&](const char* name, double scale, double offset) {
+    return GetVariable(root, name, TensorShape{n}, {.dtype = kFloat64, .initializer = ramp(scale, offset)});
+  };
+  Variable w1 = var("w1", 0.01, -0.5), ms = var("ms", 0.02, 0.5), mom = var("mom", 0.001, 0);
+  Variable w2 = var("w2", 0.01, -0.5), mg = var("mg", 0.001, -0.05), ms2 = var("ms2", 0.02, 0.5),
+           mom2 = var("mom2", 0.001, 0);
+  Variable w3 = var("w3", 0.01, -0.5), acc = var("acc", 0.03, 0.1);
+  Output grad = Mul(root, w1.value, ScalarLike(root, 3.0, kFloat64));  // read before the updates (run apart)
+  Output grad_value = Placeholder(root, kFloat64, PartialShape{n});
+  auto c = [&](double v) { return ScalarLike(root, v, kFloat64); };
+  Output rms = ApplyRMSProp(root, w1.ref, ms.ref, mom.ref, c(0.1), c(0.9), c(0.5), c(1e-6), grad_value);
+  Output crms = ApplyCenteredRMSProp(root, w2.ref, mg.ref, ms2.ref, mom2.ref, c(0.1), c(0.9), c(0.5), c(1e-6),
+                                     grad_value);
+  Output ada = ApplyAdagrad(root, w3.ref, acc.ref, c(0.1), grad_value);
+  ASSERT_TRUE(root.ok()) << root.status().ToString();
+  Session session(g, {.intra_op_threads = 4});
+  ASSERT_TRUE(session.Run(GlobalVariablesInitializer(g)).ok());
+  auto gr = session.Run({grad});
+  ASSERT_TRUE(gr.ok());
+  const std::vector<double> gv = (*gr)[0].ToVector<double>();
+  auto r = session.Run({{grad_value, (*gr)[0]}}, {rms, crms, ada});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  const auto v_rms = (*r)[0].ToVector<double>(), v_crms = (*r)[1].ToVector<double>(), v_ada = (*r)[2].ToVector<double>();
+  for (int64_t i = 0; i < n; ++i) {
+    const double k = static_cast<double>(i % 97), g_ = gv[static_cast<size_t>(i)];
+    const double w = -0.5 + 0.01 * k, m0 = 0.5 + 0.02 * k, mo0 = 0.001 * k;
+    double m = m0 + (g_ * g_ - m0) * (1 - 0.9);
+    double mo = mo0 * 0.5 + (g_ * 0.1) / std::sqrt(m + 1e-6);
+    ASSERT_EQ(v_rms[static_cast<size_t>(i)], w - mo) << "RMSProp element " << i;
+    const double mg0 = -0.05 + 0.001 * k;
+    const double mgk = mg0 + (g_ - mg0) * (1 - 0.9);
+    mo = mo0 * 0.5 + (g_ * 0.1) / std::sqrt((m - mgk * mgk) + 1e-6);
+    ASSERT_EQ(v_crms[static_cast<size_t>(i)], w - mo) << "centered RMSProp element " << i;
+    const double a = (0.1 + 0.03 * k) + g_ * g_;
+    ASSERT_EQ(v_ada[static_cast<size_t>(i)], w - g_ * 0.1 * (1 / std::sqrt(a))) << "Adagrad element " << i;
+  }
+  // A gradient of another shape, fed past the static check, and an
+  // uninitialized slot: errors naming them, the variables untouched.
+  Status wrong = session.Run({{grad_value, Tensor::Vec<double>({1, 2})}}, {rms}).status();
+  EXPECT_EQ(wrong.code(), Code::kInvalidArgument) << wrong.ToString();
+  Session fresh(g, {.intra_op_threads = 4});
+  ASSERT_TRUE(fresh.Run(w3.initializer).ok());
+  Status uninit = fresh.Run({{grad_value, (*gr)[0]}}, {ada}).status();
+  EXPECT_EQ(uninit.code(), Code::kFailedPrecondition);
+  EXPECT_NE(uninit.message().find("Attempting to use uninitialized value acc"), std::string::npos) << uninit.message();
 }
 
 }  // namespace
