@@ -165,11 +165,12 @@ def matmul(a, b, transpose_a=False, transpose_b=False, adjoint_a=False, adjoint_
            b_is_sparse=False, name=None):
     with fw.op_name(name or "MatMul", fw._graph_of([a, b])) as name:
         x, y = _binary_inputs(a, b, name, ("a", "b"))
-        if x.shape.ndims not in (None, 2) or y.shape.ndims not in (None, 2):
-            raise NotImplementedError("towerflow's tf.matmul multiplies matrices (rank 2); got %s and %s"
-                                      % (x.shape, y.shape))
-        return make_tensor("MatMul", [x, y], {"transpose_a": bool(transpose_a or adjoint_a),
-                                              "transpose_b": bool(transpose_b or adjoint_b)}, name=name)
+        ta, tb = bool(transpose_a or adjoint_a), bool(transpose_b or adjoint_b)
+        if x.shape.ndims != 2 or y.shape.ndims != 2:
+            # As TF's: an operand of rank above 2, or of unknown rank, makes a
+            # batch of products (batch dimensions broadcast).
+            return make_tensor("BatchMatMulV2", [x, y], {"adj_x": ta, "adj_y": tb}, name=name)
+        return make_tensor("MatMul", [x, y], {"transpose_a": ta, "transpose_b": tb}, name=name)
 
 
 def add_n(inputs, name=None):

@@ -1,7 +1,8 @@
-// GPU kernel of MatMul (float, double). No CUDA kernel of its own: one cuBLAS
-// GEMM (cublasGemmEx) per call on the device's compute stream, or a
-// cudaMemsetAsync for an empty sum (k == 0). CPU reference: matmul_kernels.cc
-// (OpenBLAS sgemm / dgemm on row-major operands).
+// GPU kernels of MatMul and BatchMatMulV2 (float, double). No CUDA kernel of
+// their own: cuBLAS GEMMs (cublasGemmEx, cublasGemmStridedBatchedEx) on the
+// device's compute stream, or a cudaMemsetAsync for an empty sum (k == 0). CPU
+// references: matmul_kernels.cc and batch_matmul_kernels.cc (OpenBLAS sgemm /
+// dgemm on row-major operands).
 //
 // Row-major operands through a column-major library: a row-major [r, c] matrix
 // is, byte for byte, the column-major [c, r] matrix, its transpose. So instead
@@ -31,8 +32,11 @@
 // device memory outside the GpuAllocator pool, gpu_device.h); every GEMM of
 // the handle runs on one stream, so they use it one after another. alpha and beta
 // are host scalars: the handle must keep CUBLAS_POINTER_MODE_HOST (the default).
+#include <climits>
+
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
+#include "towerflow/kernels/batch_matmul_args.h"
 #include "towerflow/kernels/matmul_args.h"
 
 namespace tw {
@@ -100,10 +104,65 @@ class MatMulGpuOp : public GpuOpKernel {
   bool tb_ = false;
 };
 
+// BatchMatMulV2: one strided batched GEMM (cublasGemmStridedBatchedEx) when
+// every output matrix reads the operands' matrices in step (the same batches,
+// or one operand whole for every batch: a stride of 0); other broadcasts
+// (x [2, 1, M, K] with y [1, 3, K, N]) one GEMM per output matrix. The same
+// row-major swap as Gemm above.
+template <typename T>
+class BatchMatMulGpuOp : public GpuOpKernel {
+ public:
+  explicit BatchMatMulGpuOp(OpKernelConstruction* c) : GpuOpKernel(c) {
+    TW_OP_REQUIRES_OK(c, c->GetAttr("adj_x", &adj_x_));
+    TW_OP_REQUIRES_OK(c, c->GetAttr("adj_y", &adj_y_));
+  }
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    Tensor* out = nullptr;
+    auto plan = BatchMatMulOutput(ctx, adj_x_, adj_y_, &out);  // the checks of both devices
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    const BatchMatMulPlan& p = *plan;
+    if (p.batches == 0 || p.m == 0 || p.n == 0) return;
+    T* z = out->data<T>();
+    if (p.k == 0) {
+      TW_OP_REQUIRES_CUDA_OK(
+          ctx, cudaMemsetAsync(z, 0, static_cast<size_t>(p.batches * p.m * p.n) * sizeof(T), gpu.stream()));
+      return;
+    }
+    const T* x = ctx->input(0).data<T>();
+    const T* y = ctx->input(1).data<T>();
+    const int64_t x_size = p.m * p.k, y_size = p.k * p.n, z_size = p.m * p.n;
+    const int64_t ldx = adj_x_ ? p.m : p.k, ldy = adj_y_ ? p.k : p.n;
+    int64_t x_step = 0, y_step = 0;
+    if (p.batches <= INT_MAX && p.Uniform(&x_step, &y_step)) {
+      const T alpha = T(1), beta = T(0);
+      constexpr cudaDataType_t kType = GemmTypes<T>::kData;
+      TW_OP_REQUIRES_OK(ctx, [&]() -> Status {
+        TW_CUBLAS_RETURN_IF_ERROR(cublasGemmStridedBatchedEx(
+            gpu.cublas(), adj_y_ ? CUBLAS_OP_T : CUBLAS_OP_N, adj_x_ ? CUBLAS_OP_T : CUBLAS_OP_N,
+            static_cast<int>(p.n), static_cast<int>(p.m), static_cast<int>(p.k), &alpha, y, kType,
+            static_cast<int>(ldy), y_step * y_size, x, kType, static_cast<int>(ldx), x_step * x_size, &beta, z, kType,
+            static_cast<int>(p.n), z_size, static_cast<int>(p.batches), GemmTypes<T>::Compute(gpu),
+            CUBLAS_GEMM_DEFAULT));
+        return Status::OK();
+      }());
+      return;
+    }
+    for (int64_t b = 0; b < p.batches; ++b) {
+      TW_OP_REQUIRES_OK(ctx, Gemm<T>(gpu, adj_x_, adj_y_, p.m, p.n, p.k, x + p.XIndex(b) * x_size, ldx,
+                                     y + p.YIndex(b) * y_size, ldy, z + b * z_size));
+    }
+  }
+
+ private:
+  bool adj_x_ = false;
+  bool adj_y_ = false;
+};
+
 }  // namespace
 
 void RegisterMatMulCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
   target.RegisterTyped<MatMulGpuOp, float, double>("MatMul", kDeviceGpu);
+  target.RegisterTyped<BatchMatMulGpuOp, float, double>("BatchMatMulV2", kDeviceGpu);
 }
 
 }  // namespace tw

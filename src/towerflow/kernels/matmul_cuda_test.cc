@@ -88,6 +88,39 @@ void CheckOddSizes(DataType dtype) {
   }
 }
 
+// BatchMatMulV2 against the CPU: the strided batched form (same batches, a
+// matrix against a batch) and the per-matrix form (batch dimensions broadcast
+// from both sides), every adjoint, float and double.
+TEST(MatMulCudaTest, BatchMatMulBroadcastsAndAdjointsMatchTheCpu) {
+  TW_SKIP_WITHOUT_GPU();
+  parity::SeededRng rng;
+  for (DataType dtype : {kFloat32, kFloat64}) {
+    struct Pair {
+      TensorShape x, y;  // as stored without adjoints: x [..., M, K], y [..., K, N]
+    };
+    const std::vector<Pair> pairs = {{{3, 5, 7}, {3, 7, 4}},        {{5, 7}, {2, 3, 7, 4}},
+                                     {{2, 1, 5, 7}, {1, 3, 7, 4}}, {{4, 1, 33, 17}, {3, 17, 9}},
+                                     {{2, 0, 5, 7}, {1, 7, 4}},    {{2, 5, 0}, {2, 0, 3}}};
+    for (const Pair& pr : pairs) {
+      Case c;
+      c.name = std::string(DataTypeName(dtype)) + " BatchMatMulV2 " + pr.x.ToString() + " x " + pr.y.ToString();
+      auto swapped = [](const TensorShape& s) {
+        std::vector<int64_t> d = s.dims();
+        std::swap(d[d.size() - 1], d[d.size() - 2]);
+        return TensorShape(d);
+      };
+      c.inputs = {parity::RandomTensor(dtype, pr.x, rng), parity::RandomTensor(dtype, pr.y, rng),
+                  parity::RandomTensor(dtype, swapped(pr.x), rng), parity::RandomTensor(dtype, swapped(pr.y), rng)};
+      c.build = [](const Scope& s, const std::vector<Output>& in) {
+        return std::vector<Output>{BatchMatMul(s, in[0], in[1]), BatchMatMul(s, in[2], in[1], true, false),
+                                   BatchMatMul(s, in[0], in[3], false, true), BatchMatMul(s, in[2], in[3], true, true)};
+      };
+      SetTolerance(&c, dtype, pr.x.dim(pr.x.rank() - 1));
+      parity::ExpectGpuMatchesCpu(c);
+    }
+  }
+}
+
 TEST(MatMulCudaTest, FloatOddSizesAllTransposes) {
   TW_SKIP_WITHOUT_GPU();
   CheckOddSizes(kFloat32);

@@ -27,6 +27,7 @@ void EnsureKernelsRegistered() {
     RegisterStateKernels(r);
     RegisterRandomKernels(r);
     RegisterTrainingKernels(r);
+    RegisterBatchMatMulKernels(r);
     RegisterMomentumFusions(r);
     RegisterUpdateGroups(r);
     RegisterCastFusions(r);

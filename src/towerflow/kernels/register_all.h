@@ -26,6 +26,7 @@ void RegisterAvgPoolKernels(KernelRegistry& registry);
 void RegisterStateKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterTrainingKernels(KernelRegistry& registry);
+void RegisterBatchMatMulKernels(KernelRegistry& registry);
 // MatMul -> ApplyMomentum and Div -> ApplyMomentum (momentum_fusions.cc).
 void RegisterMomentumFusions(KernelRegistry& registry);
 // Cast (uint8 -> float32) -> Mul by one element (cast_fusions.cc).

@@ -51,6 +51,12 @@ struct MatMulOptions {
   bool transpose_b = false;
 };
 Output MatMul(const Scope& scope, const Output& a, const Output& b, MatMulOptions options = {});
+// Matrix products over leading dimensions (TF's BatchMatMulV2): x [..., M, K]
+// times y [..., K, N] is [..., M, N], the leading dimensions broadcast as
+// NumPy's ([2, 1, M, K] x [3, K, N] is [2, 3, M, N]); adj_x / adj_y transpose
+// each matrix. Float and double. Mismatched inner or batch dimensions are
+// InvalidArgument naming both shapes.
+Output BatchMatMul(const Scope& scope, const Output& x, const Output& y, bool adj_x = false, bool adj_y = false);
 
 // Reductions over `axes` (negative axes count from the end; empty = all axes).
 Output Sum(const Scope& scope, const Output& x, const std::vector<int32_t>& axes, bool keep_dims = false);

@@ -206,6 +206,8 @@ math = _Namespace(__name__ + ".math", "math", add=add, subtract=subtract, multip
                   unsorted_segment_sum=unsorted_segment_sum, in_top_k=_indexing.in_top_k,
                   invert_permutation=invert_permutation)
 
+linalg = _Namespace(__name__ + ".linalg", "tf.linalg", matmul=matmul)
+
 # ---- gradients, control flow, random
 gradients = _graph_ops.gradients
 group = _graph_ops.group

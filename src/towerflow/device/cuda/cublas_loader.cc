@@ -111,6 +111,25 @@ cublasStatus_t CUBLASWINAPI cublasGemmEx(cublasHandle_t handle, cublasOperation_
               algo);
 }
 
+cublasStatus_t CUBLASWINAPI cublasGemmStridedBatchedEx(cublasHandle_t handle, cublasOperation_t transa,
+                                                       cublasOperation_t transb, int m, int n, int k,
+                                                       const void* alpha, const void* A, cudaDataType Atype, int lda,
+                                                       long long int strideA, const void* B, cudaDataType Btype,
+                                                       int ldb, long long int strideB, const void* beta, void* C,
+                                                       cudaDataType Ctype, int ldc, long long int strideC,
+                                                       int batchCount, cublasComputeType_t computeType,
+                                                       cublasGemmAlgo_t algo) {
+  // Overloaded in C++ as cublasGemmEx is: the pointer type is spelled out.
+  using Fn = cublasStatus_t(CUBLASWINAPI*)(cublasHandle_t, cublasOperation_t, cublasOperation_t, int, int, int,
+                                           const void*, const void*, cudaDataType, int, long long int, const void*,
+                                           cudaDataType, int, long long int, const void*, void*, cudaDataType, int,
+                                           long long int, int, cublasComputeType_t, cublasGemmAlgo_t);
+  static const auto real = Resolve<Fn>(CublasSoname(), "cublasGemmStridedBatchedEx");
+  if (real == nullptr) return CUBLAS_STATUS_NOT_INITIALIZED;
+  return real(handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA, B, Btype, ldb, strideB, beta, C, Ctype,
+              ldc, strideC, batchCount, computeType, algo);
+}
+
 cublasStatus_t CUBLASWINAPI cublasLtCreate(cublasLtHandle_t* handle) {
   TW_FORWARD(CublasLtSoname(), cublasLtCreate, handle);
 }

@@ -138,7 +138,7 @@ const std::vector<std::string>& FakeGpuKernelOps() {
   // kernel). Placeholder is left out on purpose (TF has a GPU Placeholder): it
   // is the standard "no GPU kernel" case in tests.
   static const std::vector<std::string>* ops = new std::vector<std::string>{
-      "Add", "AddN", "ApplyAdagrad", "ApplyAdam", "ApplyCenteredRMSProp", "ApplyGradientDescent", "ApplyMomentum",
+      "Add", "AddN", "ApplyAdagrad", "BatchMatMulV2", "ApplyAdam", "ApplyCenteredRMSProp", "ApplyGradientDescent", "ApplyMomentum",
       "ApplyRMSProp", "ArgMax", "Assign", "AssignAdd",
       "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
       "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal", "Exp",

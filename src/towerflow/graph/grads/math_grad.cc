@@ -284,6 +284,30 @@ void RegisterMathGradients(GradientRegistry& r) {
     }
     return Status::OK();
   });
+  // As MatMul's per matrix (adj for transpose), then summed over the batch
+  // dimensions along which each operand was broadcast.
+  r.Register("BatchMatMulV2", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    TW_ASSIGN_OR_RETURN(bool adj_x, op.attrs().Get<bool>("adj_x"));
+    TW_ASSIGN_OR_RETURN(bool adj_y, op.attrs().Get<bool>("adj_y"));
+    const Output x = op.input(0), y = op.input(1), dz = dy[0];
+    Output gx, gy;
+    if (!adj_x && !adj_y) {
+      gx = BatchMatMul(s, dz, y, false, true);
+      gy = BatchMatMul(s, x, dz, true, false);
+    } else if (!adj_x && adj_y) {
+      gx = BatchMatMul(s, dz, y, false, false);
+      gy = BatchMatMul(s, dz, x, true, false);
+    } else if (adj_x && !adj_y) {
+      gx = BatchMatMul(s, y, dz, false, true);
+      gy = BatchMatMul(s, x, dz, false, false);
+    } else {
+      gx = BatchMatMul(s, y, dz, true, true);
+      gy = BatchMatMul(s, dz, x, true, true);
+    }
+    (*dx)[0] = ReduceTo(s, gx, x, y);
+    (*dx)[1] = ReduceTo(s, gy, y, x);
+    return Status::OK();
+  });
   r.Register("Sum", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     return ReductionGrad(Reduction::kSum, s, op, dy, dx);
   });

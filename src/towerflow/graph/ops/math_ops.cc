@@ -90,6 +90,52 @@ Status MatMulShape(InferenceContext* c) {
   return Status::OK();
 }
 
+// [..., M, K] x [..., K, N] -> [broadcast(...), M, N], each operand's last two
+// dimensions swapped when adj_x / adj_y; batch dimensions broadcast as NumPy's
+// (a known 1 takes the other's size; two unknowns stay unknown).
+Status BatchMatMulShape(InferenceContext* c) {
+  TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 2));
+  TW_RETURN_IF_ERROR(c->WithRankAtLeast(1, 2));
+  TW_ASSIGN_OR_RETURN(bool adj_x, c->GetAttr<bool>("adj_x"));
+  TW_ASSIGN_OR_RETURN(bool adj_y, c->GetAttr<bool>("adj_y"));
+  const PartialShape& x = c->input(0);
+  const PartialShape& y = c->input(1);
+  if (!x.known_rank() || !y.known_rank()) {
+    c->set_output(0, PartialShape::Unknown());
+    return Status::OK();
+  }
+  const int rx = x.rank(), ry = y.rank();
+  const int64_t m = x.dim(adj_x ? rx - 1 : rx - 2), kx = x.dim(adj_x ? rx - 2 : rx - 1);
+  const int64_t ky = y.dim(adj_y ? ry - 1 : ry - 2), n = y.dim(adj_y ? ry - 2 : ry - 1);
+  if (kx >= 0 && ky >= 0 && kx != ky) {
+    return errors::InvalidArgument("BatchMatMul inner dimensions differ: x has shape ", x.ToString(),
+                                   adj_x ? " (adjoint)" : "", " and y has shape ", y.ToString(),
+                                   adj_y ? " (adjoint)" : "", ": ", kx, " vs ", ky);
+  }
+  const int batch = std::max(rx, ry) - 2;
+  std::vector<int64_t> out(static_cast<size_t>(batch) + 2);
+  for (int i = 0; i < batch; ++i) {
+    const int ix = rx - 2 - batch + i, iy = ry - 2 - batch + i;
+    const int64_t dx = ix >= 0 ? x.dim(ix) : 1, dy = iy >= 0 ? y.dim(iy) : 1;
+    int64_t d;
+    if (dx == 1) {
+      d = dy;
+    } else if (dy == 1 || dx == dy) {
+      d = dx;
+    } else if (dx < 0 || dy < 0) {
+      d = dx < 0 ? (dy < 0 ? -1 : dy) : dx;  // the known one, or the other must be 1
+    } else {
+      return errors::InvalidArgument("BatchMatMul batch dimensions do not broadcast: x has shape ", x.ToString(),
+                                     " and y has shape ", y.ToString());
+    }
+    out[static_cast<size_t>(i)] = d;
+  }
+  out[static_cast<size_t>(batch)] = m;
+  out[static_cast<size_t>(batch) + 1] = n;
+  c->set_output(0, PartialShape(out));
+  return Status::OK();
+}
+
 // The input shape without `dimension` (when that input is a constant).
 Status ArgMaxShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 1));
@@ -166,6 +212,17 @@ void RegisterMathOps(OpRegistry& r) {
                  .Shape(MatMulShape)
                  .Doc("Matrix product of two rank-2 tensors, each optionally transposed.")
                  .Build()).Check();
+  r.Register(OpDefBuilder("BatchMatMulV2")
+                 .Input("x", "T")
+                 .Input("y", "T")
+                 .Output("output", "T")
+                 .TypeAttr("T", FloatTypes())
+                 .Attr("adj_x", false)
+                 .Attr("adj_y", false)
+                 .Shape(BatchMatMulShape)
+                 .Doc("Matrix products over the leading (broadcast) dimensions of two tensors of rank >= 2, each "
+                      "matrix optionally transposed.")
+                 .Build()).Check();
 
   RegisterReduction(r, "Sum", NumericTypes(), "Sum over the given axes.");
   RegisterReduction(r, "Mean", NumericTypes(), "Mean over the given axes.");
@@ -227,6 +284,9 @@ Output Sub(const Scope& scope, const Output& x, const Output& y) { return Binary
 Output Mul(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "Mul", x, y); }
 Output Div(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "Div", x, y); }
 Output Pow(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "Pow", x, y); }
+Output BatchMatMul(const Scope& scope, const Output& x, const Output& y, bool adj_x, bool adj_y) {
+  return NodeBuilder(scope, "BatchMatMulV2").Input(x).Input(y).Attr("adj_x", adj_x).Attr("adj_y", adj_y).Finalize();
+}
 Output FloorDiv(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "FloorDiv", x, y); }
 Output FloorMod(const Scope& scope, const Output& x, const Output& y) { return Binary(scope, "FloorMod", x, y); }
 Output Maximum(const Scope& scope, const Output& x, const Output& y) {

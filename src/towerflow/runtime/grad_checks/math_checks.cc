@@ -137,6 +137,16 @@ void AddMathGradChecks(std::vector<GradCheckCase>& cases) {
   cases.push_back(AwayFromSteps(Case("FloorMod", "same shape [2,3]", {{2, 3}, {2, 3}}, BinaryFn(FloorMod))));
   cases.push_back(AwayFromSteps(Case("FloorMod", "broadcast [3,4] % [4]", {{3, 4}, {4}}, BinaryFn(FloorMod))));
 
+  auto bmm = [](bool adj_x, bool adj_y) -> Builder {
+    return [=](const Scope& s, const std::vector<Output>& in) { return BatchMatMul(s, in[0], in[1], adj_x, adj_y); };
+  };
+  cases.push_back(Case("BatchMatMulV2", "[2,3,4] x [2,4,5]", {{2, 3, 4}, {2, 4, 5}}, bmm(false, false)));
+  cases.push_back(Case("BatchMatMulV2", "adj_x [2,4,3] x [2,4,5]", {{2, 4, 3}, {2, 4, 5}}, bmm(true, false)));
+  cases.push_back(Case("BatchMatMulV2", "adj_y [2,3,4] x [2,5,4]", {{2, 3, 4}, {2, 5, 4}}, bmm(false, true)));
+  cases.push_back(Case("BatchMatMulV2", "adj both [2,4,3] x [2,5,4]", {{2, 4, 3}, {2, 5, 4}}, bmm(true, true)));
+  cases.push_back(Case("BatchMatMulV2", "broadcast [2,1,3,4] x [3,4,2]", {{2, 1, 3, 4}, {3, 4, 2}}, bmm(false, false)));
+  cases.push_back(Case("BatchMatMulV2", "matrix [3,4] x batch [2,4,5]", {{3, 4}, {2, 4, 5}}, bmm(false, false)));
+
   cases.push_back(Case("Neg", "[2,3]", {{2, 3}}, UnaryFn(Neg)));
   cases.push_back(Case("Square", "[2,3]", {{2, 3}}, UnaryFn(Square)));
   cases.push_back(Positive(Case("Sqrt", "[2,3] in [0.5,2]", {{2, 3}}, UnaryFn(Sqrt))));
