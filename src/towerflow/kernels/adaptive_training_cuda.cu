@@ -83,50 +83,42 @@ __global__ void ApplyAdagradKernel(T* __restrict__ var, T* __restrict__ accum, c
   }
 }
 
-// Inputs: var, ms, mom (refs), lr, rho, momentum, epsilon, grad.
-template <typename T>
-class GpuApplyRMSPropOp : public GpuOpKernel {
+// Inputs: var, ms, mom (refs), lr, rho, momentum, epsilon, grad; centered,
+// mg (a ref) after var, every later input one further.
+template <typename T, bool kCentered>
+class GpuRMSPropOp : public GpuOpKernel {
  public:
   using GpuOpKernel::GpuOpKernel;
   void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    constexpr int c = kCentered ? 1 : 0;  // the inputs after var move by one
     {
-      RefLocks locks(ctx, {0, 1, 2});
-      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2}, {7}, {3, 4, 5, 6}));
-      const RMSPropScalars<T> s{ctx->input(3).data<T>(), ctx->input(4).data<T>(), ctx->input(5).data<T>(),
-                                ctx->input(6).data<T>()};
+      RefLocks locks(ctx, kCentered ? std::initializer_list<int>{0, 1, 2, 3} : std::initializer_list<int>{0, 1, 2});
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, kCentered ? std::initializer_list<int>{0, 1, 2, 3}
+                                                             : std::initializer_list<int>{0, 1, 2},
+                                              {7 + c}, {3 + c, 4 + c, 5 + c, 6 + c}));
+      const RMSPropScalars<T> s{ctx->input(3 + c).data<T>(), ctx->input(4 + c).data<T>(),
+                                ctx->input(5 + c).data<T>(), ctx->input(6 + c).data<T>()};
       const int64_t n = ctx->mutable_input(0)->NumElements();
+      T* var = ctx->mutable_input(0)->data<T>();
+      T* ms = ctx->mutable_input(1 + c)->data<T>();
+      T* mom = ctx->mutable_input(2 + c)->data<T>();
+      const T* grad = ctx->input(7 + c).data<T>();
       if (n > 0) {
-        TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ApplyRMSPropKernel<T>, ctx->mutable_input(0)->data<T>(),
-                                                ctx->mutable_input(1)->data<T>(), ctx->mutable_input(2)->data<T>(),
-                                                ctx->input(7).data<T>(), s, n));
+        if constexpr (kCentered) {
+          TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ApplyCenteredRMSPropKernel<T>, var,
+                                                  ctx->mutable_input(1)->data<T>(), ms, mom, grad, s, n));
+        } else {
+          TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ApplyRMSPropKernel<T>, var, ms, mom, grad, s, n));
+        }
       }
     }
     ctx->forward_ref_input_to_ref_output(0, 0);
   }
 };
-
-// Inputs: var, mg, ms, mom (refs), lr, rho, momentum, epsilon, grad.
 template <typename T>
-class GpuApplyCenteredRMSPropOp : public GpuOpKernel {
- public:
-  using GpuOpKernel::GpuOpKernel;
-  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
-    {
-      RefLocks locks(ctx, {0, 1, 2, 3});
-      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2, 3}, {8}, {4, 5, 6, 7}));
-      const RMSPropScalars<T> s{ctx->input(4).data<T>(), ctx->input(5).data<T>(), ctx->input(6).data<T>(),
-                                ctx->input(7).data<T>()};
-      const int64_t n = ctx->mutable_input(0)->NumElements();
-      if (n > 0) {
-        TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ApplyCenteredRMSPropKernel<T>,
-                                                ctx->mutable_input(0)->data<T>(), ctx->mutable_input(1)->data<T>(),
-                                                ctx->mutable_input(2)->data<T>(), ctx->mutable_input(3)->data<T>(),
-                                                ctx->input(8).data<T>(), s, n));
-      }
-    }
-    ctx->forward_ref_input_to_ref_output(0, 0);
-  }
-};
+using GpuApplyRMSPropOp = GpuRMSPropOp<T, false>;
+template <typename T>
+using GpuApplyCenteredRMSPropOp = GpuRMSPropOp<T, true>;
 
 // Inputs: var, accum (refs), lr, grad.
 template <typename T>

@@ -110,60 +110,37 @@ class ApplyAdamOp : public OpKernel {
   bool use_nesterov_ = false;
 };
 
-// Inputs: var, ms, mom (refs), lr, rho, momentum, epsilon, grad.
-template <typename T>
-class ApplyRMSPropOp : public OpKernel {
+// Inputs: var, ms, mom (refs), lr, rho, momentum, epsilon, grad; centered,
+// mg (a ref) after var, every later input one further.
+template <typename T, bool kCentered>
+class RMSPropOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
+    constexpr int c = kCentered ? 1 : 0;  // the inputs after var move by one
     {
-      RefLocks locks(ctx, {0, 1, 2});
-      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2}, {7}, {3, 4, 5, 6}));
+      RefLocks locks(ctx, kCentered ? std::initializer_list<int>{0, 1, 2, 3} : std::initializer_list<int>{0, 1, 2});
+      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, kCentered ? std::initializer_list<int>{0, 1, 2, 3}
+                                                             : std::initializer_list<int>{0, 1, 2},
+                                              {7 + c}, {3 + c, 4 + c, 5 + c, 6 + c}));
       T* var = ctx->mutable_input(0)->data<T>();
-      T* ms = ctx->mutable_input(1)->data<T>();
-      T* mom = ctx->mutable_input(2)->data<T>();
-      const T lr = ctx->input(3).scalar<T>();
-      const T one_minus_rho = T(1) - ctx->input(4).scalar<T>();
-      const T momentum = ctx->input(5).scalar<T>();
-      const T epsilon = ctx->input(6).scalar<T>();
-      const T* grad = ctx->input(7).data<T>();
-      ForEachShard(ctx, ctx->mutable_input(0)->NumElements(), 20, [&](int64_t begin, int64_t end) {
-        for (int64_t k = begin; k < end; ++k) {
-          const T g = grad[k];
-          ms[k] += (g * g - ms[k]) * one_minus_rho;
-          mom[k] = mom[k] * momentum + (g * lr) / std::sqrt(ms[k] + epsilon);
-          var[k] -= mom[k];
-        }
-      });
-    }
-    ctx->forward_ref_input_to_ref_output(0, 0);
-  }
-};
-
-// Inputs: var, mg, ms, mom (refs), lr, rho, momentum, epsilon, grad.
-template <typename T>
-class ApplyCenteredRMSPropOp : public OpKernel {
- public:
-  using OpKernel::OpKernel;
-  void Compute(OpKernelContext* ctx) override {
-    {
-      RefLocks locks(ctx, {0, 1, 2, 3});
-      TW_OP_REQUIRES_OK(ctx, CheckApplyInputs(ctx, {0, 1, 2, 3}, {8}, {4, 5, 6, 7}));
-      T* var = ctx->mutable_input(0)->data<T>();
-      T* mg = ctx->mutable_input(1)->data<T>();
-      T* ms = ctx->mutable_input(2)->data<T>();
-      T* mom = ctx->mutable_input(3)->data<T>();
-      const T lr = ctx->input(4).scalar<T>();
-      const T one_minus_rho = T(1) - ctx->input(5).scalar<T>();
-      const T momentum = ctx->input(6).scalar<T>();
-      const T epsilon = ctx->input(7).scalar<T>();
-      const T* grad = ctx->input(8).data<T>();
+      T* mg = kCentered ? ctx->mutable_input(1)->data<T>() : nullptr;
+      T* ms = ctx->mutable_input(1 + c)->data<T>();
+      T* mom = ctx->mutable_input(2 + c)->data<T>();
+      const T lr = ctx->input(3 + c).scalar<T>();
+      const T one_minus_rho = T(1) - ctx->input(4 + c).scalar<T>();
+      const T momentum = ctx->input(5 + c).scalar<T>();
+      const T epsilon = ctx->input(6 + c).scalar<T>();
+      const T* grad = ctx->input(7 + c).data<T>();
       ForEachShard(ctx, ctx->mutable_input(0)->NumElements(), 25, [&](int64_t begin, int64_t end) {
         for (int64_t k = begin; k < end; ++k) {
           const T g = grad[k];
           ms[k] += (g * g - ms[k]) * one_minus_rho;
-          mg[k] += (g - mg[k]) * one_minus_rho;
-          const T denom = (ms[k] - mg[k] * mg[k]) + epsilon;
+          T denom = ms[k] + epsilon;
+          if constexpr (kCentered) {
+            mg[k] += (g - mg[k]) * one_minus_rho;
+            denom = (ms[k] - mg[k] * mg[k]) + epsilon;
+          }
           mom[k] = mom[k] * momentum + (g * lr) / std::sqrt(denom);
           var[k] -= mom[k];
         }
@@ -172,6 +149,10 @@ class ApplyCenteredRMSPropOp : public OpKernel {
     ctx->forward_ref_input_to_ref_output(0, 0);
   }
 };
+template <typename T>
+using ApplyRMSPropOp = RMSPropOp<T, false>;
+template <typename T>
+using ApplyCenteredRMSPropOp = RMSPropOp<T, true>;
 
 // Inputs: var, accum (refs), lr, grad.
 template <typename T>
