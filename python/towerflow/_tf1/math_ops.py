@@ -25,7 +25,10 @@ def _binary_inputs(x, y, name=None, arg_names=("x", "y")):
     if _is_tensor(y) and not _is_tensor(x):
         y = convert_to_tensor(y)
         return convert_to_tensor(x, name=xn, preferred_dtype=y.dtype), y
-    return convert_to_tensor(x, name=xn), convert_to_tensor(y, name=yn)
+    # Neither a tensor: y takes x's dtype where it can (tf.pow(2., 3) is float32), as TF's op
+    # converts its inputs in order.
+    x = convert_to_tensor(x, name=xn)
+    return x, convert_to_tensor(y, name=yn, preferred_dtype=x.dtype)
 
 
 def _binary(op_type, default_name):
@@ -126,7 +129,11 @@ def _div(default_name, integers):
             a, b = _binary_inputs(x, y, name)
             if a.dtype.is_integer and b.dtype.is_integer:
                 if not integers:
-                    # TF1's tf.div of integers: Python 2's floor division.
+                    # TF1's tf.div of integers: Python 2's floor division; y
+                    # converted to x's dtype, as TF1's.
+                    if a.dtype != b.dtype:
+                        raise ValueError("Tensor conversion requested dtype %s for Tensor with dtype %s: %r"
+                                         % (a.dtype.name, b.dtype.name, b))
                     return make_tensor("FloorDiv", [a, b], name=name)
                 if a.dtype != b.dtype:
                     raise TypeError("x and y must have the same dtype, got %s != %s" % (a.dtype.name, b.dtype.name))
@@ -271,6 +278,9 @@ def argmax(input, axis=None, name=None, dimension=None, output_type=_dtypes.int6
 
 
 def _install_operators(cls):
+    # NumPy defers to the tensor's reflected operators (np.ones(3) ** t), as TF's.
+    cls.__array_priority__ = 100
+
     def binop(fn, reverse=False):
         if reverse:
             return lambda self, other: fn(other, self)

@@ -304,7 +304,8 @@ void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu)
   for (const char* op :
        {"Const",     "Identity",     "StopGradient", "Shape", "Reshape", "ExpandDims", "Squeeze", "Fill",
         "ZerosLike", "OnesLike",     "Cast",         "Add",   "Sub",     "Mul",        "Div",     "Maximum",
-        "Equal",     "GreaterEqual", "Neg",          "Sum",   "Max",     "Mean"}) {
+        "Equal",     "GreaterEqual", "Neg",          "Sum",   "Max",     "Mean",       "FloorDiv", "FloorMod",
+        "Pow"}) {
     RegisterHostKernelOnGpu(target, cpu, op, int32);
   }
   RegisterShapeCudaKernels(target, cpu);

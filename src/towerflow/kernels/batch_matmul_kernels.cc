@@ -1,9 +1,9 @@
 // CPU kernel of BatchMatMulV2 (float, double): one GEMM per output matrix
 // (CpuGemm: oneDNN for float where built in, else OpenBLAS), each reading the
 // operand matrices its broadcast batch index names (batch_matmul_args.h,
-// shared with the CUDA twin in matmul_cuda.cu). The batches are split over
-// the device's intra-op threads; a single matrix product runs as MatMul's
-// GEMM on one thread per batch, so a batch of one is one GEMM.
+// shared with the CUDA twin in matmul_cuda.cu). The work is split over the
+// device's intra-op threads in blocks of 16 rows of one output matrix, so one
+// large product spreads as MatMul's does.
 #include <algorithm>
 #include <type_traits>
 
@@ -42,11 +42,18 @@ class BatchMatMulOp : public OpKernel {
     const T* y = ctx->input(1).data<T>();
     const int64_t x_size = p.m * p.k, y_size = p.k * p.n, z_size = p.m * p.n;
     const int64_t ldx = adj_x_ ? p.m : p.k, ldy = adj_y_ ? p.k : p.n;
-    const int64_t cost = std::max<int64_t>(1, p.m * p.n * p.k / 16);
-    ShardedFor(ctx->intra_op_pool(), p.batches, cost, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) {
-        CpuGemm<T>(dnnl_, adj_x_, adj_y_, p.m, p.n, p.k, x + p.XIndex(b) * x_size, ldx, y + p.YIndex(b) * y_size, ldy,
-                   z + b * z_size, p.n);
+    // Units of kBlock rows of one output matrix, so that a few large matrices
+    // spread over the threads as MatMul's rows do.
+    constexpr int64_t kBlock = 16;
+    const int64_t blocks = (p.m + kBlock - 1) / kBlock;
+    const int64_t cost = std::max<int64_t>(1, kBlock * p.n * p.k / 16);
+    ShardedFor(ctx->intra_op_pool(), p.batches * blocks, cost, [&](int64_t u0, int64_t u1) {
+      for (int64_t u = u0; u < u1; ++u) {
+        const int64_t b = u / blocks, lo = (u % blocks) * kBlock, len = std::min(kBlock, p.m - lo);
+        // Rows lo.. of op(x): rows of x, or its columns when adjoint.
+        const T* xb = x + p.XIndex(b) * x_size;
+        CpuGemm<T>(dnnl_, adj_x_, adj_y_, len, p.n, p.k, adj_x_ ? xb + lo : xb + lo * ldx, ldx,
+                   y + p.YIndex(b) * y_size, ldy, z + b * z_size + lo * p.n, p.n);
       }
     });
   }

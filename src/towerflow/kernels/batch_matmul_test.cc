@@ -89,6 +89,28 @@ TEST(BatchMatMulTest, EveryMatrixIsMatMulOfItsBroadcastOperands) {
   }
 }
 
+// One tall matrix (a batch of one) split by rows over 4 threads, every
+// adjoint: MatMul's values.
+TEST(BatchMatMulTest, OneLargeMatrixSplitsByRows) {
+  std::mt19937_64 rng(43);
+  for (bool adj_x : {false, true}) {
+    const Tensor x = Random(adj_x ? TensorShape{1, 64, 100} : TensorShape{1, 100, 64}, rng);
+    const Tensor y = Random(TensorShape{64, 30}, rng);
+    Graph g;
+    Scope s(g);
+    Output z = BatchMatMul(s, Const(s, x), Const(s, y), adj_x, false);
+    Output want = MatMul(s, MatrixOf(s, x, 0), Const(s, y), {adj_x, false});
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    Session session(g, {.intra_op_threads = 4});
+    auto r = session.Run({z, want});
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    EXPECT_EQ((*r)[0].shape().ToString(), "[1,100,30]");
+    const std::vector<double> got = (*r)[0].ToVector<double>(), w = (*r)[1].ToVector<double>();
+    ASSERT_EQ(got.size(), w.size());
+    for (size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], w[i], 1e-12) << "element " << i;
+  }
+}
+
 TEST(BatchMatMulTest, StaticShapesBroadcastUnknownDimensions) {
   Graph g;
   Scope s(g);

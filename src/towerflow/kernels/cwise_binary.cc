@@ -164,10 +164,12 @@ struct FloorModF {
     if constexpr (std::is_floating_point_v<T>) {
       const T trunc_mod = std::fmod(a, b);
       return (trunc_mod != 0 && ((b < 0) != (trunc_mod < 0))) ? trunc_mod + b : trunc_mod;
-    } else {
+    } else if constexpr (std::is_signed_v<T>) {
       if (b == -1) return 0;  // INT_MIN % -1 traps on x86
       const T r = static_cast<T>(a % b);
       return (r != 0 && ((r < 0) != (b < 0))) ? static_cast<T>(r + b) : r;
+    } else {
+      return static_cast<T>(a % b);
     }
   }
 };
@@ -332,7 +334,7 @@ void RegisterCwiseBinaryKernels(KernelRegistry& r) {
   r.RegisterTyped<MaximumOp, float, double, int32_t, int64_t, uint8_t>("Maximum", kDeviceCpu);
   r.RegisterTyped<PowOp, float, double, int32_t, int64_t>("Pow", kDeviceCpu);
   r.RegisterTyped<FloorDivOp, float, double, int32_t, int64_t, uint8_t>("FloorDiv", kDeviceCpu);
-  r.RegisterTyped<FloorModOp, float, double, int32_t, int64_t>("FloorMod", kDeviceCpu);
+  r.RegisterTyped<FloorModOp, float, double, int32_t, int64_t, uint8_t>("FloorMod", kDeviceCpu);
   r.RegisterTyped<EqualOp, float, double, int32_t, int64_t, uint8_t, bool>("Equal", kDeviceCpu);
   r.RegisterTyped<GreaterEqualOp, float, double, int32_t, int64_t, uint8_t>("GreaterEqual", kDeviceCpu);
 }

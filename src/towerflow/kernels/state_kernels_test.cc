@@ -49,8 +49,9 @@ TEST(StateKernels, AssignAddSubUpdateTheVariable) {
 }
 
 // Before the variable is assigned its initial value, after it its value: a
-// second variable initialized from the first gets the first's value whichever
-// initializer runs first, and whenever the second is initialized later.
+// second variable initialized from the first gets the first's initial value
+// when both initialize in one run, the first's current value when it is
+// initialized later, and the initial value when the first never is.
 TEST(StateKernels, InitializedValueIsTheValueOnceAssignedElseTheInitialValue) {
   Graph g;
   Scope root(g);

@@ -2,12 +2,12 @@
 // each input's shape (SumToShape), except where the static shapes prove that an
 // input was not expanded; that skip keeps the MLP's backward pass free of no-op
 // reductions ([?,256] + [256]: the left input's gradient is dz itself).
+#include <limits>
 #include <string>
 #include <vector>
 
 #include "towerflow/graph/grads/register.h"
 #include "towerflow/graph/ops/array_ops.h"
-#include "towerflow/graph/ops/gather_ops.h"
 #include "towerflow/graph/ops/math_ops.h"
 
 namespace tw {
@@ -194,13 +194,20 @@ void RegisterMathGradients(GradientRegistry& r) {
   });
   // d(-x)/dx = -1.
   // TF's: dx = dz * y * x^(y - 1); dy = dz * z * log(x) where x > 0, else 0
-  // (no false infinity from log(0) where the power's slope is finite).
+  // (no false infinity from log(0) where the power's slope is finite). The
+  // mask is a product, from ops every device has (a GPU has no Select): log
+  // of max(x, the least normal value), which is log(x) for every normal x > 0
+  // (a subnormal one, which flush-to-zero may read as 0, gets the least
+  // normal's log) and finite elsewhere, times 1 where x > 0 and 0 elsewhere.
   r.Register("Pow", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     const Output x = op.input(0), y = op.input(1);
-    const Output one = ScalarLike(s, 1.0, x.dtype()), zero = ScalarLike(s, 0.0, x.dtype());
+    const DataType t = x.dtype();
+    const Output one = ScalarLike(s, 1.0, t);
     (*dx)[0] = ReduceTo(s, Mul(s, Mul(s, dy[0], y), Pow(s, x, Sub(s, y, one))), x, y);
-    const Output not_positive = GreaterEqual(s, ZerosLike(s, x), x);
-    const Output log_x = SelectV2(s, not_positive, zero, Log(s, SelectV2(s, not_positive, one, x)));
+    const double least = t == kFloat32 ? static_cast<double>(std::numeric_limits<float>::min())
+                                       : std::numeric_limits<double>::min();
+    const Output positive = Sub(s, one, Cast(s, GreaterEqual(s, ZerosLike(s, x), x), t));
+    const Output log_x = Mul(s, Log(s, Maximum(s, x, ScalarLike(s, least, t))), positive);
     (*dx)[1] = ReduceTo(s, Mul(s, Mul(s, dy[0], OutputOf(op)), log_x), y, x);
     return Status::OK();
   });

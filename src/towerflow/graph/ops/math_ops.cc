@@ -179,7 +179,7 @@ void RegisterMathOps(OpRegistry& r) {
                  "x^y, broadcasting; integer y must not be negative.");
   RegisterBinary(r, "FloorDiv", NumericTypes(), "T",
                  "floor(x / y), broadcasting (Python's //); integer y = 0 is an error.");
-  RegisterBinary(r, "FloorMod", {kFloat32, kFloat64, kInt32, kInt64}, "T",
+  RegisterBinary(r, "FloorMod", NumericTypes(), "T",
                  "x - floor(x / y) * y, broadcasting (Python's %, the sign of y); integer y = 0 is an error.");
   std::vector<DataType> eq_types = NumericTypes();
   eq_types.push_back(kBool);
