@@ -82,7 +82,9 @@ TEST_F(TrainOptimizersCliTest, EachOptimizerTrainsAndCheckpointsItsSlots) {
     }
     // No slot beyond TF's: the next name is free.
     const std::string next = c.slots.empty() ? "" : c.slots.front() + "_" + std::to_string(c.slots.size());
-    if (!next.empty()) EXPECT_EQ(file->Find("hidden1/kernel/" + next), nullptr) << next;
+    if (!next.empty()) {
+      EXPECT_EQ(file->Find("hidden1/kernel/" + next), nullptr) << next;
+    }
   }
 }
 
