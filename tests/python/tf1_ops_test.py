@@ -349,53 +349,6 @@ class TF1OpsTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
-    def test_pow_floordiv_and_mod(self):
-        self.compare('''
-            r = {}
-            x = tf.constant([7.5, -7.5, 2.0, 0.5, 3.0])
-            y = tf.constant([2.0, 2.0, -2.0, 0.25, 2.5])
-            i = tf.constant([7, -7, 7, -7, 9])
-            j = tf.constant([2, 2, -2, -2, 3])
-            ts = [x ** y, x ** 2, 2.0 ** y, tf.pow(x, 3), tf.pow(i, 2), x // y, i // j, 7 // j, x % y, i % j,
-                  tf.floordiv(x, 1.5), tf.floormod(i, 4), tf.mod(x, -1.5), tf.div(i, j), tf.math.floordiv(i, 2)]
-            r["sigs"] = [sig(t) for t in ts]
-            p = tf.placeholder(tf.float32, [3])
-            q = tf.placeholder(tf.float32, [3])
-            grads = tf.gradients(tf.reduce_sum(p ** q) + tf.reduce_sum(p % q), [p, q])
-            with tf.Session() as sess:
-                r["values"] = [v.tolist() for v in sess.run(ts)]
-                r["grads"] = [g.tolist() for g in sess.run(grads, {p: [1.5, 0.0, 2.0], q: [2.5, 3.0, 0.75]})]
-                r["negative_power"] = raised(lambda: sess.run(tf.pow(i, tf.constant([1, 2, -1, 0, 1]))),
-                                             "negative integer powers")
-                r["zero_divisor"] = raised(lambda: sess.run(i // tf.constant([1, 0, 1, 1, 1])), "division by zero")
-            r["no_gradient"] = tf.gradients(tf.reduce_sum(p // q), p) == [None]
-            emit(r)
-        ''')
-
-    def test_batch_matmul(self):
-        self.compare('''
-            r = {}
-            rng = np.random.RandomState(2)
-            x = tf.constant(rng.randn(2, 1, 3, 4).astype(np.float32))
-            y = tf.constant(rng.randn(5, 4, 2).astype(np.float32))
-            m = tf.constant(rng.randn(4, 2).astype(np.float32))
-            p = tf.placeholder(tf.float32, [None, 3, 4])
-            u = tf.placeholder(tf.float32)
-            ts = [tf.matmul(x, y), tf.matmul(x, m), tf.matmul(y, x, transpose_a=True, transpose_b=True),
-                  x @ y, tf.matmul(p, m), tf.matmul(u, m), tf.linalg.matmul(x, y, adjoint_b=False)]
-            r["sigs"] = [sig(t) for t in ts]
-            r["types"] = [t.op.type for t in ts]
-            loss = tf.reduce_sum(tf.matmul(x, y) * tf.constant(rng.randn(2, 5, 3, 2).astype(np.float32)))
-            grads = tf.gradients(loss, [x, y])
-            with tf.Session() as sess:
-                feed = {p: rng.randn(6, 3, 4).astype(np.float32), u: rng.randn(3, 4).astype(np.float32)}
-                r["values"] = [np.round(v, 4).tolist() for v in sess.run(ts, feed)]
-                r["grads"] = [np.round(g, 4).tolist() for g in sess.run(grads)]
-                r["bad"] = raised(lambda: sess.run(tf.matmul(p, m), {p: np.zeros((2, 3, 5), np.float32)}))
-            r["bad_static"] = raised(lambda: tf.matmul(x, tf.zeros([5, 3, 2])))
-            emit(r)
-        ''')
-
     def test_histogram_summaries_read_by_tensorflow(self):
         # towerflow writes a histogram and a scalar in one event; TensorFlow
         # reads the file and compares them with its own summaries of the same

@@ -109,6 +109,28 @@ def pow(x, y, name=None):  # noqa: A001: TF's name
         return make_tensor("Pow", [a, b], name=name)
 
 
+def rsqrt(x, name=None):
+    """1 / sqrt(x) (TF's Rsqrt, within an ulp)."""
+    x = convert_to_tensor(x)
+    with fw.op_name(name or "Rsqrt", x.graph) as name:
+        return make_tensor("Div", [fw.constant(1, dtype=x.dtype, name=name + "/one"),
+                                   make_tensor("Sqrt", [x], name=name + "/Sqrt")], name=name)
+
+
+def reciprocal(x, name=None):
+    """1 / x (TF's Reciprocal: the same IEEE division)."""
+    x = convert_to_tensor(x)
+    with fw.op_name(name or "Reciprocal", x.graph) as name:
+        return make_tensor("Div", [fw.constant(1, dtype=x.dtype, name=name + "/one"), x], name=name)
+
+
+def squared_difference(x, y, name=None):
+    """(x - y)^2, broadcasting (TF's SquaredDifference: the same product)."""
+    with fw.op_name(name or "SquaredDifference", fw._graph_of([x, y])) as name:
+        a, b = _binary_inputs(x, y, name)
+        return make_tensor("Square", [make_tensor("Sub", [a, b], name=name + "/sub")], name=name)
+
+
 floordiv = _binary("FloorDiv", "floordiv")
 floor_div = _binary("FloorDiv", "FloorDiv")
 floormod = _binary("FloorMod", "FloorMod")

@@ -19,6 +19,52 @@ def relu(features, name=None):
     return make_tensor("Relu", [convert_to_tensor(features)], name=name or "Relu")
 
 
+# The activations below are compositions of the engine's ops (each with a GPU
+# kernel), named as TF's one op; values and gradients are TF's away from the
+# kinks (at x = 0, and 6 for relu6, the subgradient may be the other side's).
+def relu6(features, name=None):
+    """min(max(x, 0), 6)."""
+    x = convert_to_tensor(features)
+    with fw.op_name(name or "Relu6", x.graph) as name:
+        return math_ops.minimum(relu(x, name=name + "/Relu"), fw.constant(6, dtype=x.dtype, name=name + "/six"),
+                                name=name)
+
+
+def leaky_relu(features, alpha=0.2, name=None):
+    """x where x > 0, alpha * x elsewhere: max(alpha x, x) for alpha <= 1, min
+    for alpha > 1."""
+    x = convert_to_tensor(features)
+    if x.dtype.is_integer:
+        x = array_ops.cast(x, _dtypes.float32)
+    with fw.op_name(name or "LeakyRelu", x.graph) as name:
+        scaled = math_ops.multiply(fw.constant(alpha, dtype=x.dtype, name=name + "/alpha"), x, name=name + "/mul")
+        pick = math_ops.maximum if alpha <= 1 else math_ops.minimum
+        return pick(scaled, x, name=name)
+
+
+def softplus(features, name=None):
+    """log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)): no overflow for large x."""
+    x = convert_to_tensor(features)
+    with fw.op_name(name or "Softplus", x.graph) as name:
+        tail = make_tensor("Log1p", [math_ops.exp(math_ops.negative(math_ops.abs(x, name=name + "/Abs"),
+                                                                    name=name + "/Neg"), name=name + "/Exp")],
+                           name=name + "/Log1p")
+        return math_ops.add(relu(x, name=name + "/Relu"), tail, name=name)
+
+
+def l2_normalize(x, axis=None, epsilon=1e-12, name=None, dim=None):
+    """x / sqrt(max(sum(x^2, axis), epsilon)), as TF's."""
+    axis = dim if axis is None else axis
+    x = convert_to_tensor(x)
+    with fw.op_name(name or "l2_normalize", x.graph) as name:
+        square_sum = math_ops.reduce_sum(math_ops.square(x, name=name + "/Square"), axis, keepdims=True,
+                                         name=name + "/Sum")
+        inv_norm = math_ops.rsqrt(math_ops.maximum(square_sum, fw.constant(epsilon, dtype=x.dtype,
+                                                                            name=name + "/epsilon"),
+                                                   name=name + "/Maximum"), name=name + "/Rsqrt")
+        return math_ops.multiply(x, inv_norm, name=name)
+
+
 def softmax(logits, axis=None, name=None, dim=None):
     axis = dim if axis is None else axis
     x = convert_to_tensor(logits)

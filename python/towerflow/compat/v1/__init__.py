@@ -188,6 +188,9 @@ minimum = _math.minimum
 abs = _math.abs  # noqa: A001
 pow = _math.pow  # noqa: A001
 floordiv = _math.floordiv
+rsqrt = _math.rsqrt
+reciprocal = _math.reciprocal
+squared_difference = _math.squared_difference
 floor_div = _math.floor_div
 floormod = _math.floormod
 mod = _math.mod
@@ -202,7 +205,8 @@ math = _Namespace(__name__ + ".math", "math", add=add, subtract=subtract, multip
                   reduce_max=reduce_max, argmax=argmax, equal=equal, greater_equal=greater_equal,
                   greater=greater, less=less, less_equal=less_equal, not_equal=not_equal,
                   logical_not=logical_not, minimum=minimum, abs=abs, pow=pow, reduce_min=reduce_min,
-                  floordiv=floordiv, floormod=floormod, mod=mod, truediv=truediv,
+                  floordiv=floordiv, floormod=floormod, mod=mod, truediv=truediv, rsqrt=rsqrt,
+                  reciprocal=reciprocal, squared_difference=squared_difference,
                   unsorted_segment_sum=unsorted_segment_sum, in_top_k=_indexing.in_top_k,
                   invert_permutation=invert_permutation)
 
@@ -221,6 +225,7 @@ random = _Namespace(__name__ + ".random", "random", normal=random_normal, trunca
 
 # ---- nn
 nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh,
+                relu6=_nn.relu6, leaky_relu=_nn.leaky_relu, softplus=_nn.softplus, l2_normalize=_nn.l2_normalize,
                 softmax=_nn.softmax, bias_add=_nn.bias_add, conv2d=_nn.conv2d, max_pool=_nn.max_pool,
                 avg_pool=_nn.avg_pool,
                 dropout=_nn.dropout, l2_loss=_nn.l2_loss, moments=_nn.moments,
