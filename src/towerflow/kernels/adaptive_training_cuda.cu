@@ -1,8 +1,8 @@
 // CUDA kernels of the adaptive-rate update ops, float and double. CPU twins:
 // training_kernels.cc (ApplyRMSProp, ApplyCenteredRMSProp, ApplyAdagrad).
 //
-// - ApplyRMSPropKernel<T>: ms, mom and var in one pass.
-// - ApplyCenteredRMSPropKernel<T>: mg, ms, mom and var in one pass.
+// - ApplyRMSPropKernel<T, kCentered>: ms, mom and var (and mg, centered) in
+//   one pass.
 // - ApplyAdagradKernel<T, kUpdateSlots>: accum and var in one pass.
 // Each is one grid-stride loop over the variable's elements, with the formulas
 // written in the CPU twin's (and TF's) order. As training_cuda.cu's kernels:
@@ -33,8 +33,10 @@ struct RMSPropScalars {
   const T* epsilon;
 };
 
-template <typename T>
-__global__ void ApplyRMSPropKernel(T* __restrict__ var, T* __restrict__ ms, T* __restrict__ mom,
+// Centered: mg (the gradient's mean) kept too, and the denominator is the
+// gradient's estimated variance; plain: mg is null.
+template <typename T, bool kCentered>
+__global__ void ApplyRMSPropKernel(T* __restrict__ var, T* __restrict__ mg, T* __restrict__ ms, T* __restrict__ mom,
                                    const T* __restrict__ grad, RMSPropScalars<T> s, int64_t n) {
   const T lr = *s.lr, one_minus_rho = T(1) - *s.rho, momentum = *s.momentum, epsilon = *s.epsilon;
   for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
@@ -42,26 +44,13 @@ __global__ void ApplyRMSPropKernel(T* __restrict__ var, T* __restrict__ ms, T* _
     T msk = ms[k];
     msk += (g * g - msk) * one_minus_rho;
     ms[k] = msk;
-    const T momk = mom[k] * momentum + (g * lr) / cuda_util::Sqrt(msk + epsilon);
-    mom[k] = momk;
-    var[k] -= momk;
-  }
-}
-
-template <typename T>
-__global__ void ApplyCenteredRMSPropKernel(T* __restrict__ var, T* __restrict__ mg, T* __restrict__ ms,
-                                           T* __restrict__ mom, const T* __restrict__ grad, RMSPropScalars<T> s,
-                                           int64_t n) {
-  const T lr = *s.lr, one_minus_rho = T(1) - *s.rho, momentum = *s.momentum, epsilon = *s.epsilon;
-  for (int64_t k = GridThreadIndex(); k < n; k += GridThreadCount()) {
-    const T g = grad[k];
-    T msk = ms[k];
-    msk += (g * g - msk) * one_minus_rho;
-    ms[k] = msk;
-    T mgk = mg[k];
-    mgk += (g - mgk) * one_minus_rho;
-    mg[k] = mgk;
-    const T denom = (msk - mgk * mgk) + epsilon;
+    T denom = msk + epsilon;
+    if constexpr (kCentered) {
+      T mgk = mg[k];
+      mgk += (g - mgk) * one_minus_rho;
+      mg[k] = mgk;
+      denom = (msk - mgk * mgk) + epsilon;
+    }
     const T momk = mom[k] * momentum + (g * lr) / cuda_util::Sqrt(denom);
     mom[k] = momk;
     var[k] -= momk;
@@ -103,13 +92,9 @@ class GpuRMSPropOp : public GpuOpKernel {
       T* ms = ctx->mutable_input(1 + c)->data<T>();
       T* mom = ctx->mutable_input(2 + c)->data<T>();
       const T* grad = ctx->input(7 + c).data<T>();
+      T* mg = kCentered ? ctx->mutable_input(1)->data<T>() : nullptr;
       if (n > 0) {
-        if constexpr (kCentered) {
-          TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ApplyCenteredRMSPropKernel<T>, var,
-                                                  ctx->mutable_input(1)->data<T>(), ms, mom, grad, s, n));
-        } else {
-          TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ApplyRMSPropKernel<T>, var, ms, mom, grad, s, n));
-        }
+        TW_OP_REQUIRES_OK(ctx, LaunchGridStride(gpu, n, ApplyRMSPropKernel<T, kCentered>, var, mg, ms, mom, grad, s, n));
       }
     }
     ctx->forward_ref_input_to_ref_output(0, 0);
