@@ -4,6 +4,7 @@
 // input: SAME padding adds no zeros to the count. AvgPoolGrad spreads each
 // gradient element evenly over its window, the adjoint of AvgPool. Channels
 // are innermost (contiguous in NHWC); the batch is split over the intra-op pool.
+// GPU twins: pool_cuda.cu (the same sums in the same order).
 #include <algorithm>
 #include <functional>
 
@@ -80,16 +81,11 @@ class AvgPoolGradOp : public AvgPoolBase {
  public:
   using AvgPoolBase::AvgPoolBase;
   void Compute(OpKernelContext* ctx) override {
-    auto in_shape = window::ConvSizesInput(ctx, 0);
-    TW_OP_REQUIRES_OK(ctx, in_shape.status());
-    auto g = window::MakePoolGeometry("AvgPoolGrad", attrs_, *in_shape);
+    auto g = window::AvgPoolGradGeometry(ctx, attrs_);
     TW_OP_REQUIRES_OK(ctx, g.status());
     const Tensor& grad = ctx->input(1);
-    TW_OP_REQUIRES(ctx, grad.shape() == g->output_shape(),
-                   errors::InvalidArgument("AvgPoolGrad: grad has shape ", grad.shape().ToString(), " but pooling input ",
-                                           in_shape->ToString(), " gives ", g->output_shape().ToString()));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *in_shape, &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, g->input_shape(), &out));
     const T* dy = grad.data<T>();
     T* dx = out->data<T>();
     std::fill_n(dx, out->NumElements(), T(0));

@@ -37,6 +37,8 @@ void RegisterTrainingCudaKernels(KernelRegistry& target, const KernelRegistry& c
 void RegisterAdaptiveTrainingCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);  // RMSProp, Adagrad
 void RegisterStateCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterLayoutCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);  // Transpose, Tile, Pad
+void RegisterGatherCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);  // GatherV2, OneHot, Select, ...
 void RegisterMatMulCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterMatMulEpilogueCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterReductionCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);

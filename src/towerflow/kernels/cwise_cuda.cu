@@ -3,7 +3,7 @@
 // registers them). CPU twins:
 // cwise_binary.cc (Add, Sub, Mul, Div, Maximum, Pow, FloorDiv, FloorMod,
 // Equal, GreaterEqual),
-// cwise_unary.cc (Neg, Square, Sqrt, Exp, Log, Sigmoid, Tanh) and AddN in
+// cwise_unary.cc (Neg, Square, Sqrt, Exp, Log, Log1p, Sigmoid, Tanh) and AddN in
 // math_kernels.cc.
 //
 // - BinaryFlatKernel<T, Out, F, kMode>: z[i] = f(x[i], y[i]), f(x[0], y[i]) or
@@ -140,6 +140,12 @@ struct LogF {
   template <typename T>
   __device__ static T Apply(T x) {
     return cuda_util::Log(x);
+  }
+};
+struct Log1pF {
+  template <typename T>
+  __device__ static T Apply(T x) {
+    return cuda_util::Log1p(x);
   }
 };
 struct SigmoidF {
@@ -324,6 +330,8 @@ using ExpOp = GpuUnaryOp<T, ExpF>;
 template <typename T>
 using LogOp = GpuUnaryOp<T, LogF>;
 template <typename T>
+using Log1pOp = GpuUnaryOp<T, Log1pF>;
+template <typename T>
 using SigmoidOp = GpuUnaryOp<T, SigmoidF>;
 template <typename T>
 using TanhOp = GpuUnaryOp<T, TanhF>;
@@ -430,6 +438,7 @@ void RegisterCwiseCudaKernels(KernelRegistry& r, const KernelRegistry& cpu) {
   r.RegisterTyped<SqrtOp, float, double>("Sqrt", kDeviceGpu);
   r.RegisterTyped<ExpOp, float, double>("Exp", kDeviceGpu);
   r.RegisterTyped<LogOp, float, double>("Log", kDeviceGpu);
+  r.RegisterTyped<Log1pOp, float, double>("Log1p", kDeviceGpu);
   r.RegisterTyped<SigmoidOp, float, double>("Sigmoid", kDeviceGpu);
   r.RegisterTyped<TanhOp, float, double>("Tanh", kDeviceGpu);
   r.RegisterTyped<GpuAddNOp, float, double>("AddN", kDeviceGpu);

@@ -199,13 +199,13 @@ TEST(CwiseCudaTest, Unary) {
     shapes.push_back(TensorShape{});
     shapes.push_back(TensorShape{0, 5});
     for (const TensorShape& shape : shapes) {
-      // in0 in [-5, 5] for the ops defined everywhere; in1 in (0, 5] for Log and Sqrt.
+      // in0 in [-5, 5] for the ops defined everywhere; in1 in (0, 5] for Log, Log1p and Sqrt.
       Case c{
           "unary ops " + Name(dtype) + " " + shape.ToString(),
           {parity::RandomTensor(dtype, shape, rng, -5, 5), parity::RandomTensor(dtype, shape, rng, 1e-3, 5)},
           [](const Scope& s, const std::vector<Output>& in) {
             return std::vector<Output>{Neg(s, in[0]),  Square(s, in[0]), Exp(s, in[0]), Sigmoid(s, in[0]),
-                                       Tanh(s, in[0]), Sqrt(s, in[1]),   Log(s, in[1])};
+                                       Tanh(s, in[0]), Sqrt(s, in[1]),   Log(s, in[1]), Log1p(s, in[1])};
           }};
       if (dtype == kFloat64) {
         c.rtol = 1e-12;
@@ -213,11 +213,12 @@ TEST(CwiseCudaTest, Unary) {
       }
       parity::ExpectGpuMatchesCpu(c);
     }
-    // Outside the domain: NaN on both (Near treats two NaNs as equal).
+    // Outside the domain: NaN on both (Near treats two NaNs as equal); Log1p
+    // finite in (-1, 0), -inf at -1, NaN below.
     Case nan{"Log and Sqrt " + Name(dtype) + " of negatives",
              {parity::RandomTensor(dtype, {33}, rng, -5, -1e-3)},
              [](const Scope& s, const std::vector<Output>& in) {
-               return std::vector<Output>{Sqrt(s, in[0]), Log(s, in[0])};
+               return std::vector<Output>{Sqrt(s, in[0]), Log(s, in[0]), Log1p(s, in[0])};
              }};
     parity::ExpectGpuMatchesCpu(nan);
   }

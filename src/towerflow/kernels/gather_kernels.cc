@@ -8,87 +8,28 @@
 #include <cmath>
 #include <string>
 
+#include "towerflow/kernels/gather_args.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/shape_util.h"
 
 namespace tw {
 namespace {
 
-using shape_util::VecStr;
-
-// Element k of an integer tensor (int32, int64 or uint8).
-int64_t IndexAt(const Tensor& t, int64_t k) {
-  switch (t.dtype()) {
-    case kInt32: return t.data<int32_t>()[k];
-    case kUInt8: return t.data<uint8_t>()[k];
-    default: return t.data<int64_t>()[k];
-  }
-}
-
-// "[i,j]": the position of flat element k in a tensor of `shape`.
-std::string Position(const TensorShape& shape, int64_t k) {
-  std::vector<int64_t> idx(static_cast<size_t>(shape.rank()));
-  for (int d = shape.rank() - 1; d >= 0; --d) {
-    idx[static_cast<size_t>(d)] = shape.dim(d) == 0 ? 0 : k % shape.dim(d);
-    k = shape.dim(d) == 0 ? 0 : k / shape.dim(d);
-  }
-  std::string s = "[";
-  for (size_t i = 0; i < idx.size(); ++i) s += (i ? "," : "") + std::to_string(idx[i]);
-  return s + "]";
-}
-
-// A scalar int input (an axis, a count), or InvalidArgument naming `what`.
-StatusOr<int64_t> ScalarInput(OpKernelContext* ctx, int i, const char* what) {
-  const Tensor& t = ctx->input(i);
-  if (t.rank() != 0 || (t.dtype() != kInt32 && t.dtype() != kInt64)) {
-    return errors::InvalidArgument(what, " must be an int32 or int64 scalar, got ", t.DebugString());
-  }
-  return IndexAt(t, 0);
-}
-
-int64_t Product(const std::vector<int64_t>& dims, size_t from, size_t to) {
-  int64_t p = 1;
-  for (size_t i = from; i < to; ++i) p *= dims[i];
-  return p;
-}
+using gather::IndexAt;
 
 template <typename T>
 class GatherOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& params = ctx->input(0);
-    const Tensor& indices = ctx->input(1);
-    auto axis_v = ScalarInput(ctx, 2, "GatherV2: axis");
-    TW_OP_REQUIRES_OK(ctx, axis_v.status());
-    const int rank = params.rank();
-    int64_t axis = *axis_v;
-    TW_OP_REQUIRES(ctx, axis >= -rank && axis < rank,
-                   errors::InvalidArgument("GatherV2: axis ", axis, " is out of range for params of shape ",
-                                           params.shape().ToString(), " (expected an axis in [", -rank, ", ", rank,
-                                           "))"));
-    if (axis < 0) axis += rank;
-    const std::vector<int64_t>& dims = params.shape().dims();
-    const size_t a = static_cast<size_t>(axis);
-    const int64_t outer = Product(dims, 0, a), n = dims[a], inner = Product(dims, a + 1, dims.size());
-    const int64_t m = indices.NumElements();
-    std::vector<int64_t> idx(static_cast<size_t>(m));
-    for (int64_t k = 0; k < m; ++k) {
-      idx[static_cast<size_t>(k)] = IndexAt(indices, k);
-      TW_OP_REQUIRES(ctx, idx[static_cast<size_t>(k)] >= 0 && idx[static_cast<size_t>(k)] < n,
-                     errors::InvalidArgument("GatherV2: indices", Position(indices.shape(), k), " = ",
-                                             idx[static_cast<size_t>(k)], " is not in [0, ", n, ")"));
-    }
-    std::vector<int64_t> out_dims(dims.begin(), dims.begin() + static_cast<std::ptrdiff_t>(a));
-    out_dims.insert(out_dims.end(), indices.shape().dims().begin(), indices.shape().dims().end());
-    out_dims.insert(out_dims.end(), dims.begin() + static_cast<std::ptrdiff_t>(a) + 1, dims.end());
-    auto shape = TensorShape::Make(out_dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
-    const T* src = params.data<T>();
+    auto plan = gather::GatherOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    const int64_t n = plan->n, inner = plan->inner, m = static_cast<int64_t>(plan->indices.size());
+    const std::vector<int64_t>& idx = plan->indices;
+    const T* src = ctx->input(0).data<T>();
     T* dst = out->data<T>();
-    ParallelFor(ctx->intra_op_pool(), outer * m, inner + 1, [&](int64_t b, int64_t e) {
+    ParallelFor(ctx->intra_op_pool(), plan->outer * m, inner + 1, [&](int64_t b, int64_t e) {
       for (int64_t r = b; r < e; ++r) {
         const int64_t o = r / m, j = r % m;
         std::copy_n(src + (o * n + idx[static_cast<size_t>(j)]) * inner, inner, dst + r * inner);
@@ -102,39 +43,18 @@ class UnsortedSegmentSumOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& data = ctx->input(0);
-    const Tensor& ids = ctx->input(1);
-    auto num_v = ScalarInput(ctx, 2, "UnsortedSegmentSum: num_segments");
-    TW_OP_REQUIRES_OK(ctx, num_v.status());
-    const int64_t num = *num_v;
-    TW_OP_REQUIRES(ctx, num >= 0,
-                   errors::InvalidArgument("UnsortedSegmentSum: num_segments must be at least 0, got ", num));
-    const std::vector<int64_t>& dims = data.shape().dims();
-    const std::vector<int64_t>& id_dims = ids.shape().dims();
-    TW_OP_REQUIRES(ctx, id_dims.size() <= dims.size() && std::equal(id_dims.begin(), id_dims.end(), dims.begin()),
-                   errors::InvalidArgument("UnsortedSegmentSum: segment_ids of shape ", ids.shape().ToString(),
-                                           " must be a prefix of data's shape ", data.shape().ToString()));
-    const int64_t inner = Product(dims, id_dims.size(), dims.size());
-    std::vector<int64_t> out_dims = {num};
-    out_dims.insert(out_dims.end(), dims.begin() + static_cast<std::ptrdiff_t>(id_dims.size()), dims.end());
-    auto shape = TensorShape::Make(out_dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
-    for (int64_t k = 0; k < ids.NumElements(); ++k) {
-      const int64_t id = IndexAt(ids, k);
-      TW_OP_REQUIRES(ctx, id < num,
-                     errors::InvalidArgument("UnsortedSegmentSum: segment_ids", Position(ids.shape(), k), " = ", id,
-                                             " is out of range [0, ", num, ")"));
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto plan = gather::UnsortedSegmentSumOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    const int64_t inner = plan->inner, rows = static_cast<int64_t>(plan->ids.size());
     T* dst = out->data<T>();
     std::fill_n(dst, out->NumElements(), T(0));
-    const T* src = data.data<T>();
+    const T* src = ctx->input(0).data<T>();
     // Parallel over the slices' columns: each thread owns whole output columns,
     // so the sums need no locks and add in the ids' order.
-    ParallelFor(ctx->intra_op_pool(), inner, ids.NumElements() + 1, [&](int64_t c0, int64_t c1) {
-      for (int64_t k = 0; k < ids.NumElements(); ++k) {
-        const int64_t id = IndexAt(ids, k);
+    ParallelFor(ctx->intra_op_pool(), inner, rows + 1, [&](int64_t c0, int64_t c1) {
+      for (int64_t k = 0; k < rows; ++k) {
+        const int64_t id = plan->ids[static_cast<size_t>(k)];
         if (id < 0) continue;  // dropped (TF's rule)
         const T* row = src + k * inner;
         T* acc = dst + id * inner;
@@ -150,30 +70,13 @@ class OneHotOp : public OpKernel {
   explicit OneHotOp(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, c->GetAttr("axis", &axis_)); }
   void Compute(OpKernelContext* ctx) override {
     const Tensor& indices = ctx->input(0);
-    auto depth_v = ScalarInput(ctx, 1, "OneHot: depth");
-    TW_OP_REQUIRES_OK(ctx, depth_v.status());
-    const int64_t depth = *depth_v;
-    TW_OP_REQUIRES(ctx, depth >= 0, errors::InvalidArgument("OneHot: depth must be non-negative, got: ", depth));
-    for (int i : {2, 3}) {
-      TW_OP_REQUIRES(ctx, ctx->input(i).rank() == 0,
-                     errors::InvalidArgument("OneHot: ", i == 2 ? "on_value" : "off_value", " must be a scalar, got ",
-                                             ctx->input(i).shape().ToString()));
-    }
-    const int rank = indices.rank();
-    TW_OP_REQUIRES(ctx, axis_ >= -1 && axis_ <= rank,
-                   errors::InvalidArgument("OneHot: axis ", axis_, " is out of range for indices of shape ",
-                                           indices.shape().ToString(), " (expected -1 or an axis in [0, ", rank, "])"));
-    const size_t at = axis_ == -1 ? static_cast<size_t>(rank) : static_cast<size_t>(axis_);
-    std::vector<int64_t> out_dims = indices.shape().dims();
-    out_dims.insert(out_dims.begin() + static_cast<std::ptrdiff_t>(at), depth);
-    auto shape = TensorShape::Make(out_dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto plan = gather::OneHotOutput(ctx, axis_, &out);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    const int64_t depth = plan->depth, suffix = plan->suffix;
     const T on = ctx->input(2).data<T>()[0], off = ctx->input(3).data<T>()[0];
     T* dst = out->data<T>();
     std::fill_n(dst, out->NumElements(), off);
-    const int64_t suffix = Product(indices.shape().dims(), at, static_cast<size_t>(rank));
     for (int64_t k = 0; k < indices.NumElements(); ++k) {
       const int64_t v = IndexAt(indices, k);
       if (v < 0 || v >= depth) continue;  // a row of off_value
@@ -186,25 +89,6 @@ class OneHotOp : public OpKernel {
   int64_t axis_ = -1;
 };
 
-// numpy broadcasting of three shapes, or InvalidArgument naming them.
-StatusOr<TensorShape> BroadcastThree(const TensorShape& a, const TensorShape& b, const TensorShape& c) {
-  const int rank = std::max({a.rank(), b.rank(), c.rank()});
-  std::vector<int64_t> out(static_cast<size_t>(rank), 1);
-  for (const TensorShape* s : {&a, &b, &c}) {
-    for (int i = 0; i < s->rank(); ++i) {
-      int64_t& o = out[static_cast<size_t>(rank - s->rank() + i)];
-      const int64_t d = s->dim(i);
-      if (d == o || d == 1) continue;
-      if (o != 1) {
-        return errors::InvalidArgument("SelectV2: condition ", a.ToString(), ", t ", b.ToString(), " and e ",
-                                       c.ToString(), " are not broadcast-compatible");
-      }
-      o = d;
-    }
-  }
-  return TensorShape(out);
-}
-
 template <typename T>
 class SelectOp : public OpKernel {
  public:
@@ -213,7 +97,7 @@ class SelectOp : public OpKernel {
     const Tensor& c = ctx->input(0);
     const Tensor& t = ctx->input(1);
     const Tensor& e = ctx->input(2);
-    auto shape = BroadcastThree(c.shape(), t.shape(), e.shape());
+    auto shape = gather::SelectV2Shape(ctx);
     TW_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
@@ -265,19 +149,14 @@ class SelectV1Op : public OpKernel {
     const Tensor& c = ctx->input(0);
     const Tensor& t = ctx->input(1);
     const Tensor& e = ctx->input(2);
-    TW_OP_REQUIRES(ctx, t.shape() == e.shape(),
-                   errors::InvalidArgument("Select: t of shape ", t.shape().ToString(), " and e of shape ",
-                                           e.shape().ToString(), " must have one shape"));
+    auto form = gather::SelectV1Form(ctx);
+    TW_OP_REQUIRES_OK(ctx, form.status());
     const bool* cv = c.data<bool>();
-    if (c.rank() == 0) {
+    if (*form == gather::SelectForm::kWhole) {
       ctx->set_output(0, cv[0] ? t : e);
       return;
     }
-    const bool rows = c.rank() == 1 && t.rank() > 1;
-    TW_OP_REQUIRES(ctx, rows ? c.shape().dim(0) == t.shape().dim(0) : c.shape() == t.shape(),
-                   errors::InvalidArgument("Select: condition of shape ", c.shape().ToString(),
-                                           " must be a scalar, a vector of t's first dimension, or of t's shape ",
-                                           t.shape().ToString()));
+    const bool rows = *form == gather::SelectForm::kRows;
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, t.shape(), &out));
     const T* tv = t.data<T>();
@@ -308,7 +187,7 @@ class InTopKOp : public OpKernel {
                    errors::InvalidArgument("InTopKV2: targets of shape ", targets.shape().ToString(),
                                            " must be a vector of one target per row of predictions ",
                                            p.shape().ToString()));
-    auto k_v = ScalarInput(ctx, 2, "InTopKV2: k");
+    auto k_v = gather::ScalarInput(ctx, 2, "InTopKV2: k");
     TW_OP_REQUIRES_OK(ctx, k_v.status());
     const int64_t k = *k_v;
     const int64_t batch = p.shape().dim(0), classes = p.shape().dim(1);

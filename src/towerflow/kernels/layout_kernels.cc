@@ -8,6 +8,7 @@
 #include <type_traits>
 
 #include "towerflow/graph/ops/range_count.h"
+#include "towerflow/kernels/layout_args.h"
 #include "towerflow/kernels/register_all.h"
 #include "towerflow/kernels/shape_util.h"
 
@@ -15,20 +16,6 @@ namespace tw {
 namespace {
 
 using shape_util::RowMajorStrides;
-using shape_util::VecStr;
-
-// The int32 or int64 vector in input i, or InvalidArgument naming `what`.
-StatusOr<std::vector<int64_t>> IntList(OpKernelContext* ctx, int i, const char* what) {
-  const Tensor& t = ctx->input(i);
-  if (t.rank() != 1 || (t.dtype() != kInt32 && t.dtype() != kInt64)) {
-    return errors::InvalidArgument(what, " must be an int32 or int64 vector, got ", t.DebugString());
-  }
-  std::vector<int64_t> v(static_cast<size_t>(t.NumElements()));
-  for (size_t k = 0; k < v.size(); ++k) {
-    v[k] = t.dtype() == kInt32 ? t.data<int32_t>()[k] : t.data<int64_t>()[k];
-  }
-  return v;
-}
 
 // Copies src (strides `src_stride` per output axis) into dst, dense in the
 // output's row-major order of `dims`. Rank >= 1, no zero dims.
@@ -44,52 +31,16 @@ void StridedCopy(const std::vector<int64_t>& dims, const std::vector<int64_t>& s
   });
 }
 
-// perm's checks, shared by Transpose and InvertPermutation: a permutation of
-// [0, n), or InvalidArgument naming it.
-Status CheckPermutation(const char* op, const std::vector<int64_t>& perm, int64_t n) {
-  std::vector<bool> seen(static_cast<size_t>(n), false);
-  for (int64_t p : perm) {
-    if (p < 0 || p >= n || seen[static_cast<size_t>(p)]) {
-      return errors::InvalidArgument(op, ": ", VecStr(perm), " is not a permutation of [0, ", n, ")");
-    }
-    seen[static_cast<size_t>(p)] = true;
-  }
-  return Status::OK();
-}
-
 template <typename T>
 class TransposeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    const Tensor& x = ctx->input(0);
-    auto perm = IntList(ctx, 1, "Transpose: perm");
-    TW_OP_REQUIRES_OK(ctx, perm.status());
-    const int rank = x.rank();
-    TW_OP_REQUIRES(ctx, static_cast<int64_t>(perm->size()) == rank,
-                   errors::InvalidArgument("Transpose: perm ", VecStr(*perm), " must have one axis per axis of x of shape ",
-                                           x.shape().ToString()));
-    for (int64_t& p : *perm) {
-      if (p < 0 && p >= -rank) p += rank;  // counted from the end, as TF's
-    }
-    TW_OP_REQUIRES_OK(ctx, CheckPermutation("Transpose: perm", *perm, rank));
-    const std::vector<int64_t> in_strides = RowMajorStrides(x.shape().dims());
-    std::vector<int64_t> dims, strides;
-    bool identity = true;
-    for (int i = 0; i < rank; ++i) {
-      const size_t p = static_cast<size_t>((*perm)[static_cast<size_t>(i)]);
-      identity = identity && p == static_cast<size_t>(i);
-      dims.push_back(x.shape().dim(static_cast<int>(p)));
-      strides.push_back(in_strides[p]);
-    }
-    if (identity) {
-      ctx->set_output(0, x);
-      return;
-    }
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape(dims), &out));
-    if (out->NumElements() == 0) return;
-    StridedCopy(dims, strides, x.data<T>(), out->data<T>());
+    auto plan = layout::TransposeOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    if (out == nullptr || out->NumElements() == 0) return;  // the identity, or empty
+    StridedCopy(plan->dims, plan->src_strides, ctx->input(0).data<T>(), out->data<T>());
   }
 };
 
@@ -97,10 +48,10 @@ class InvertPermutationOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
-    auto perm = IntList(ctx, 0, "InvertPermutation: x");
+    auto perm = layout::IntList(ctx, 0, "InvertPermutation: x");
     TW_OP_REQUIRES_OK(ctx, perm.status());
     const int64_t n = static_cast<int64_t>(perm->size());
-    TW_OP_REQUIRES_OK(ctx, CheckPermutation("InvertPermutation", *perm, n));
+    TW_OP_REQUIRES_OK(ctx, layout::CheckPermutation("InvertPermutation", *perm, n));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{n}, &out));
     for (int64_t i = 0; i < n; ++i) {
@@ -121,26 +72,12 @@ class TileOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    auto m = IntList(ctx, 1, "Tile: multiples");
-    TW_OP_REQUIRES_OK(ctx, m.status());
-    const int rank = x.rank();
-    TW_OP_REQUIRES(ctx, static_cast<int64_t>(m->size()) == rank,
-                   errors::InvalidArgument("Tile: multiples ", VecStr(*m), " must have one element per axis of x of shape ",
-                                           x.shape().ToString()));
-    std::vector<int64_t> dims;
-    for (int i = 0; i < rank; ++i) {
-      const int64_t k = (*m)[static_cast<size_t>(i)];
-      TW_OP_REQUIRES(ctx, k >= 0, errors::InvalidArgument("Tile: multiples must be non-negative, got ", VecStr(*m)));
-      TW_OP_REQUIRES(ctx, k == 0 || x.shape().dim(i) <= std::numeric_limits<int64_t>::max() / k,
-                     errors::InvalidArgument("Tile: x of shape ", x.shape().ToString(), " tiled ", VecStr(*m),
-                                             " times overflows"));
-      dims.push_back(x.shape().dim(i) * k);
-    }
-    auto shape = TensorShape::Make(dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto m = layout::TileOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, m.status());
     if (out->NumElements() == 0) return;
+    const int rank = x.rank();
+    const std::vector<int64_t>& dims = out->shape().dims();
     const T* src = x.data<T>();
     T* dst = out->data<T>();
     if (rank == 0) {
@@ -172,34 +109,12 @@ class PadOp : public OpKernel {
   using OpKernel::OpKernel;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& x = ctx->input(0);
-    const Tensor& p = ctx->input(1);
-    const int rank = x.rank();
-    TW_OP_REQUIRES(ctx, p.rank() == 2 && p.shape().dim(0) == rank && p.shape().dim(1) == 2 &&
-                            (p.dtype() == kInt32 || p.dtype() == kInt64),
-                   errors::InvalidArgument("Pad: paddings must be an int32 or int64 matrix of shape [", rank,
-                                           ", 2] for x of shape ", x.shape().ToString(), ", got ", p.DebugString()));
-    T value{};  // 0, false or ""
-    if (ctx->num_inputs() > 2) {
-      TW_OP_REQUIRES(ctx, ctx->input(2).rank() == 0,
-                     errors::InvalidArgument("PadV2: constant_values must be a scalar, got ",
-                                             ctx->input(2).shape().ToString()));
-      value = ctx->input(2).data<T>()[0];
-    }
-    std::vector<int64_t> before, dims;
-    for (int i = 0; i < rank; ++i) {
-      const int64_t b = p.dtype() == kInt32 ? p.data<int32_t>()[2 * i] : p.data<int64_t>()[2 * i];
-      const int64_t a = p.dtype() == kInt32 ? p.data<int32_t>()[2 * i + 1] : p.data<int64_t>()[2 * i + 1];
-      TW_OP_REQUIRES(ctx, b >= 0 && a >= 0,
-                     errors::InvalidArgument("Pad: paddings must be non-negative, got ", b, " and ", a, " at axis ", i));
-      TW_OP_REQUIRES(ctx, b <= std::numeric_limits<int64_t>::max() / 4 && a <= std::numeric_limits<int64_t>::max() / 4,
-                     errors::InvalidArgument("Pad: paddings ", b, " and ", a, " at axis ", i, " are too large"));
-      before.push_back(b);
-      dims.push_back(x.shape().dim(i) + b + a);
-    }
-    auto shape = TensorShape::Make(dims);
-    TW_OP_REQUIRES_OK(ctx, shape.status());
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, *shape, &out));
+    auto before = layout::PadOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, before.status());
+    const T value = ctx->num_inputs() > 2 ? ctx->input(2).data<T>()[0] : T{};  // PadV2's, else 0, false or ""
+    const int rank = x.rank();
+    const std::vector<int64_t>& dims = out->shape().dims();
     T* dst = out->data<T>();
     std::fill_n(dst, out->NumElements(), value);
     if (x.NumElements() == 0) return;
@@ -209,7 +124,7 @@ class PadOp : public OpKernel {
     }
     const std::vector<int64_t> os = RowMajorStrides(dims);
     int64_t base = 0;
-    for (int i = 0; i < rank; ++i) base += before[static_cast<size_t>(i)] * os[static_cast<size_t>(i)];
+    for (int i = 0; i < rank; ++i) base += (*before)[static_cast<size_t>(i)] * os[static_cast<size_t>(i)];
     const T* src = x.data<T>();
     const int64_t run = x.shape().dims().back();
     shape_util::ForEachRun(x.shape().dims(), RowMajorStrides(x.shape().dims()), os,

@@ -1,7 +1,8 @@
-// CUDA kernels of max pooling (NHWC), float and double: MaxPool, MaxPoolGrad,
-// MaxPoolGradGrad. CPU twins: pool_kernels.cc (the same geometry, checks and
-// messages: window_params.h; TF's windows and SAME padding split, the smaller
-// half before).
+// CUDA kernels of pooling (NHWC), float and double: MaxPool, MaxPoolGrad,
+// MaxPoolGradGrad, AvgPool, AvgPoolGrad. CPU twins: pool_kernels.cc and
+// avg_pool_kernels.cc (the same geometry, checks and messages:
+// window_params.h; TF's windows and SAME padding split, the smaller half
+// before).
 //
 // - MaxPoolKernel<T>: a grid-stride loop over the output elements (n, oy, ox,
 //   c); each thread takes the max of its window, starting from the lowest
@@ -16,8 +17,15 @@
 //   twin adds them, so the results are bitwise equal and no atomics are needed.
 // - MaxPoolGradGradKernel<T>: a grid-stride loop over the output elements; each
 //   thread reads the gradient at its window's first maximum.
+// - AvgPoolKernel<T>: a grid-stride loop over the output elements; each thread
+//   sums its window (rows, then columns) and scales by 1 / (positions of the
+//   window inside the input): the CPU twin's sums in its order.
+// - AvgPoolGradKernel<T>: a grid-stride loop over the input elements; each
+//   thread adds grad[o] / count(o) of the windows o that contain it, in output
+//   order, as the CPU twin does (products rounded before the sum: no fused
+//   multiply-add, as on the CPU).
 //
-// Why not cuDNN's pooling: cuDNN pads symmetrically, so TF's SAME padding with
+// Why not cuDNN's pooling (for both): cuDNN pads symmetrically, so TF's SAME padding with
 // an odd total (one more at the end) would need a -inf padded copy of the
 // input, and cuDNN does not document which of tied maxima its backward pass
 // routes the gradient to, while the CPU twin (and TF's CPU kernel) routes it to
@@ -138,6 +146,56 @@ __global__ void MaxPoolGradGradKernel(const int64_t* __restrict__ arg, const T* 
   }
 }
 
+// The positions of output (oy, ox)'s window inside the input.
+__device__ __forceinline__ int64_t WindowCount(const PoolGeometry& g, int64_t oy, int64_t ox) {
+  const int64_t ys = oy * g.sh - g.pad_top, xs = ox * g.sw - g.pad_left;
+  const int64_t y0 = ys > 0 ? ys : 0, y1 = ys + g.kh < g.h ? ys + g.kh : g.h;
+  const int64_t x0 = xs > 0 ? xs : 0, x1 = xs + g.kw < g.w ? xs + g.kw : g.w;
+  return (y1 - y0) * (x1 - x0);
+}
+
+__device__ __forceinline__ float MulRn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double MulRn(double a, double b) { return __dmul_rn(a, b); }
+
+template <typename T>
+__global__ void AvgPoolKernel(const T* __restrict__ x, T* __restrict__ y, PoolGeometry g, int64_t total) {
+  for (int64_t i = GridThreadIndex(); i < total; i += GridThreadCount()) {
+    const Window win = WindowOf(g, i);
+    const T* img = x + win.n * g.h * g.w * g.c + win.ch;
+    T acc = T(0);
+    for (int64_t yy = win.y0; yy < win.y1; ++yy) {
+      for (int64_t xx = win.x0; xx < win.x1; ++xx) acc += img[(yy * g.w + xx) * g.c];
+    }
+    y[i] = MulRn(acc, T(1) / static_cast<T>((win.y1 - win.y0) * (win.x1 - win.x0)));
+  }
+}
+
+template <typename T>
+__global__ void AvgPoolGradKernel(const T* __restrict__ dy, T* __restrict__ dx, PoolGeometry g, int64_t total) {
+  for (int64_t i = GridThreadIndex(); i < total; i += GridThreadCount()) {
+    const int64_t ch = i % g.c;
+    int64_t t = i / g.c;
+    const int64_t x = t % g.w;
+    t /= g.w;
+    const int64_t y = t % g.h;
+    const int64_t n = t / g.h;
+    // The windows that contain (y, x), as in MaxPoolGradKernel.
+    const int64_t ny = y + g.pad_top - g.kh + 1, nx = x + g.pad_left - g.kw + 1;
+    const int64_t oy0 = ny <= 0 ? 0 : (ny + g.sh - 1) / g.sh;
+    const int64_t ox0 = nx <= 0 ? 0 : (nx + g.sw - 1) / g.sw;
+    const int64_t oy1 = (y + g.pad_top) / g.sh < g.oh - 1 ? (y + g.pad_top) / g.sh : g.oh - 1;
+    const int64_t ox1 = (x + g.pad_left) / g.sw < g.ow - 1 ? (x + g.pad_left) / g.sw : g.ow - 1;
+    T acc = T(0);
+    for (int64_t oy = oy0; oy <= oy1; ++oy) {
+      for (int64_t ox = ox0; ox <= ox1; ++ox) {
+        const T inv = T(1) / static_cast<T>(WindowCount(g, oy, ox));
+        acc += MulRn(dy[((n * g.oh + oy) * g.ow + ox) * g.c + ch], inv);
+      }
+    }
+    dx[i] = acc;
+  }
+}
+
 // ---- Host launchers: one per CUDA kernel, on the device's compute stream ----
 
 template <typename T>
@@ -161,6 +219,16 @@ template <typename T>
 Status LaunchMaxPoolGradGrad(const GpuDevice& gpu, const int64_t* arg, const T* grad, T* y,
                              const PoolGeometry& g, int64_t total) {
   return LaunchGridStride(gpu, total, MaxPoolGradGradKernel<T>, arg, grad, y, g, total);
+}
+
+template <typename T>
+Status LaunchAvgPool(const GpuDevice& gpu, const T* x, T* y, const PoolGeometry& g, int64_t total) {
+  return LaunchGridStride(gpu, total, AvgPoolKernel<T>, x, y, g, total);
+}
+
+template <typename T>
+Status LaunchAvgPoolGrad(const GpuDevice& gpu, const T* dy, T* dx, const PoolGeometry& g, int64_t total) {
+  return LaunchGridStride(gpu, total, AvgPoolGradKernel<T>, dy, dx, g, total);
 }
 
 // ---- OpKernels: the CPU twin's attr, shape and size checks (window_params.h),
@@ -234,12 +302,46 @@ using MaxPoolGradGpuOp = MaxPoolGradGpuOpBase<T, false>;
 template <typename T>
 using MaxPoolGradGradGpuOp = MaxPoolGradGpuOpBase<T, true>;
 
+template <typename T>
+class AvgPoolGpuOp : public PoolGpuKernelBase {
+ public:
+  using PoolGpuKernelBase::PoolGpuKernelBase;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    const Tensor& input = ctx->input(0);
+    auto geo = window::MakePoolGeometry("AvgPool", attrs_, input.shape());
+    TW_OP_REQUIRES_OK(ctx, geo.status());
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->output_shape(), &out));
+    const int64_t total = out->NumElements();
+    if (total == 0) return;
+    TW_OP_REQUIRES_OK(ctx, LaunchAvgPool<T>(gpu, input.data<T>(), out->data<T>(), *geo, total));
+  }
+};
+
+// Inputs: orig_input_shape (4 int32 sizes, host memory) and grad.
+template <typename T>
+class AvgPoolGradGpuOp : public PoolGpuKernelBase {
+ public:
+  using PoolGpuKernelBase::PoolGpuKernelBase;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    auto geo = window::AvgPoolGradGeometry(ctx, attrs_);
+    TW_OP_REQUIRES_OK(ctx, geo.status());
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, geo->input_shape(), &out));
+    const int64_t total = out->NumElements();
+    if (total == 0) return;
+    TW_OP_REQUIRES_OK(ctx, LaunchAvgPoolGrad<T>(gpu, ctx->input(1).data<T>(), out->data<T>(), *geo, total));
+  }
+};
+
 }  // namespace
 
 void RegisterPoolCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
   target.RegisterTyped<MaxPoolGpuOp, float, double>("MaxPool", kDeviceGpu);
   target.RegisterTyped<MaxPoolGradGpuOp, float, double>("MaxPoolGrad", kDeviceGpu);
   target.RegisterTyped<MaxPoolGradGradGpuOp, float, double>("MaxPoolGradGrad", kDeviceGpu);
+  target.RegisterTyped<AvgPoolGpuOp, float, double>("AvgPool", kDeviceGpu);
+  RegisterGpuKernels<AvgPoolGradGpuOp, float, double>(target, "AvgPoolGrad", {0}, {});
 }
 
 }  // namespace tw

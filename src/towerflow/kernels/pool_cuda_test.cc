@@ -1,6 +1,6 @@
-// MaxPool, MaxPoolGrad and MaxPoolGradGrad on the GPU (pool_kernels' CUDA
-// twins, pool_cuda.cu) against the CPU kernels (pool_kernels.cc), float and
-// double: sizes 1, 7, 33 and 1000 in the batch, height, width and channels,
+// MaxPool, MaxPoolGrad, MaxPoolGradGrad, AvgPool and AvgPoolGrad on the GPU
+// (pool_cuda.cu) against the CPU kernels (pool_kernels.cc,
+// avg_pool_kernels.cc), float and double: sizes 1, 7, 33 and 1000 in the batch, height, width and channels,
 // overlapping and disjoint windows, SAME with symmetric and asymmetric padding,
 // VALID, empty inputs, inputs full of ties (values in {-1, 0, 1}: the gradient
 // must reach the first maximum of each window, as on the CPU), and the shape
@@ -82,6 +82,33 @@ Case AllThree(DataType dtype, const PoolCase& pc, bool ties, std::mt19937_64& rn
   return c;
 }
 
+// Inputs: x and the gradient of AvgPool's output; outputs: AvgPool and
+// AvgPoolGrad (from x's shape as a constant, as the gradient builds it).
+Case AvgBoth(DataType dtype, const PoolCase& pc, std::mt19937_64& rng) {
+  const bool same = pc.padding == "SAME";
+  const TensorShape in{pc.n, pc.h, pc.w, pc.c};
+  const TensorShape out{pc.n, OutSize(pc.h, pc.kh, pc.sh, same), OutSize(pc.w, pc.kw, pc.sw, same), pc.c};
+  Case c;
+  c.name = std::string(DataTypeName(dtype)) + " AvgPool and AvgPoolGrad, " + Describe(pc);
+  c.inputs = {parity::RandomTensor(dtype, in, rng), parity::RandomTensor(dtype, out, rng)};
+  const PoolOptions o{{1, pc.kh, pc.kw, 1}, {1, pc.sh, pc.sw, 1}, pc.padding};
+  const std::vector<int32_t> sizes = {static_cast<int32_t>(pc.n), static_cast<int32_t>(pc.h),
+                                      static_cast<int32_t>(pc.w), static_cast<int32_t>(pc.c)};
+  c.build = [o, sizes](const Scope& s, const std::vector<Output>& v) {
+    Output grad = Output(NodeBuilder(s, "AvgPoolGrad")
+                             .Input(Const(s, sizes))
+                             .Input(v[1])
+                             .Attr("ksize", o.ksize)
+                             .Attr("strides", o.strides)
+                             .Attr("padding", o.padding)
+                             .Finalize());
+    return std::vector<Output>{AvgPool(s, v[0], o), grad};
+  };
+  c.rtol = 0;  // the same sums in the same order, products rounded alike
+  c.atol = 0;
+  return c;
+}
+
 const std::vector<PoolCase>& Cases() {
   static const std::vector<PoolCase> k = {
       {1, 1, 1, 1, 1, 1, 1, 1, "SAME"},     {1, 1, 1, 1, 1, 1, 1, 1, "VALID"},
@@ -103,6 +130,17 @@ const std::vector<PoolCase>& Cases() {
 void CheckCases(DataType dtype, bool ties) {
   parity::SeededRng rng;
   for (const PoolCase& pc : Cases()) parity::ExpectGpuMatchesCpu(AllThree(dtype, pc, ties, rng));
+}
+
+TEST(PoolCudaTest, AvgPoolAndGradient) {
+  TW_SKIP_WITHOUT_GPU();
+  parity::SeededRng rng;
+  for (DataType dtype : {kFloat32, kFloat64}) {
+    for (const PoolCase& pc : Cases()) parity::ExpectGpuMatchesCpu(AvgBoth(dtype, pc, rng));
+    for (const PoolCase& pc : std::vector<PoolCase>{{0, 4, 4, 2, 2, 2, 2, 2, "SAME"}, {2, 4, 4, 0, 2, 2, 2, 2, "VALID"}}) {
+      parity::ExpectGpuMatchesCpu(AvgBoth(dtype, pc, rng));
+    }
+  }
 }
 
 TEST(PoolCudaTest, FloatOddSizes) {

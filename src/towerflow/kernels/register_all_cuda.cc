@@ -34,6 +34,8 @@ void RegisterCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
   RegisterAdaptiveTrainingCudaKernels(target, cpu);
   RegisterStateCudaKernels(target, cpu);
   RegisterArrayCudaKernels(target, cpu);
+  RegisterLayoutCudaKernels(target, cpu);
+  RegisterGatherCudaKernels(target, cpu);
   RegisterMatMulCudaKernels(target, cpu);
   RegisterMatMulEpilogueCudaKernels(target, cpu);
   RegisterReductionCudaKernels(target, cpu);

@@ -3,22 +3,16 @@
 // shape_kernels.cc (BroadcastTo, SumToShape), whose argument checks these
 // kernels call (shape_util.h).
 //
-// CUDA kernels:
-//   StridedCopyKernel<E>  one thread per element of a box, grid-stride: copies
-//                         src[box index . src strides] to dst[box index . dst
-//                         strides]. Slice, SliceGrad (into a zeroed output),
-//                         ConcatV2 (one launch per value), BroadcastTo (stride 0
-//                         along broadcast axes). E is the unsigned integer of the
-//                         element's size, so one instantiation serves every
-//                         dtype of that size (bool and uint8 share E = uint8_t).
+// Copies go through strided_copy_cuda.h (one strided-copy kernel per element
+// size: Slice, SliceGrad into a zeroed output, ConcatV2 one launch per value,
+// BroadcastTo with stride 0 along broadcast axes). CUDA kernel here:
 //   SumToShapeKernel<T>   one block per output element, grid-stride over blocks:
 //                         the block's threads sum the element's broadcast
 //                         preimage and reduce in shared memory (O(input) work,
 //                         input read once). SumToShape.
 // Before a launch a box drops its size-1 axes and merges neighbouring axes that
-// are contiguous in both tensors; a box left contiguous is one device-to-device
-// copy. After that a box of n > 0 elements has at most 62 axes (each of size
-// >= 2, n < 2^63), so kernel parameters hold it (kMaxBoxRank).
+// are contiguous in both tensors (strided_copy::Coalesce), so kernel
+// parameters hold it (kMaxBoxRank).
 //
 // ConcatOffset, and the int32 kernels of every op here, are CPU classes with
 // every argument in host memory (array_cuda.h).
@@ -37,6 +31,7 @@
 
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/array_cuda.h"
+#include "towerflow/kernels/internal/strided_copy_cuda.h"
 #include "towerflow/kernels/shape_util.h"
 
 namespace tw {
@@ -48,37 +43,18 @@ using shape_util::RowMajorStrides;
 using shape_util::SliceGradOutput;
 using shape_util::SliceOutput;
 
-constexpr int kMaxBoxRank = 64;
+using strided_copy::Coalesce;
+using strided_copy::kMaxBoxRank;
+using strided_copy::LaunchStridedCopy;
+
 constexpr int kSumThreads = 256;
 
-// Kernel parameters (under the 4 KiB launch limit together).
-struct CopyBox {
-  int rank = 0;
-  int64_t size[kMaxBoxRank] = {};
-  int64_t src_stride[kMaxBoxRank] = {};
-  int64_t dst_stride[kMaxBoxRank] = {};
-};
+// Kernel parameters (under the 4 KiB launch limit).
 struct SumBox {
   int rank = 0;
   int64_t size[kMaxBoxRank] = {};
   int64_t stride[kMaxBoxRank] = {};
 };
-
-template <typename E>
-__global__ void StridedCopyKernel(const E* __restrict__ src, E* __restrict__ dst, int64_t n,
-                                  const __grid_constant__ CopyBox box) {
-  const int64_t step = static_cast<int64_t>(blockDim.x) * gridDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    int64_t rest = i, s = 0, d = 0;
-    for (int k = box.rank - 1; k >= 0; --k) {
-      const int64_t idx = rest % box.size[k];
-      rest /= box.size[k];
-      s += idx * box.src_stride[k];
-      d += idx * box.dst_stride[k];
-    }
-    dst[d] = src[s];
-  }
-}
 
 __device__ __forceinline__ int64_t BoxOffset(const SumBox& box, int64_t i) {
   int64_t offset = 0;
@@ -111,74 +87,10 @@ __global__ void SumToShapeKernel(const T* __restrict__ x, T* __restrict__ out, i
   }
 }
 
-// Drops the size-1 axes of a box and merges each axis into the one kept before
-// it when every stride list is contiguous across the pair.
-void Coalesce(std::vector<int64_t>& size, const std::vector<std::vector<int64_t>*>& strides) {
-  std::vector<int64_t> merged;
-  std::vector<std::vector<int64_t>> merged_strides(strides.size());
-  for (size_t k = 0; k < size.size(); ++k) {
-    if (size[k] == 1) continue;
-    bool contiguous = !merged.empty();
-    for (size_t s = 0; contiguous && s < strides.size(); ++s) {
-      contiguous = merged_strides[s].back() == (*strides[s])[k] * size[k];
-    }
-    if (contiguous) merged.back() *= size[k];
-    if (!contiguous) merged.push_back(size[k]);
-    for (size_t s = 0; s < strides.size(); ++s) {
-      if (contiguous) merged_strides[s].back() = (*strides[s])[k];
-      if (!contiguous) merged_strides[s].push_back((*strides[s])[k]);
-    }
-  }
-  size = std::move(merged);
-  for (size_t s = 0; s < strides.size(); ++s) *strides[s] = std::move(merged_strides[s]);
-}
-
 int64_t Product(const std::vector<int64_t>& v) {
   int64_t n = 1;
   for (int64_t d : v) n *= d;
   return n;
-}
-
-// Copies the box `size` from `src` to `dst` (each already offset to the box's
-// first element) with the given element strides, on the compute stream.
-// `elem_bytes` is 1, 4 or 8. Nothing happens for an empty box.
-Status LaunchStridedCopy(const GpuDevice& gpu, size_t elem_bytes, const void* src, void* dst,
-                         std::vector<int64_t> size, std::vector<int64_t> src_stride,
-                         std::vector<int64_t> dst_stride) {
-  const int64_t n = Product(size);  // fits: the box lies inside a tensor
-  if (n == 0) return Status::OK();
-  Coalesce(size, {&src_stride, &dst_stride});
-  const int rank = static_cast<int>(size.size());
-  if (rank == 0 || (rank == 1 && src_stride[0] == 1 && dst_stride[0] == 1)) {
-    return gpu.CopyOnDevice(src, dst, static_cast<size_t>(n) * elem_bytes);
-  }
-  if (rank > kMaxBoxRank) return errors::Internal("a copy box of rank ", rank, " after merging axes");
-  CopyBox box;
-  box.rank = rank;
-  for (int k = 0; k < rank; ++k) {
-    box.size[k] = size[static_cast<size_t>(k)];
-    box.src_stride[k] = src_stride[static_cast<size_t>(k)];
-    box.dst_stride[k] = dst_stride[static_cast<size_t>(k)];
-  }
-  const LaunchShape shape = LaunchShapeFor(n, gpu);
-  switch (elem_bytes) {
-    case 1:
-      StridedCopyKernel<uint8_t><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(
-          static_cast<const uint8_t*>(src), static_cast<uint8_t*>(dst), n, box);
-      break;
-    case 4:
-      StridedCopyKernel<uint32_t><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(
-          static_cast<const uint32_t*>(src), static_cast<uint32_t*>(dst), n, box);
-      break;
-    case 8:
-      StridedCopyKernel<uint64_t><<<shape.blocks, shape.threads, 0, gpu.stream()>>>(
-          static_cast<const uint64_t*>(src), static_cast<uint64_t*>(dst), n, box);
-      break;
-    default:
-      return errors::Internal("no strided copy for ", elem_bytes, "-byte elements");
-  }
-  TW_CUDA_LAUNCH_CHECK();
-  return Status::OK();
 }
 
 // out (n_out > 0 elements) = x summed over the `reduced` axes; `kept` walks

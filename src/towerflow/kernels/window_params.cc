@@ -107,4 +107,15 @@ StatusOr<PoolGeometry> CheckPoolGradInputs(OpKernelContext* ctx, const PoolAttrs
   return g;
 }
 
+StatusOr<PoolGeometry> AvgPoolGradGeometry(OpKernelContext* ctx, const PoolAttrs& attrs) {
+  TW_ASSIGN_OR_RETURN(TensorShape in_shape, ConvSizesInput(ctx, 0));
+  TW_ASSIGN_OR_RETURN(PoolGeometry g, MakePoolGeometry("AvgPoolGrad", attrs, in_shape));
+  const Tensor& grad = ctx->input(1);
+  if (grad.shape() != g.output_shape()) {
+    return errors::InvalidArgument("AvgPoolGrad: grad has shape ", grad.shape().ToString(), " but pooling input ",
+                                   in_shape.ToString(), " gives ", g.output_shape().ToString());
+  }
+  return g;
+}
+
 }  // namespace tw::window

@@ -1,9 +1,9 @@
-// The window parameters of the 2-D convolution and max-pooling kernels (NHWC),
+// The window parameters of the 2-D convolution and pooling kernels (NHWC),
 // on every device: the attrs (strides, ksize, padding), the pooling geometry,
 // and the argument checks that the kernels make at run time. conv_kernels.cc,
 // pool_kernels.cc (CPU) and conv_cuda.cu, pool_cuda.cu (GPU) all call these,
 // so both devices accept the same arguments and fail with one code and one
-// message. The convolution geometry itself is conv::MakeGeometry (im2col.h).
+// message (avg_pool_kernels.cc too). The convolution geometry itself is conv::MakeGeometry (im2col.h).
 //
 // Output sizes and padding are TF's: SAME gives ceil(in / stride) outputs and
 // pads max(0, (out - 1) * stride + k - in) in total, the smaller half before;
@@ -67,6 +67,7 @@ struct PoolGeometry {
   int64_t n, h, w, c;
   int64_t kh, kw, sh, sw;
   int64_t oh, ow, pad_top, pad_left;
+  TensorShape input_shape() const { return TensorShape{n, h, w, c}; }
   TensorShape output_shape() const { return TensorShape{n, oh, ow, c}; }
 };
 
@@ -82,6 +83,13 @@ StatusOr<PoolGeometry> MakePoolGeometry(const std::string& op, const PoolAttrs& 
 // InvalidArgument "<op>: input <i> has shape ... but pooling input ...
 // requires ..." for an input of another shape.
 StatusOr<PoolGeometry> CheckPoolGradInputs(OpKernelContext* ctx, const PoolAttrs& attrs, bool grad_of_grad);
+
+// AvgPoolGrad's geometry: the pooling of the shape in input 0
+// (orig_input_shape, 4 int32 sizes) checked against the gradient (input 1,
+// the pooling's output shape). ConvSizesInput's and MakePoolGeometry's
+// errors, or InvalidArgument "AvgPoolGrad: grad has shape ... but pooling
+// input ... gives ...".
+StatusOr<PoolGeometry> AvgPoolGradGeometry(OpKernelContext* ctx, const PoolAttrs& attrs);
 
 // Element indices within one image as the CPU kernels store them: as wide as
 // T, so that their arg-max update vectorises (lanes of one width).

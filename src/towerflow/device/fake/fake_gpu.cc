@@ -138,16 +138,18 @@ const std::vector<std::string>& FakeGpuKernelOps() {
   // kernel). Placeholder is left out on purpose (TF has a GPU Placeholder): it
   // is the standard "no GPU kernel" case in tests.
   static const std::vector<std::string>* ops = new std::vector<std::string>{
-      "Add", "AddN", "ApplyAdagrad", "BatchMatMulV2", "ApplyAdam", "ApplyCenteredRMSProp", "ApplyGradientDescent", "ApplyMomentum",
-      "ApplyRMSProp", "ArgMax", "Assign", "AssignAdd",
-      "AssignSub", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
-      "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal", "Exp", "FloorDiv", "FloorMod",
-      "ExpandDims", "Fill", "GreaterEqual", "Identity", "InitializedValue", "IsVariableInitialized", "L2Loss", "Log", "MatMul", "Max",
-      "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OnesLike", "Pow", "RandomStandardNormal",
-      "RandomUniform", "Relu", "ReluGrad", "Reshape", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",
-      "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits", "Sqrt",
-      "Square", "Squeeze", "StopGradient", "Sub", "Sum", "SumToShape", "Tanh", "TruncatedNormal", "VariableV2",
-      "ZerosLike"};
+      "Add", "AddN", "ApplyAdagrad", "ApplyAdam", "ApplyCenteredRMSProp", "ApplyGradientDescent",
+      "ApplyMomentum", "ApplyRMSProp", "ArgMax", "Assign", "AssignAdd", "AssignSub", "AvgPool", "AvgPoolGrad",
+      "BatchMatMulV2", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
+      "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal",
+      "Exp", "ExpandDims", "Fill", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity",
+      "InitializedValue", "InvertPermutation", "IsVariableInitialized", "L2Loss", "Log", "Log1p", "MatMul",
+      "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OneHot", "OnesLike", "Pad",
+      "PadV2", "Pow", "RandomStandardNormal", "RandomUniform", "Range", "Relu", "ReluGrad", "Reshape",
+      "Select", "SelectV2", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",
+      "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits",
+      "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum", "SumToShape", "Tanh", "Tile", "Transpose",
+      "TruncatedNormal", "UnsortedSegmentSum", "VariableV2", "ZerosLike"};
   return *ops;
 }
 

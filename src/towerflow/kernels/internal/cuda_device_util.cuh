@@ -54,6 +54,8 @@ __device__ __forceinline__ float Exp(float x) { return expf(x); }
 __device__ __forceinline__ double Exp(double x) { return exp(x); }
 __device__ __forceinline__ float Log(float x) { return logf(x); }
 __device__ __forceinline__ double Log(double x) { return log(x); }
+__device__ __forceinline__ float Log1p(float x) { return log1pf(x); }
+__device__ __forceinline__ double Log1p(double x) { return log1p(x); }
 __device__ __forceinline__ float Sqrt(float x) { return sqrtf(x); }
 __device__ __forceinline__ double Sqrt(double x) { return sqrt(x); }
 __device__ __forceinline__ float Tanh(float x) { return tanhf(x); }
