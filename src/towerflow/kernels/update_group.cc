@@ -102,6 +102,25 @@ bool AdamGroupCompatible(const Node& a, const Node& b) {
   return nesterov(a) == nesterov(b);
 }
 
+bool RMSPropGroupCompatible(const Node& a, const Node& b) {
+  // Inputs: var, [mg,] ms, mom, lr, rho, momentum, epsilon, grad.
+  if (a.op() != b.op()) return false;
+  const int first = a.op() == "ApplyCenteredRMSProp" ? 4 : 3;
+  for (int i = first; i < first + 4; ++i) {
+    if (!SameScalar(a.input(i), b.input(i))) return false;
+  }
+  return true;
+}
+
+bool AdagradGroupCompatible(const Node& a, const Node& b) {
+  // Inputs: var, accum, lr, grad.
+  auto update_slots = [](const Node& n) {
+    auto v = n.attrs().Get<bool>("update_slots");
+    return !v.ok() || *v;
+  };
+  return SameScalar(a.input(2), b.input(2)) && update_slots(a) == update_slots(b);
+}
+
 void RegisterUpdateGroups(KernelRegistry& registry) {
   registry.RegisterGroup(GroupDef{"ApplyMomentum", kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
                                   &MomentumGroupCompatible, /*twin_only=*/true, /*step_bump=*/true});
@@ -110,6 +129,12 @@ void RegisterUpdateGroups(KernelRegistry& registry) {
                                   /*twin_only=*/true, /*step_bump=*/true});
   registry.RegisterGroup(GroupDef{"ApplyAdam", kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
                                   &AdamGroupCompatible, /*twin_only=*/true, /*step_bump=*/true});
+  for (const char* op : {"ApplyRMSProp", "ApplyCenteredRMSProp"}) {
+    registry.RegisterGroup(GroupDef{op, kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
+                                    &RMSPropGroupCompatible, /*twin_only=*/true, /*step_bump=*/true});
+  }
+  registry.RegisterGroup(GroupDef{"ApplyAdagrad", kDeviceCpu, {kFloat32, kFloat64}, &SequentialGroupKernel::Create,
+                                  &AdagradGroupCompatible, /*twin_only=*/true, /*step_bump=*/true});
 }
 
 }  // namespace tw

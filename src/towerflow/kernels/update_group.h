@@ -59,9 +59,14 @@ bool GradientDescentGroupCompatible(const Node& a, const Node& b);
 // (optimizers share the beta-power variables, and make one constant per
 // variable for the others), the same use_nesterov.
 bool AdamGroupCompatible(const Node& a, const Node& b);
+// ApplyRMSProp (or ApplyCenteredRMSProp) nodes with the same learning rate,
+// rho, momentum and epsilon.
+bool RMSPropGroupCompatible(const Node& a, const Node& b);
+// ApplyAdagrad nodes with the same learning rate and update_slots.
+bool AdagradGroupCompatible(const Node& a, const Node& b);
 
-// The CPU twins of the update groups of ApplyMomentum, ApplyGradientDescent
-// and ApplyAdam (twin-only: CPU plans fuse each gradient into its momentum
+// The CPU twins of the update groups of ApplyMomentum, ApplyGradientDescent,
+// ApplyAdam, ApplyRMSProp, ApplyCenteredRMSProp and ApplyAdagrad (twin-only: CPU plans fuse each gradient into its momentum
 // update instead, momentum_fusions.cc, and gain nothing from one item).
 void RegisterUpdateGroups(KernelRegistry& registry);
 

@@ -1,8 +1,10 @@
-// The update groups on a GPU (training_cuda.cu's GpuUpdateGroupOp over
-// ApplyMomentum, ApplyGradientDescent and ApplyAdam) against their CPU twin
+// The update groups on a GPU (internal/update_group_cuda.cuh's
+// GpuUpdateGroupOp over ApplyMomentum, ApplyGradientDescent, ApplyAdam,
+// ApplyRMSProp, ApplyCenteredRMSProp and ApplyAdagrad) against their CPU twin
 // (update_group.h's SequentialGroupKernel, which runs the op per variable):
 // variables of odd sizes (1, 7, 33, 1000, and 40 of them, more than one
-// launch's 32), float and double, plain and Nesterov, three steps, the step
+// launch's 32), float and double, plain and Nesterov (Adagrad: with and
+// without update_slots), three steps, the step
 // counted by an int64 global step's AssignAdd that waits for every update
 // (the group's step bump, done by its first launch); the plan must hold one
 // group item, the bump its last member. Skipped without a GPU.
@@ -34,7 +36,12 @@ struct GroupRun {
   int64_t global_step = -1;
 };
 
-enum class Update { kMomentum, kGradientDescent, kAdam };
+enum class Update { kMomentum, kGradientDescent, kAdam, kRMSProp, kCenteredRMSProp, kAdagrad };
+
+// How a variable starts: random in [-1, 1], its square (a running mean of
+// squares is never negative), or its square plus one (a mean of squares that
+// stays above the square of a mean in [-1, 1]: centered RMSProp's variance).
+enum class Start { kRandom, kSquare, kSquarePlusOne };
 
 GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool nesterov,
                   const std::vector<int64_t>& sizes, DataType step_dtype = kInt64) {
@@ -46,11 +53,12 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
   };
   std::vector<Output> inits, updates;
   std::vector<std::vector<Output>> state;  // per variable: var and its slots
-  auto variable = [&](const std::string& name, const TensorShape& shape, bool positive) {
+  auto variable = [&](const std::string& name, const TensorShape& shape, Start start) {
     Output v = VariableV2(s.WithOpName(name), shape, dtype);
     Output value = Const(s, RandomTensor(dtype, shape, rng));
-    // Adam's second moment is a running mean of squares: never negative.
-    inits.push_back(Assign(s, v, positive ? Square(s, value) : value));
+    Output init = start == Start::kRandom ? value : Square(s, value);
+    if (start == Start::kSquarePlusOne) init = Add(s, init, scalar(1));
+    inits.push_back(Assign(s, v, init));
     return v;
   };
   // Adam's beta powers are one pair of variables shared by every update, as
@@ -62,13 +70,13 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
   for (size_t i = 0; i < sizes.size(); ++i) {
     const TensorShape shape{sizes[i]};
     const std::string n = std::to_string(i);
-    Output var = variable("v" + n, shape, false);
+    Output var = variable("v" + n, shape, Start::kRandom);
     Output grad = Const(s, RandomTensor(dtype, shape, rng));
     const Scope named = s.WithOpName("update" + n);
     // The optimizer's way: one constant per variable for each hyperparameter.
     switch (update) {
       case Update::kMomentum: {
-        Output acc = variable("a" + n, shape, false);
+        Output acc = variable("a" + n, shape, Start::kRandom);
         updates.push_back(ApplyMomentum(named, var, acc, scalar(0.05), grad, scalar(0.9), nesterov));
         state.push_back({var, acc});
         break;
@@ -78,11 +86,34 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
         state.push_back({var});
         break;
       case Update::kAdam: {
-        Output m = variable("m" + n, shape, false);
-        Output v = variable("s" + n, shape, true);
+        Output m = variable("m" + n, shape, Start::kRandom);
+        Output v = variable("s" + n, shape, Start::kSquare);
         updates.push_back(ApplyAdam(named, var, m, v, beta1_power, beta2_power, scalar(0.01), scalar(0.9),
                                     scalar(0.999), scalar(1e-7), grad, nesterov));
         state.push_back({var, m, v});
+        break;
+      }
+      case Update::kRMSProp: {
+        Output ms = variable("ms" + n, shape, Start::kSquare);
+        Output mom = variable("mom" + n, shape, Start::kRandom);
+        updates.push_back(ApplyRMSProp(named, var, ms, mom, scalar(0.01), scalar(0.9), scalar(0.5), scalar(1e-7),
+                                       grad));
+        state.push_back({var, ms, mom});
+        break;
+      }
+      case Update::kCenteredRMSProp: {
+        Output mg = variable("mg" + n, shape, Start::kRandom);
+        Output ms = variable("ms" + n, shape, Start::kSquarePlusOne);
+        Output mom = variable("mom" + n, shape, Start::kRandom);
+        updates.push_back(ApplyCenteredRMSProp(named, var, mg, ms, mom, scalar(0.01), scalar(0.9), scalar(0.5),
+                                               scalar(1e-7), grad));
+        state.push_back({var, mg, ms, mom});
+        break;
+      }
+      case Update::kAdagrad: {
+        Output accum = variable("acc" + n, shape, Start::kSquarePlusOne);
+        updates.push_back(ApplyAdagrad(named, var, accum, scalar(0.05), grad, /*update_slots=*/!nesterov));
+        state.push_back({var, accum});
         break;
       }
     }
@@ -138,6 +169,12 @@ const char* UpdateName(Update update) {
       return "ApplyGradientDescent";
     case Update::kAdam:
       return "ApplyAdam";
+    case Update::kRMSProp:
+      return "ApplyRMSProp";
+    case Update::kCenteredRMSProp:
+      return "ApplyCenteredRMSProp";
+    case Update::kAdagrad:
+      return "ApplyAdagrad";
   }
   return "?";
 }
@@ -147,12 +184,15 @@ TEST(UpdateGroupCudaTest, GroupsMatchTheCpu) {
   PoisonNewGpuMemory();
   std::vector<int64_t> many;
   for (int i = 0; i < 40; ++i) many.push_back(1 + 37 * i);
-  for (Update update : {Update::kMomentum, Update::kGradientDescent, Update::kAdam}) {
+  for (Update update : {Update::kMomentum, Update::kGradientDescent, Update::kAdam, Update::kRMSProp,
+                        Update::kCenteredRMSProp, Update::kAdagrad}) {
     for (const auto& sizes : {std::vector<int64_t>{1, 7, 33, 1000}, many}) {
       for (DataType dtype : {kFloat32, kFloat64}) {
         for (bool nesterov : {false, true}) {
-          if (update == Update::kGradientDescent && nesterov) continue;
-          SCOPED_TRACE(testing::Message() << UpdateName(update) << " " << DataTypeName(dtype) << " nesterov "
+          // The variant: Nesterov for momentum and Adam, no slot update for Adagrad.
+          const bool has_variant = update == Update::kMomentum || update == Update::kAdam || update == Update::kAdagrad;
+          if (!has_variant && nesterov) continue;
+          SCOPED_TRACE(testing::Message() << UpdateName(update) << " " << DataTypeName(dtype) << " variant "
                                           << nesterov << ", " << sizes.size() << " variables");
           const GroupRun gpu = RunGroup("/device:GPU:0", update, dtype, nesterov, sizes);
           const GroupRun cpu = RunGroup("/device:CPU:0", update, dtype, nesterov, sizes);

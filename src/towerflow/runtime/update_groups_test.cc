@@ -19,9 +19,11 @@
 #include "towerflow/runtime/session.h"
 #include "towerflow/runtime/session_impl.h"
 #include "towerflow/runtime/training_test_util.h"
+#include "towerflow/train/adagrad.h"
 #include "towerflow/train/adam.h"
 #include "towerflow/train/gradient_descent.h"
 #include "towerflow/train/momentum.h"
+#include "towerflow/train/rmsprop.h"
 
 namespace tw {
 namespace {
@@ -94,8 +96,9 @@ TEST(UpdateGroupsTest, AStepsUpdatesRunAsOneItemWithTheSameValues) {
   }
 }
 
-// Gradient descent and Adam group as momentum does: a 20-16-3 MLP trained by
-// each, grouped against apart, bit for bit.
+// Gradient descent, Adam, RMSProp (plain and centered) and Adagrad group as
+// momentum does: a 20-16-3 MLP trained by each, grouped against apart, bit for
+// bit.
 struct OptimizerRun {
   std::vector<float> losses;
   std::vector<std::vector<float>> vars;
@@ -103,7 +106,8 @@ struct OptimizerRun {
   int64_t global_step = -1;
 };
 
-// `optimizer`: "sgd", "adam" or "momentum"; with a global step on the GPU,
+// `optimizer`: "sgd", "adam", "momentum", "rmsprop", "centered" (RMSProp) or
+// "adagrad"; with a global step on the GPU,
 // bumped by the train op; `fetch_step` fetches the train op's output too.
 OptimizerRun TrainWith(const std::string& optimizer, bool fuse, bool global_step = false, bool fetch_step = false) {
   Graph graph;
@@ -122,9 +126,19 @@ OptimizerRun TrainWith(const std::string& optimizer, bool fuse, bool global_step
   Variable step;
   if (global_step) step = train::GetOrCreateGlobalStep(s);
   Variable* step_ptr = global_step ? &step : nullptr;
-  Node* train = optimizer == "adam"       ? train::Adam({.learning_rate = 0.01}).Minimize(s, loss, step_ptr)
-                : optimizer == "momentum" ? train::Momentum({.learning_rate = 0.1, .momentum = 0.9}).Minimize(s, loss, step_ptr)
-                                          : train::GradientDescent({.learning_rate = 0.1}).Minimize(s, loss, step_ptr);
+  Node* train = nullptr;
+  if (optimizer == "adam") {
+    train = train::Adam({.learning_rate = 0.01}).Minimize(s, loss, step_ptr);
+  } else if (optimizer == "momentum") {
+    train = train::Momentum({.learning_rate = 0.1, .momentum = 0.9}).Minimize(s, loss, step_ptr);
+  } else if (optimizer == "rmsprop" || optimizer == "centered") {
+    train = train::RMSProp({.learning_rate = 0.01, .momentum = 0.5, .centered = optimizer == "centered"})
+                .Minimize(s, loss, step_ptr);
+  } else if (optimizer == "adagrad") {
+    train = train::Adagrad({.learning_rate = 0.1}).Minimize(s, loss, step_ptr);
+  } else {
+    train = train::GradientDescent({.learning_rate = 0.1}).Minimize(s, loss, step_ptr);
+  }
   Node* init = GlobalVariablesInitializer(graph);
   EXPECT_TRUE(root.ok()) << root.status().ToString();
   SessionOptions options{.inter_op_threads = 2, .intra_op_threads = 1, .num_fake_gpus = 1};
@@ -164,13 +178,17 @@ TEST(UpdateGroupsTest, TheGlobalStepIsBumpedByTheGroup) {
   // Momentum and gradient descent: the train op (the step's AssignAdd, which
   // waits for every update) joins the updates' group as its last member;
   // the same values, and one step counted per run.
-  for (const std::string optimizer : {"momentum", "sgd"}) {
+  for (const std::string optimizer : {"momentum", "sgd", "rmsprop", "centered", "adagrad"}) {
     SCOPED_TRACE(optimizer);
     const OptimizerRun grouped = TrainWith(optimizer, true, /*global_step=*/true);
     const OptimizerRun apart = TrainWith(optimizer, false, /*global_step=*/true);
     ASSERT_EQ(grouped.groups.size(), 1u);
     ASSERT_EQ(grouped.groups[0].size(), 5u) << "4 updates and the step";
-    EXPECT_EQ(grouped.groups[0][4], optimizer == "momentum" ? "Momentum" : "GradientDescent");
+    const std::string train_op = optimizer == "momentum"                              ? "Momentum"
+                                 : optimizer == "rmsprop" || optimizer == "centered" ? "RMSProp"
+                                 : optimizer == "adagrad"                            ? "Adagrad"
+                                                                                     : "GradientDescent";
+    EXPECT_EQ(grouped.groups[0][4], train_op);
     EXPECT_EQ(grouped.global_step, 5);
     EXPECT_EQ(apart.global_step, 5);
     EXPECT_EQ(grouped.losses, apart.losses);
@@ -188,8 +206,8 @@ TEST(UpdateGroupsTest, TheGlobalStepIsBumpedByTheGroup) {
   EXPECT_EQ(fetched.global_step, 5);
 }
 
-TEST(UpdateGroupsTest, GradientDescentAndAdamUpdatesGroupToo) {
-  for (const std::string optimizer : {"sgd", "adam"}) {
+TEST(UpdateGroupsTest, EveryOptimizersUpdatesGroupToo) {
+  for (const std::string optimizer : {"sgd", "adam", "rmsprop", "centered", "adagrad"}) {
     SCOPED_TRACE(optimizer);
     const OptimizerRun grouped = TrainWith(optimizer, true);
     const OptimizerRun apart = TrainWith(optimizer, false);
