@@ -479,7 +479,8 @@ class TF1LayersTest(surface.BothEngines, unittest.TestCase):
             with tf.variable_scope("net", initializer=tf.constant_initializer(0.5)):
                 y = tf.layers.dense(x, 4)
             r["name"] = y.name
-            r["int_input"] = raised(lambda: tf.layers.dense(tf.placeholder(tf.int32, [None, 3]), 2), "non-floating")
+            r["int_input"] = raised(lambda: tf.layers.dense(tf.placeholder(tf.int32, [None, 3]), 2),
+                                    "floating-point dtype")
             with tf.Session() as sess:
                 sess.run(tf.global_variables_initializer())
                 k, b = sess.run(["net/dense/kernel:0", "net/dense/bias:0"])

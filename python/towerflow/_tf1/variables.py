@@ -276,6 +276,36 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
                 counts[k] = 0
 
 
+@contextlib.contextmanager
+def _layer_scope(vs, reuse=None):
+    """What a tf.layers object enters at each call: the variable scope `vs`
+    it captured at its first call (reuse as given, else the scope's), with
+    its ops in the name scope that scope was first opened with, under the
+    current device: TF's variable_scope(vs, auxiliary_name_scope=False)
+    inside that name scope. A layer called twice puts both calls' ops under
+    "dense/" (MatMul, MatMul_1) and reads one set of variables."""
+    g = vs._graph
+    scope = vs._original.with_no_control_dependencies()
+    if g._scope.device != scope.device:
+        scope = scope.with_device(g._scope.device)
+    # The control dependencies in effect where the layer is called, as TF's
+    # (its dependencies are a context of their own, not the name scope's).
+    deps = list(g._scope.control_dependencies)
+    if deps:
+        scope = scope.with_control_dependencies(deps)
+    # reuse=False cannot turn off a reuse the scope inherited (TF's rule).
+    new_reuse = reuse if (reuse is True or reuse is AUTO_REUSE) else vs.reuse
+    entered = VariableScope(g, scope, vs.name, new_reuse, vs.initializer, vs.regularizer, vs.dtype)
+    entered._original = vs._original
+    g._var_scopes.append(entered)
+    g._scopes.append(scope)
+    try:
+        yield entered
+    finally:
+        g._scopes.pop()
+        g._var_scopes.pop()
+
+
 def _scope_counts(g):
     """The graph's count of variable-scope openings, by full scope name."""
     if not hasattr(g, "_vs_counts"):

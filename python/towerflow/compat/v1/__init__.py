@@ -236,11 +236,14 @@ nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, t
                 softmax_cross_entropy_with_logits_v2=_nn.softmax_cross_entropy_with_logits_v2,
                 sparse_softmax_cross_entropy_with_logits=_nn.sparse_softmax_cross_entropy_with_logits)
 
-# ---- layers (TF1's functional tf.layers)
+# ---- layers (TF1's tf.layers: the functions and the layer classes)
 layers = _Namespace(__name__ + ".layers", "tf.layers", dense=_layers.dense, conv2d=_layers.conv2d,
                     max_pooling2d=_layers.max_pooling2d, average_pooling2d=_layers.average_pooling2d,
                     flatten=_layers.flatten, dropout=_layers.dropout,
-                    batch_normalization=_layers.batch_normalization)
+                    batch_normalization=_layers.batch_normalization, Layer=_layers.Layer, Dense=_layers.Dense,
+                    Conv2D=_layers.Conv2D, MaxPooling2D=_layers.MaxPooling2D,
+                    AveragePooling2D=_layers.AveragePooling2D, Flatten=_layers.Flatten,
+                    Dropout=_layers.Dropout, BatchNormalization=_layers.BatchNormalization)
 
 # ---- losses and metrics
 losses = _Namespace(__name__ + ".losses", "tf.losses", Reduction=_losses.Reduction,
