@@ -84,6 +84,25 @@ class TF1MathTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_local_response_normalization(self):
+        self.compare('''
+            r = {}
+            rng = np.random.RandomState(5)
+            x = tf.constant(rng.randn(2, 3, 3, 9).astype(np.float32))
+            ts = [tf.nn.lrn(x), tf.nn.local_response_normalization(x, 2, bias=2.0, alpha=0.3, beta=0.75),
+                  tf.nn.lrn(x, depth_radius=1, bias=1.5, alpha=0.5, beta=1.0, name="norm1"),
+                  tf.nn.lrn(x, 0, 1.0, 1e-4, 0.75)]
+            r["names"] = [t.name for t in ts]
+            r["shapes"] = [shape(t) for t in ts]
+            weights = [tf.constant(rng.randn(2, 3, 3, 9).astype(np.float32)) for _ in ts]
+            loss = sum(tf.reduce_sum(t * w) for t, w in zip(ts, weights))
+            grads = tf.gradients(loss, x)
+            with tf.Session() as sess:
+                r["values"] = [np.round(v, 4).tolist() for v in sess.run(ts)]
+                r["grads"] = np.round(sess.run(grads)[0], 4).tolist()
+            r["rank3"] = raised(lambda: tf.nn.lrn(tf.zeros([2, 3, 4])))
+            emit(r)
+        ''')
 
 
 if __name__ == "__main__":

@@ -127,6 +127,18 @@ max_pool = _pooling("MaxPool", "max_pool")
 avg_pool = _pooling("AvgPool", "avg_pool")
 
 
+def lrn(input, depth_radius=5, bias=1, alpha=1, beta=0.5, name=None):  # noqa: A002
+    """tf.nn.lrn (local_response_normalization): each element of a 4-D input
+    divided by (bias + alpha * the sum of squares of its depth window of
+    radius depth_radius) ** beta (the engine's LRN op; LRNGrad its gradient)."""
+    x = convert_to_tensor(input)
+    return make_tensor("LRN", [x], {"depth_radius": int(depth_radius), "bias": float(bias), "alpha": float(alpha),
+                                    "beta": float(beta)}, name=name or "LRN")
+
+
+local_response_normalization = lrn
+
+
 def dropout(x, keep_prob=None, noise_shape=None, seed=None, name=None, rate=None):
     if noise_shape is not None:
         raise NotImplementedError("towerflow's dropout has no noise_shape")

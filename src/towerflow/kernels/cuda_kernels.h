@@ -44,6 +44,7 @@ void RegisterMatMulEpilogueCudaKernels(KernelRegistry& target, const KernelRegis
 void RegisterReductionCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterConvCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 void RegisterPoolCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
+void RegisterLrnCudaKernels(KernelRegistry& target, const KernelRegistry& cpu);
 
 // Registers under "GPU" a copy of each CPU KernelDef of `op` whose dtype is in
 // `types` (all of them when empty), with the given inputs and outputs in host

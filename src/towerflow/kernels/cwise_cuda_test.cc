@@ -215,7 +215,7 @@ TEST(CwiseCudaTest, Unary) {
     }
     // Outside the domain: NaN on both (Near treats two NaNs as equal); Log1p
     // finite in (-1, 0), -inf at -1, NaN below.
-    Case nan{"Log and Sqrt " + Name(dtype) + " of negatives",
+    Case nan{"Sqrt, Log and Log1p " + Name(dtype) + " of negatives",
              {parity::RandomTensor(dtype, {33}, rng, -5, -1e-3)},
              [](const Scope& s, const std::vector<Output>& in) {
                return std::vector<Output>{Sqrt(s, in[0]), Log(s, in[0]), Log1p(s, in[0])};

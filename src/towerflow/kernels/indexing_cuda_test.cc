@@ -39,6 +39,18 @@ Output Ints(const Scope& s, const std::vector<int32_t>& v, TensorShape shape) {
   return Const(s, Tensor::FromVector<int32_t>(v, shape));
 }
 
+// A scalar of `dtype` holding v (bool: v != 0).
+Tensor ScalarOf(DataType dtype, int v) {
+  switch (dtype) {
+    case kFloat32: return Tensor::Scalar<float>(static_cast<float>(v));
+    case kFloat64: return Tensor::Scalar<double>(v);
+    case kInt32: return Tensor::Scalar<int32_t>(v);
+    case kInt64: return Tensor::Scalar<int64_t>(v);
+    case kUInt8: return Tensor::Scalar<uint8_t>(static_cast<uint8_t>(v));
+    default: return Tensor::Scalar<bool>(v != 0);
+  }
+}
+
 Case Exact(std::string name, std::vector<Tensor> inputs, decltype(Case::build) build) {
   Case c{std::move(name), std::move(inputs), std::move(build)};
   c.rtol = 0;
@@ -225,7 +237,8 @@ TEST(IndexingCudaTest, UnsortedSegmentSumAddsInTheCpuOrder) {
   const std::vector<T> cases = {{{33, 7}, {33}, 10, -1, 9}, {{7, 5, 3}, {7, 5}, 4, 0, 3},
                                 {{1000, 3}, {1000}, 1, 0, 0},  // one segment of 1000 rows
                                 {{1000}, {1000}, 1000, -2, 999}, {{0, 4}, {0}, 3, 0, 2},
-                                {{7, 0}, {7}, 3, 0, 2},           {{7, 2}, {7}, 0, -3, -1}};
+                                {{7, 0}, {7}, 3, 0, 2},           {{7, 2}, {7}, 0, -3, -1},
+                                {{3}, {}, 4, 0, 3}};  // a scalar id: the whole of data is one row
   for (DataType dtype : {kFloat32, kFloat64, kInt32, kInt64, kUInt8}) {
     for (DataType index : {kInt32, kInt64}) {
       for (const T& t : cases) {
@@ -256,7 +269,7 @@ TEST(IndexingCudaTest, OneHot) {
           parity::ExpectGpuMatchesCpu(Exact(
               "OneHot " + Name(dtype) + " of " + Name(index) + " " + shape.ToString() + " axis " +
                   std::to_string(axis),
-              {indices, RandomTensor(dtype, {}, rng, 1, 5), RandomTensor(dtype, {}, rng, -5, -1)},
+              {indices, ScalarOf(dtype, 3), ScalarOf(dtype, 0)},  // on != off in every dtype
               [axis, depth](const Scope& s, V in) {
                 return std::vector<Output>{OneHot(s, in[0], Const(s, depth), in[1], in[2], axis)};
               }));
@@ -273,7 +286,8 @@ TEST(IndexingCudaTest, SelectV2Broadcasts) {
     TensorShape c, t, e;
   };
   const std::vector<T> cases = {{{7, 33}, {7, 33}, {7, 33}}, {{7, 1}, {1, 33}, {7, 33}}, {{}, {1000}, {1000}},
-                                {{1000}, {}, {}},            {{2, 1, 5}, {3, 1}, {1}},   {{0, 3}, {3}, {0, 3}}};
+                                {{1000}, {}, {}},            {{2, 1, 5}, {3, 1}, {1}},   {{0, 3}, {3}, {0, 3}},
+                                {{2, 1, 3, 1, 2}, {3, 1, 1}, {2, 1, 1, 5, 1}}};
   for (DataType dtype : Types()) {
     for (const T& t : cases) {
       parity::ExpectGpuMatchesCpu(
@@ -319,11 +333,13 @@ TEST(IndexingCudaTest, ErrorsMatchTheCpu) {
              return std::vector<Output>{UnsortedSegmentSum(s, in[0], in[1], Const(s, 4))};
            }},
       "UnsortedSegmentSum: segment_ids[4] = 4 is out of range [0, 4)");
-  parity::ExpectSameError(Case{"Transpose not a permutation", {x},
-                               [](const Scope& s, V in) {
-                                 return std::vector<Output>{Transpose(s, in[0], std::vector<int32_t>{0, 0})};
-                               }},
-                          "is not a permutation of [0, 2)");
+  // perm fed, so that the shape function cannot see it and the kernels check it.
+  for (const std::vector<int32_t>& perm : {std::vector<int32_t>{0, 0}, std::vector<int32_t>{1, 0, 2}}) {
+    parity::ExpectSameError(
+        Case{"Transpose by a bad perm", {x, Tensor::FromVector<int32_t>(perm, {static_cast<int64_t>(perm.size())})},
+             [](const Scope& s, V in) { return std::vector<Output>{Transpose(s, in[0], in[1])}; }},
+        perm.size() == 2 ? "is not a permutation of [0, 2)" : "must have one axis per axis of x");
+  }
   parity::ExpectSameError(Case{"Tile negative multiple", {x},
                                [](const Scope& s, V in) {
                                  return std::vector<Output>{Tile(s, in[0], Ints(s, {2, -1}, {2}))};

@@ -44,6 +44,7 @@ namespace {
 using cuda_util::GridThreadCount;
 using cuda_util::GridThreadIndex;
 using cuda_util::LaunchGridStride;
+using cuda_util::MulRn;
 
 using window::PoolAttrs;
 using window::PoolGeometry;
@@ -153,9 +154,6 @@ __device__ __forceinline__ int64_t WindowCount(const PoolGeometry& g, int64_t oy
   const int64_t x0 = xs > 0 ? xs : 0, x1 = xs + g.kw < g.w ? xs + g.kw : g.w;
   return (y1 - y0) * (x1 - x0);
 }
-
-__device__ __forceinline__ float MulRn(float a, float b) { return __fmul_rn(a, b); }
-__device__ __forceinline__ double MulRn(double a, double b) { return __dmul_rn(a, b); }
 
 template <typename T>
 __global__ void AvgPoolKernel(const T* __restrict__ x, T* __restrict__ y, PoolGeometry g, int64_t total) {

@@ -50,6 +50,17 @@ Output PoolGrad(const Scope& s, const char* op, const Output& x, const Output& y
                     .Finalize());
 }
 
+// A two-input window op (AvgPoolGrad: orig_input_shape, grad).
+Output PoolGrad2(const Scope& s, const char* op, const Output& sizes, const Output& g, const PoolOptions& o) {
+  return Output(NodeBuilder(s, op)
+                    .Input(sizes)
+                    .Input(g)
+                    .Attr("ksize", o.ksize)
+                    .Attr("strides", o.strides)
+                    .Attr("padding", o.padding)
+                    .Finalize());
+}
+
 // Values in {-1, 0, 1}: most windows hold tied maxima.
 Tensor Ties(Tensor t) {
   for (int64_t i = 0; i < t.NumElements(); ++i) {
@@ -196,6 +207,19 @@ TEST(PoolCudaTest, ShapeErrorsMatchTheCpu) {
         return std::vector<Output>{PoolGrad(s, op, v[0], v[1], v[2], o)};
       };
       parity::ExpectSameError(c);
+    }
+    // AvgPoolGrad: a gradient of another shape than the pooling's output, and
+    // an orig_input_shape of 3 sizes (both fed: the shape function sees neither).
+    for (const auto& [sizes, grad] :
+         std::vector<std::pair<std::vector<int32_t>, TensorShape>>{{{1, 4, 4, 1}, {1, 3, 3, 1}},
+                                                                  {{1, 4, 4}, {1, 2, 2, 1}}}) {
+      Case c;
+      c.name = "AvgPoolGrad into " + std::to_string(sizes.size()) + " sizes, grad " + grad.ToString();
+      c.inputs = {Tensor::FromVector<int32_t>(sizes, {static_cast<int64_t>(sizes.size())}), rnd(grad)};
+      c.build = [o](const Scope& s, const std::vector<Output>& v) {
+        return std::vector<Output>{PoolGrad2(s, "AvgPoolGrad", v[0], v[1], o)};
+      };
+      parity::ExpectSameError(c, sizes.size() == 4 ? "AvgPoolGrad: grad has shape" : "must be 4 int32 sizes");
     }
   }
 }

@@ -24,6 +24,7 @@ void EnsureKernelsRegistered() {
     RegisterNnKernels(r);
     RegisterConvKernels(r);
     RegisterAvgPoolKernels(r);
+    RegisterLrnKernels(r);
     RegisterStateKernels(r);
     RegisterRandomKernels(r);
     RegisterTrainingKernels(r);

@@ -23,6 +23,8 @@ void RegisterNnKernels(KernelRegistry& registry);
 void RegisterConvKernels(KernelRegistry& registry);
 // AvgPool, AvgPoolGrad (avg_pool_kernels.cc).
 void RegisterAvgPoolKernels(KernelRegistry& registry);
+// LRN, LRNGrad (lrn_kernels.cc).
+void RegisterLrnKernels(KernelRegistry& registry);
 void RegisterStateKernels(KernelRegistry& registry);
 void RegisterRandomKernels(KernelRegistry& registry);
 void RegisterTrainingKernels(KernelRegistry& registry);

@@ -41,6 +41,7 @@ void RegisterCudaKernels(KernelRegistry& target, const KernelRegistry& cpu) {
   RegisterReductionCudaKernels(target, cpu);
   RegisterConvCudaKernels(target, cpu);
   RegisterPoolCudaKernels(target, cpu);
+  RegisterLrnCudaKernels(target, cpu);
 }
 
 }  // namespace tw

@@ -70,6 +70,18 @@ Output MaxPool(const Scope& scope, const Output& input, PoolOptions options = {}
 // adds nothing to the count), as TF's avg_pool.
 Output AvgPool(const Scope& scope, const Output& input, PoolOptions options = {});
 
+// TF's local response normalization (tf.nn.lrn) of an [N,H,W,C] input over
+// its depth: output[n,h,w,c] = input[n,h,w,c] / (bias + alpha * sum of
+// input[n,h,w,k]^2 for k in [c - depth_radius, c + depth_radius])^beta
+// (alpha is not divided by the window's size).
+struct LRNOptions {
+  int64_t depth_radius = 5;
+  double bias = 1.0;
+  double alpha = 1.0;
+  double beta = 0.5;
+};
+Output LRN(const Scope& scope, const Output& input, LRNOptions options = {});
+
 // Keeps each element with probability 1 - rate, scaled by 1 / (1 - rate);
 // outputs: output and the mask it applied (scaled), from a seeded generator.
 struct DropoutResult {

@@ -227,7 +227,7 @@ random = _Namespace(__name__ + ".random", "random", normal=random_normal, trunca
 nn = _Namespace(__name__ + ".nn", "tf.nn", relu=_nn.relu, sigmoid=_nn.sigmoid, tanh=_nn.tanh,
                 relu6=_nn.relu6, leaky_relu=_nn.leaky_relu, softplus=_nn.softplus, l2_normalize=_nn.l2_normalize,
                 softmax=_nn.softmax, bias_add=_nn.bias_add, conv2d=_nn.conv2d, max_pool=_nn.max_pool,
-                avg_pool=_nn.avg_pool,
+                avg_pool=_nn.avg_pool, lrn=_nn.lrn, local_response_normalization=_nn.lrn,
                 dropout=_nn.dropout, l2_loss=_nn.l2_loss, moments=_nn.moments,
                 in_top_k=_indexing.in_top_k, embedding_lookup=_indexing.embedding_lookup,
                 sigmoid_cross_entropy_with_logits=_nn.sigmoid_cross_entropy_with_logits,

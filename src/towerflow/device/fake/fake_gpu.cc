@@ -143,7 +143,7 @@ const std::vector<std::string>& FakeGpuKernelOps() {
       "BatchMatMulV2", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
       "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal",
       "Exp", "ExpandDims", "Fill", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity",
-      "InitializedValue", "InvertPermutation", "IsVariableInitialized", "L2Loss", "Log", "Log1p", "MatMul",
+      "InitializedValue", "InvertPermutation", "IsVariableInitialized", "L2Loss", "LRN", "LRNGrad", "Log", "Log1p", "MatMul",
       "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OneHot", "OnesLike", "Pad",
       "PadV2", "Pow", "RandomStandardNormal", "RandomUniform", "Range", "Relu", "ReluGrad", "Reshape",
       "Select", "SelectV2", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",

@@ -181,6 +181,19 @@ void RegisterNnGradients(GradientRegistry& r) {
     return Status::OK();
   });
 
+  // LRN: LRNGrad from the input, the output and dy, with LRN's attrs (TF's
+  // LRNGrad has no gradient of its own).
+  r.Register("LRN", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+    NodeBuilder b(s, "LRNGrad");
+    b.Input(dy[0]).Input(op.input(0)).Input(Out(op));
+    for (const char* attr : {"depth_radius", "bias", "alpha", "beta"}) {
+      if (const AttrValue* v = op.attrs().Find(attr)) b.Attr(attr, *v);
+    }
+    (*dx)[0] = b.Finalize();
+    return s.status();
+  });
+  r.RegisterNoGradient("LRNGrad");
+
   // output = x * mask with mask independent of x: d x = dy * mask.
   r.Register("Dropout", [](const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
     if (dy[0].valid()) (*dx)[0] = Mul(s, dy[0], Out(op, 1));

@@ -1,8 +1,8 @@
 // Schemas and builders of the neural-network ops: BiasAdd, Relu, Softmax, the
 // softmax cross-entropies, L2Loss, Conv2D, MaxPool and AvgPool (NHWC, filters HWIO),
-// Dropout, and the internal ops their gradients use (BiasAddGrad, ReluGrad,
+// Dropout, LRN, and the internal ops their gradients use (BiasAddGrad, ReluGrad,
 // Conv2DBackpropInput, Conv2DBackpropFilter, MaxPoolGrad, MaxPoolGradGrad,
-// AvgPoolGrad).
+// AvgPoolGrad, LRNGrad).
 //
 // Window sizes follow TF exactly (GetWindowedOutputSize): VALID gives
 // ceil((in - k + 1) / stride), SAME gives ceil(in / stride); the kernels in
@@ -296,6 +296,31 @@ void RegisterNnOps(OpRegistry& r) {
                  .RequiredAttr("rate", AttrType::kFloat).Attr("seed", int64_t{0}).Attr("seed2", int64_t{0})
                  .Stateful().Shape(DropoutShape)
                  .Doc("Keeps each element with probability 1 - rate, scaled by 1 / (1 - rate).").Build()).Check();
+  // TF's local response normalization over the depth (last) axis.
+  r.Register(OpDefBuilder("LRN").Input("input", "T").Output("output", "T").TypeAttr("T", f)
+                 .Attr("depth_radius", int64_t{5}).Attr("bias", 1.0).Attr("alpha", 1.0).Attr("beta", 0.5)
+                 .Shape([](InferenceContext* c) {
+                   TW_RETURN_IF_ERROR(c->WithRank(0, 4));
+                   c->set_output(0, c->input(0).known_rank() ? c->input(0) : PartialShape::UnknownOfRank(4));
+                   return Status::OK();
+                 })
+                 .Doc("input / (bias + alpha * sum of squares of the depth window of radius depth_radius)^beta.")
+                 .Build()).Check();
+  r.Register(OpDefBuilder("LRNGrad").Input("input_grads", "T").Input("input_image", "T")
+                 .Input("output_image", "T").Output("output", "T").TypeAttr("T", f)
+                 .Attr("depth_radius", int64_t{5}).Attr("bias", 1.0).Attr("alpha", 1.0).Attr("beta", 0.5)
+                 .Shape([](InferenceContext* c) {
+                   for (int i = 0; i < 3; ++i) TW_RETURN_IF_ERROR(c->WithRank(i, 4));
+                   TW_ASSIGN_OR_RETURN(PartialShape s, SameShape(c, 0, 1));
+                   auto merged = s.Merge(c->input(2));
+                   if (!merged.ok()) {
+                     return errors::InvalidArgument("inputs must have one shape, got ", s.ToString(), " and ",
+                                                    c->input(2).ToString());
+                   }
+                   c->set_output(0, merged->known_rank() ? *merged : PartialShape::UnknownOfRank(4));
+                   return Status::OK();
+                 })
+                 .Doc("Gradient of LRN with respect to its input.").Build()).Check();
 }
 
 Output BiasAdd(const Scope& scope, const Output& value, const Output& bias) {
@@ -358,6 +383,16 @@ Output MaxPool(const Scope& scope, const Output& input, PoolOptions options) {
 }
 Output AvgPool(const Scope& scope, const Output& input, PoolOptions options) {
   return Pool(scope, "AvgPool", input, options);
+}
+
+Output LRN(const Scope& scope, const Output& input, LRNOptions options) {
+  return NodeBuilder(scope, "LRN")
+      .Input(input)
+      .Attr("depth_radius", options.depth_radius)
+      .Attr("bias", options.bias)
+      .Attr("alpha", options.alpha)
+      .Attr("beta", options.beta)
+      .Finalize();
 }
 
 DropoutResult Dropout(const Scope& scope, const Output& x, float rate, int64_t seed) {

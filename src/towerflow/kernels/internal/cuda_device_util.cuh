@@ -54,6 +54,12 @@ __device__ __forceinline__ float Exp(float x) { return expf(x); }
 __device__ __forceinline__ double Exp(double x) { return exp(x); }
 __device__ __forceinline__ float Log(float x) { return logf(x); }
 __device__ __forceinline__ double Log(double x) { return log(x); }
+// a * b rounded on its own: never contracted with a following add into a
+// fused multiply-add (nvcc contracts by default; the CPU twins build with
+// -ffp-contract=off), for kernels whose results must equal their twin's.
+__device__ __forceinline__ float MulRn(float a, float b) { return __fmul_rn(a, b); }
+__device__ __forceinline__ double MulRn(double a, double b) { return __dmul_rn(a, b); }
+
 __device__ __forceinline__ float Log1p(float x) { return log1pf(x); }
 __device__ __forceinline__ double Log1p(double x) { return log1p(x); }
 __device__ __forceinline__ float Sqrt(float x) { return sqrtf(x); }

@@ -120,6 +120,13 @@ void AddPoolChecks(std::vector<GradCheckCase>& cases) {
                          return Window(s, "AvgPoolGrad", {Const(s, std::vector<int32_t>{1, 5, 5, 2}), x[0]},
                                        {1, 2, 2, 1}, "SAME", {1, 3, 3, 1});
                        }));
+  // LRN: smooth everywhere (bias > 0); the three forms of the power.
+  cases.push_back(Case("LRN", "radius 5, beta 0.5 [2,2,3,7]", {{kFloat64, {2, 2, 3, 7}}},
+                       [](const Scope& s, V x) { return LRN(s, x[0]); }));
+  cases.push_back(Case("LRN", "radius 2, bias 2, alpha 0.3, beta 0.75 [1,3,2,9]", {{kFloat64, {1, 3, 2, 9}}},
+                       [](const Scope& s, V x) { return LRN(s, x[0], {2, 2.0, 0.3, 0.75}); }));
+  cases.push_back(Case("LRN", "radius 1, beta 1 [1,1,2,4]", {{kFloat64, {1, 1, 2, 4}}},
+                       [](const Scope& s, V x) { return LRN(s, x[0], {1, 1.5, 0.5, 1.0}); }));
 }
 
 }  // namespace
