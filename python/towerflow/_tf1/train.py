@@ -220,6 +220,10 @@ class Saver:
                 raise ValueError("Saver: no variables to save")
             named = [(str(k), v._var) for k, v in var_list.items()]
             self._saver = _core.Saver(g._scopes[0], named=named)
+        elif not var_list and kwargs.get("allow_empty") and not variables.global_variables():
+            # TF's allow_empty: a graph without variables has nothing to save
+            # (save() returns None, restore() does nothing).
+            self._saver = None
         else:
             vars_ = [v._var for v in (var_list or [])]
             self._saver = _core.Saver(g._scopes[0], vars_)
@@ -228,6 +232,8 @@ class Saver:
 
     def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix="meta",
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
+        if self._saver is None:
+            return None
         if global_step is not None:
             # A Python or NumPy integer (a step fetched by sess.run), else a tensor or variable.
             step = int(global_step) if isinstance(global_step, numbers.Integral) else int(sess.run(global_step))
@@ -236,6 +242,9 @@ class Saver:
         if directory:
             os.makedirs(directory, exist_ok=True)
         self._saver.save(sess._session, save_path)
+        # As TF: a path saved again moves to the newest place, once.
+        if save_path in self._last:
+            self._last.remove(save_path)
         self._last.append(save_path)
         if self._max_to_keep and len(self._last) > self._max_to_keep:
             old = self._last.pop(0)
@@ -255,11 +264,18 @@ class Saver:
         if not os.path.exists(save_path):
             # TF checks the path before restoring: no checkpoint there is a ValueError.
             raise ValueError("The passed save_path is not a valid checkpoint: %s" % save_path)
-        self._saver.restore(sess._session, save_path)
+        if self._saver is not None:
+            self._saver.restore(sess._session, save_path)
 
     @property
     def last_checkpoints(self):
         return list(self._last)
+
+    def recover_last_checkpoints(self, checkpoint_paths):
+        """Takes over the checkpoints an earlier saver kept (those that exist),
+        oldest first, so that max_to_keep and the "checkpoint" file go on
+        from them (what a monitored session does when it restores)."""
+        self._last = [p for p in checkpoint_paths if os.path.exists(p)]
 
 
 def latest_checkpoint(checkpoint_dir, latest_filename=None):

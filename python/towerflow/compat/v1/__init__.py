@@ -24,6 +24,7 @@ from ..._tf1 import layers as _layers
 from ..._tf1 import losses as _losses
 from ..._tf1 import math_ops as _math
 from ..._tf1 import metrics as _metrics
+from ..._tf1 import monitored_session as _monitored
 from ..._tf1 import moving_averages as _ema
 from ..._tf1 import nn as _nn
 from ..._tf1 import session as _session
@@ -329,6 +330,23 @@ train = _Namespace(
     batch_join=_train.batch_join,
     shuffle_batch=_train.shuffle_batch,
     shuffle_batch_join=_train.shuffle_batch_join,
+    MonitoredTrainingSession=_monitored.MonitoredTrainingSession,
+    MonitoredSession=_monitored.MonitoredSession,
+    SingularMonitoredSession=_monitored.SingularMonitoredSession,
+    ChiefSessionCreator=_monitored.ChiefSessionCreator,
+    Scaffold=_monitored.Scaffold,
+    SessionRunHook=_monitored.SessionRunHook,
+    SessionRunArgs=_monitored.SessionRunArgs,
+    SessionRunContext=_monitored.SessionRunContext,
+    SessionRunValues=_monitored.SessionRunValues,
+    StopAtStepHook=_monitored.StopAtStepHook,
+    NanTensorHook=_monitored.NanTensorHook,
+    NanLossDuringTrainingError=_monitored.NanLossDuringTrainingError,
+    LoggingTensorHook=_monitored.LoggingTensorHook,
+    CheckpointSaverHook=_monitored.CheckpointSaverHook,
+    CheckpointSaverListener=_monitored.CheckpointSaverListener,
+    SummarySaverHook=_monitored.SummarySaverHook,
+    StepCounterHook=_monitored.StepCounterHook,
 )
 
 # ---- summaries
