@@ -70,6 +70,28 @@ __device__ __forceinline__ Window WindowOf(const PoolGeometry& g, int64_t i) {
   return win;
 }
 
+// The input element index i as (n, y, x, ch), and the windows that hold
+// (y, x): rows [oy0, oy1] and columns [ox0, ox1] of the output, where
+// oy * sh - pad_top <= y < oy * sh - pad_top + kh (empty when oy1 < oy0).
+struct Holders {
+  int64_t n, y, x, ch, oy0, oy1, ox0, ox1;
+};
+__device__ __forceinline__ Holders HoldersOf(const PoolGeometry& g, int64_t i) {
+  Holders h;
+  h.ch = i % g.c;
+  int64_t t = i / g.c;
+  h.x = t % g.w;
+  t /= g.w;
+  h.y = t % g.h;
+  h.n = t / g.h;
+  const int64_t ny = h.y + g.pad_top - g.kh + 1, nx = h.x + g.pad_left - g.kw + 1;
+  h.oy0 = ny <= 0 ? 0 : (ny + g.sh - 1) / g.sh;
+  h.ox0 = nx <= 0 ? 0 : (nx + g.sw - 1) / g.sw;
+  h.oy1 = (h.y + g.pad_top) / g.sh < g.oh - 1 ? (h.y + g.pad_top) / g.sh : g.oh - 1;
+  h.ox1 = (h.x + g.pad_left) / g.sw < g.ow - 1 ? (h.x + g.pad_left) / g.sw : g.ow - 1;
+  return h;
+}
+
 template <typename T>
 __global__ void MaxPoolKernel(const T* __restrict__ x, T* __restrict__ y, PoolGeometry g, int64_t total) {
   for (int64_t i = GridThreadIndex(); i < total; i += GridThreadCount()) {
@@ -113,23 +135,12 @@ template <typename T>
 __global__ void MaxPoolGradKernel(const int64_t* __restrict__ arg, const T* __restrict__ dy,
                                   T* __restrict__ dx, PoolGeometry g, int64_t total) {
   for (int64_t i = GridThreadIndex(); i < total; i += GridThreadCount()) {
-    const int64_t ch = i % g.c;
-    int64_t t = i / g.c;
-    const int64_t x = t % g.w;
-    t /= g.w;
-    const int64_t y = t % g.h;
-    const int64_t n = t / g.h;
-    // The windows that contain (y, x): oy * sh - pad_top <= y < oy * sh - pad_top + kh.
-    const int64_t ny = y + g.pad_top - g.kh + 1, nx = x + g.pad_left - g.kw + 1;
-    const int64_t oy0 = ny <= 0 ? 0 : (ny + g.sh - 1) / g.sh;
-    const int64_t ox0 = nx <= 0 ? 0 : (nx + g.sw - 1) / g.sw;
-    const int64_t oy1 = (y + g.pad_top) / g.sh < g.oh - 1 ? (y + g.pad_top) / g.sh : g.oh - 1;
-    const int64_t ox1 = (x + g.pad_left) / g.sw < g.ow - 1 ? (x + g.pad_left) / g.sw : g.ow - 1;
-    const int64_t self = y * g.w + x;
+    const Holders h = HoldersOf(g, i);
+    const int64_t self = h.y * g.w + h.x;
     T acc = T(0);
-    for (int64_t oy = oy0; oy <= oy1; ++oy) {
-      for (int64_t ox = ox0; ox <= ox1; ++ox) {
-        const int64_t o = ((n * g.oh + oy) * g.ow + ox) * g.c + ch;
+    for (int64_t oy = h.oy0; oy <= h.oy1; ++oy) {
+      for (int64_t ox = h.ox0; ox <= h.ox1; ++ox) {
+        const int64_t o = ((h.n * g.oh + oy) * g.ow + ox) * g.c + h.ch;
         if (arg[o] == self) acc += dy[o];
       }
     }
@@ -171,23 +182,12 @@ __global__ void AvgPoolKernel(const T* __restrict__ x, T* __restrict__ y, PoolGe
 template <typename T>
 __global__ void AvgPoolGradKernel(const T* __restrict__ dy, T* __restrict__ dx, PoolGeometry g, int64_t total) {
   for (int64_t i = GridThreadIndex(); i < total; i += GridThreadCount()) {
-    const int64_t ch = i % g.c;
-    int64_t t = i / g.c;
-    const int64_t x = t % g.w;
-    t /= g.w;
-    const int64_t y = t % g.h;
-    const int64_t n = t / g.h;
-    // The windows that contain (y, x), as in MaxPoolGradKernel.
-    const int64_t ny = y + g.pad_top - g.kh + 1, nx = x + g.pad_left - g.kw + 1;
-    const int64_t oy0 = ny <= 0 ? 0 : (ny + g.sh - 1) / g.sh;
-    const int64_t ox0 = nx <= 0 ? 0 : (nx + g.sw - 1) / g.sw;
-    const int64_t oy1 = (y + g.pad_top) / g.sh < g.oh - 1 ? (y + g.pad_top) / g.sh : g.oh - 1;
-    const int64_t ox1 = (x + g.pad_left) / g.sw < g.ow - 1 ? (x + g.pad_left) / g.sw : g.ow - 1;
+    const Holders h = HoldersOf(g, i);
     T acc = T(0);
-    for (int64_t oy = oy0; oy <= oy1; ++oy) {
-      for (int64_t ox = ox0; ox <= ox1; ++ox) {
+    for (int64_t oy = h.oy0; oy <= h.oy1; ++oy) {
+      for (int64_t ox = h.ox0; ox <= h.ox1; ++ox) {
         const T inv = T(1) / static_cast<T>(WindowCount(g, oy, ox));
-        acc += MulRn(dy[((n * g.oh + oy) * g.ow + ox) * g.c + ch], inv);
+        acc += MulRn(dy[((h.n * g.oh + oy) * g.ow + ox) * g.c + h.ch], inv);
       }
     }
     dx[i] = acc;

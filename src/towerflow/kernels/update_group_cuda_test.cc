@@ -7,7 +7,8 @@
 // without update_slots), three steps, the step
 // counted by an int64 global step's AssignAdd that waits for every update
 // (the group's step bump, done by its first launch); the plan must hold one
-// group item, the bump its last member. Skipped without a GPU.
+// group item, the bump its last member; and the group's values equal those of
+// the same updates run apart on the GPU, bit for bit. Skipped without a GPU.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -43,8 +44,9 @@ enum class Update { kMomentum, kGradientDescent, kAdam, kRMSProp, kCenteredRMSPr
 // stays above the square of a mean in [-1, 1]: centered RMSProp's variance).
 enum class Start { kRandom, kSquare, kSquarePlusOne };
 
+// `grouped` false: the plan without fusions or groups (each update its own kernel).
 GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool nesterov,
-                  const std::vector<int64_t>& sizes, DataType step_dtype = kInt64) {
+                  const std::vector<int64_t>& sizes, DataType step_dtype = kInt64, bool grouped = true) {
   Graph graph;
   Scope s = Scope(graph).WithDevice(device);
   std::mt19937_64 rng(42);
@@ -130,6 +132,7 @@ GroupRun RunGroup(const std::string& device, Update update, DataType dtype, bool
                    .node;
   EXPECT_TRUE(s.ok()) << s.status().ToString();
   SessionOptions options = ParitySessionOptions();
+  options.fuse_kernels = grouped;
   Session session(graph, options);
   GroupRun out;
   EXPECT_TRUE(session.Run(init).ok());
@@ -207,6 +210,16 @@ TEST(UpdateGroupCudaTest, GroupsMatchTheCpu) {
             for (size_t k = 0; k < gpu.values[i].size(); ++k) {
               EXPECT_TRUE(Near(gpu.values[i][k], cpu.values[i][k], 1e-5, 1e-6))
                   << "variable " << i << (k == 0 ? "" : ", slot " + std::to_string(k));
+            }
+          }
+          // The group rounds each element as the op's own GPU kernel does: bit for bit.
+          const GroupRun apart = RunGroup("/device:GPU:0", update, dtype, nesterov, sizes, kInt64, false);
+          EXPECT_EQ(apart.groups, 0);
+          ASSERT_EQ(gpu.values.size(), apart.values.size());
+          for (size_t i = 0; i < gpu.values.size(); ++i) {
+            for (size_t k = 0; k < gpu.values[i].size(); ++k) {
+              EXPECT_TRUE(Near(gpu.values[i][k], apart.values[i][k], 0, 0))
+                  << "grouped against apart: variable " << i << (k == 0 ? "" : ", slot " + std::to_string(k));
             }
           }
         }
