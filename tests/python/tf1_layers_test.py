@@ -143,6 +143,32 @@ class TF1LayerClassesTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_batch_normalization_variance_and_names(self):
+        self.compare('''
+            r = {}
+            rng = np.random.RandomState(3)
+            cases = [([4, 3, 3, 2], -1), ([4, 3, 3, 2], 2), ([4, 3, 3, 2], 1), ([2, 3, 2, 2, 2], -1),
+                     ([6, 3], -1)]
+            updates, variances = [], []
+            for shape, axis in cases:
+                x = tf.constant(rng.randn(*shape).astype(np.float32))
+                bn = tf.layers.BatchNormalization(axis=axis, momentum=0.0)
+                bn(x, training=True)
+                updates.append(bn.updates)
+                variances.append(bn.moving_variance)
+            # Names with a scope in them, and a scope given at the call.
+            x = tf.placeholder(tf.float32, [None, 4])
+            a, b = tf.layers.Dense(2, name="c/d"), tf.layers.Dense(2, name="c/d")
+            r["slash"] = [a(x).name, b(x).name, [v.name for v in a.variables + b.variables],
+                          tf.layers.max_pooling2d(tf.zeros([1, 4, 4, 1]), 2, 2, name="blk/pool").name,
+                          tf.layers.Dense(2)(x, scope="myscope").name]
+            with tf.Session() as sess:
+                sess.run(tf.global_variables_initializer())
+                sess.run(updates)
+                r["variances"] = [np.round(v, 4) for v in sess.run(variances)]
+            emit(r)
+        ''')
+
     def test_errors(self):
         self.compare('''
             r = {}
@@ -154,6 +180,9 @@ class TF1LayerClassesTest(surface.BothEngines, unittest.TestCase):
             r["unknown keyword"] = raised(lambda: tf.layers.Dense(2, colour="red"), "not understood")
             r["conv of a matrix"] = raised(lambda: tf.layers.Conv2D(2, 3)(flat))
             r["unused scope name"] = raised(lambda: tf.layers.Dense(2).scope_name, "has not been used yet")
+            r["empty savers"] = [raised(lambda: tf.train.Saver(var_list=[]), "No variables to save"),
+                                 tf.train.Saver(var_list=[], allow_empty=True).save(tf.Session(), PARAMS["tmp"] + "/x"),
+                                 raised(lambda: tf.train.Saver(allow_empty=True).save(None, "x"), "must be a Session")]
             emit(r)
         ''')
 

@@ -124,6 +124,69 @@ class TF1MonitoredSessionTest(surface.BothEngines, unittest.TestCase):
             emit(r)
         ''')
 
+    def test_hook_order_periods_step_functions_and_misuse(self):
+        self.compare_monitored('''
+            r = {}
+            d = PARAMS["tmp"] + "/run"
+
+            class Writer:
+                """A summary writer that records the steps it is given."""
+
+                def __init__(self):
+                    self.steps = []
+
+                def add_summary(self, summary, global_step=None):
+                    self.steps.append(int(global_step))
+
+                def add_session_log(self, *args, **kwargs):
+                    pass
+
+                def add_graph(self, *args, **kwargs):
+                    pass
+
+                def flush(self):
+                    pass
+
+            class SeesTheEnd(tf.train.SessionRunHook):
+                def end(self, session):
+                    r["checkpoints_at_end"] = checkpoints(d)
+
+            with tf.Graph().as_default():
+                step, w, loss, train = model()
+                summaries, rates = Writer(), Writer()
+                logged = []
+                hooks = [SeesTheEnd(),
+                         tf.train.SummarySaverHook(save_steps=3, summary_writer=summaries,
+                                                   summary_op=tf.summary.merge_all()),
+                         tf.train.StepCounterHook(every_n_steps=3, summary_writer=rates),
+                         tf.train.LoggingTensorHook([loss], every_n_iter=3,
+                                                    formatter=lambda v: logged.append(round(float(v[loss]), 4))),
+                         tf.train.StopAtStepHook(last_step=7)]
+                with tf.train.MonitoredTrainingSession(checkpoint_dir=d, save_checkpoint_steps=3, hooks=hooks,
+                                                       save_summaries_steps=None, log_step_count_steps=None) as sess:
+                    while not sess.should_stop():
+                        sess.run(train)
+                    r["run_after_stop"] = raised(lambda: sess.run(train), "should_stop")
+                r["summary_steps"] = summaries.steps
+                r["rate_steps"] = rates.steps
+                r["logged"] = logged
+            with tf.Graph().as_default():
+                step, w, loss, train = model()
+                sess = tf.train.MonitoredSession()
+
+                def step_fn(step_context):
+                    step_context.run_with_hooks(train)
+                    if step_context.session.run(step) >= 2:
+                        step_context.request_stop()
+                    return "ran"
+
+                r["step_fn"] = [sess.run_step_fn(step_fn), raised(lambda: sess.run_step_fn(step_fn)),
+                                sess.should_stop(), raised(lambda: sess.run_step_fn(lambda x: None), "step_context")]
+                sess.close()
+                r["closed_twice"] = raised(sess.close, "already closed")
+            emit(r)
+        ''')
+
     def test_nan_losses(self):
         self.compare_monitored('''
             r = {}

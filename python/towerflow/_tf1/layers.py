@@ -166,6 +166,9 @@ class Layer:
         return inputs
 
     def __call__(self, inputs, *args, **kwargs):
+        scope = kwargs.pop("scope", None)  # TF1's: the scope a first call captures
+        if scope is not None and self._scope is None:
+            self._scope_name = scope
         x = inputs if isinstance(inputs, (list, tuple)) else convert_to_tensor(inputs)
         g = fw._graph_of(x if isinstance(x, (list, tuple)) else [x])
         with g.as_default():
@@ -440,7 +443,12 @@ class BatchNormalization(Layer):
             return normalize(moving_mean.value(), moving_var.value())
         mean, var = nn.moments(x, reduce_axes)
         out = normalize(mean, var)
-        if rank == 4 and self.fused is not False:
+        # TF's fused kernel (v1: the default where it applies) moves the
+        # variance toward the unbiased batch variance: a 4-D input normalized
+        # over axis 1 or 3, or a 5-D one over axis 1 or 4, in float32.
+        fused = (self.fused is not False and x.dtype == _dtypes.float32 and
+                 ((rank == 4 and axis in (1, 3)) or (rank == 5 and axis in (1, 4))))
+        if fused:
             # The fused kernel's moving variance: the unbiased batch variance.
             n = math_ops.divide(math_ops.reduce_sum(array_ops.ones_like(x)), float(channels))
             var_update = math_ops.multiply(var, math_ops.divide(n, math_ops.maximum(n - 1.0, 1.0)))

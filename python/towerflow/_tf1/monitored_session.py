@@ -16,6 +16,7 @@ runners, and closes the session; an OutOfRangeError (the input ran out)
 ends the block without an error, as in TF1."""
 
 import collections
+import inspect
 import os
 import time
 
@@ -94,9 +95,14 @@ class _Timer:
     """TF's SecondOrStepTimer: triggers every `every_secs` seconds or every `every_steps` steps."""
 
     def __init__(self, every_secs=None, every_steps=None):
-        if (every_secs is None) == (every_steps is None):
-            raise ValueError("exactly one of every_n_secs and every_n_steps should be provided.")
+        if every_secs is None and every_steps is None:
+            raise ValueError("Either every_secs or every_steps should be provided.")
+        if every_secs is not None and every_steps is not None:
+            raise ValueError("Can not provide both every_secs and every_steps.")
         self._secs, self._steps = every_secs, every_steps
+        self.reset()
+
+    def reset(self):
         self._last_time = self._last_step = None
 
     def should_trigger_for_step(self, step):
@@ -183,15 +189,20 @@ class LoggingTensorHook(SessionRunHook):
                 else list(tensors.keys())
             self._tensors = dict(tensors)
         else:
-            self._tag_order = [t if isinstance(t, str) else t.name for t in tensors]
-            self._tensors = {tag: t for tag, t in zip(self._tag_order, tensors)}
+            # As TF: each item is its own tag (a name, or the tensor itself).
+            self._tag_order = list(tensors)
+            self._tensors = {t: t for t in tensors}
         self._timer = None if only_log_at_end else _Timer(every_n_secs, every_n_iter)
         self._log_at_end, self._formatter = at_end, formatter
 
     def begin(self):
         g = fw.get_default_graph()
-        self._fetch = {tag: (g.as_graph_element(t) if isinstance(t, str) else t) for tag, t in self._tensors.items()}
+        # A name without an output index is the op's first output (TF's rule).
+        self._fetch = {tag: (g.as_graph_element(t if ":" in t else t + ":0") if isinstance(t, str) else t)
+                       for tag, t in self._tensors.items()}
         self._iter = 0
+        if self._timer is not None:
+            self._timer.reset()
 
     def before_run(self, run_context):
         self._should_log = self._timer is not None and self._timer.should_trigger_for_step(self._iter)
@@ -330,8 +341,9 @@ class SummarySaverHook(SessionRunHook):
     def after_run(self, run_context, run_values):
         if not self._writer:
             return
-        stale = int(run_values.results["global_step"])
-        step = stale + 1
+        # The step fetched with the run is the step after it (the engine reads
+        # a fetched variable once the run's updates are done).
+        step = int(run_values.results["global_step"])
         if self._next_step is None or self._request:
             step = int(run_context.session.run(self._step))
         if self._request:
@@ -359,9 +371,6 @@ class StepCounterHook(SessionRunHook):
             self._writer = _summary_writer(self._dir)
         self._step = _global_step_or_raise("StepCounterHook")
         self._tag = self._step.op.name + "/sec"
-
-    def after_create_session(self, session, coord):
-        self._timer.update_last_triggered_step(int(session.run(self._step)))
 
     def before_run(self, run_context):
         return SessionRunArgs(self._step)
@@ -426,7 +435,14 @@ class Scaffold:
     saver = property(lambda self: self._saver)
 
 
-class ChiefSessionCreator:
+class SessionCreator:
+    """Makes the session of a monitored session (tf.train.SessionCreator)."""
+
+    def create_session(self):
+        raise NotImplementedError("create_session is not implemented for %s." % type(self).__name__)
+
+
+class ChiefSessionCreator(SessionCreator):
     """Makes the session: restores the newest checkpoint of checkpoint_dir (or
     checkpoint_filename_with_path), else runs the init op; then the local init op."""
 
@@ -456,9 +472,27 @@ class ChiefSessionCreator:
         return sess
 
 
+class _StepContext:
+    """What run_step_fn's step function gets (TF's StepContext)."""
+
+    def __init__(self, monitored):
+        self._monitored = monitored
+
+    @property
+    def session(self):
+        return self._monitored._sess
+
+    def run_with_hooks(self, *args, **kwargs):
+        return self._monitored.run(*args, **kwargs)
+
+    def request_stop(self):
+        raise StopIteration("step_fn has requested the iterations to stop.")
+
+
 class _MonitoredSession:
     def __init__(self, session_creator, hooks, stop_grace_period_secs=120):
         self._hooks = list(hooks or [])
+        self._was_finalized = fw.get_default_graph().finalized
         for h in self._hooks:
             h.begin()
         self._creator = session_creator or ChiefSessionCreator()
@@ -477,6 +511,8 @@ class _MonitoredSession:
 
     def run(self, fetches, feed_dict=None, options=None, run_metadata=None):
         if self._closed:
+            raise RuntimeError("Session is already closed.")
+        if self.should_stop():
             raise RuntimeError("Run called even after should_stop requested.")
         args = SessionRunArgs(fetches, feed_dict, options)
         context = SessionRunContext(args, self._sess)
@@ -491,8 +527,10 @@ class _MonitoredSession:
             if request.fetches is not None:
                 merged[i] = request.fetches
             for key, value in (request.feed_dict or {}).items():
+                if feed_dict is not None and key in feed_dict:
+                    raise RuntimeError("Same tensor is fed by a SessionRunHook and user. Conflict(s): %s" % [key])
                 if key in feeds:
-                    raise RuntimeError("Same tensor is fed by a SessionRunHook and user.")
+                    raise RuntimeError("Same tensor is fed by two hooks. Conflict(s): %s" % [key])
                 feeds[key] = value
         try:
             results = self._sess.run(merged, feed_dict=feeds or None, options=options, run_metadata=run_metadata)
@@ -505,17 +543,15 @@ class _MonitoredSession:
         return results["caller"]
 
     def run_step_fn(self, step_fn):
-        class _StepContext:
-            def __init__(self, outer):
-                self._outer = outer
-                self.session = outer._sess
-
-            def run_with_hooks(self, *args, **kwargs):
-                return self._outer.run(*args, **kwargs)
-
-            def request_stop(self):
-                self._outer._stop = True
-
+        """Runs step_fn(step_context): its session is the raw session, its
+        run_with_hooks() this session's run(); request_stop() ends the step
+        function with StopIteration (which ends a `with` block without an error)."""
+        args = tuple(inspect.signature(step_fn).parameters)
+        if inspect.ismethod(step_fn):
+            args = ("self",) + args
+        if args != ("step_context",) and args != ("self", "step_context"):
+            raise ValueError("`step_fn` may either have one `step_context` argument, or `self` and `step_context` "
+                             "arguments if it's an instance method. Got {} instead.".format(args))
         return step_fn(_StepContext(self))
 
     def should_stop(self):
@@ -526,7 +562,7 @@ class _MonitoredSession:
 
     def _close(self, exception_type):
         if self._closed:
-            return
+            raise RuntimeError("Session is already closed.")
         try:
             if exception_type is None:
                 for h in self._hooks:
@@ -537,8 +573,10 @@ class _MonitoredSession:
                 self._coord.join(self._threads, stop_grace_period_secs=self._grace)
             finally:
                 self._closed = True
-                # As TF: the graph can take new ops again once its session is closed.
-                self._sess.graph._finalized = False
+                # As TF: the graph can take new ops again once its session is
+                # closed (unless it was finalized before the session).
+                if not self._was_finalized:
+                    self._sess.graph._finalized = False
                 self._sess.close()
 
     def __enter__(self):
@@ -613,5 +651,6 @@ def MonitoredTrainingSession(master="", is_chief=True, checkpoint_dir=None, scaf
             all_hooks.append(CheckpointSaverHook(checkpoint_dir, save_steps=save_checkpoint_steps,
                                                  save_secs=save_checkpoint_secs, scaffold=scaffold))
     creator = ChiefSessionCreator(scaffold=scaffold, checkpoint_dir=checkpoint_dir, master=master, config=config)
-    return MonitoredSession(session_creator=creator, hooks=list(hooks or []) + all_hooks,
+    # TF's order: the chief's hooks, the defaults, then the caller's.
+    return MonitoredSession(session_creator=creator, hooks=all_hooks + list(hooks or []),
                             stop_grace_period_secs=stop_grace_period_secs)

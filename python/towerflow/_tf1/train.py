@@ -220,9 +220,11 @@ class Saver:
                 raise ValueError("Saver: no variables to save")
             named = [(str(k), v._var) for k, v in var_list.items()]
             self._saver = _core.Saver(g._scopes[0], named=named)
-        elif not var_list and kwargs.get("allow_empty") and not variables.global_variables():
-            # TF's allow_empty: a graph without variables has nothing to save
-            # (save() returns None, restore() does nothing).
+        elif (var_list is not None and len(var_list) == 0) or (var_list is None and not variables.global_variables()):
+            # Nothing to save: TF's allow_empty makes a saver whose save()
+            # returns None and whose restore() does nothing; else an error.
+            if not kwargs.get("allow_empty"):
+                raise ValueError("No variables to save")
             self._saver = None
         else:
             vars_ = [v._var for v in (var_list or [])]
@@ -232,6 +234,8 @@ class Saver:
 
     def save(self, sess, save_path, global_step=None, latest_filename=None, meta_graph_suffix="meta",
              write_meta_graph=True, write_state=True, strip_default_attrs=False, save_debug_info=False):
+        if not hasattr(sess, "_session"):
+            raise TypeError("'sess' must be a Session; %s" % (sess,))
         if self._saver is None:
             return None
         if global_step is not None:
@@ -242,10 +246,12 @@ class Saver:
         if directory:
             os.makedirs(directory, exist_ok=True)
         self._saver.save(sess._session, save_path)
-        # As TF: a path saved again moves to the newest place, once.
-        if save_path in self._last:
-            self._last.remove(save_path)
-        self._last.append(save_path)
+        # As TF: a path saved again moves to the newest place, once; with no
+        # max_to_keep nothing is kept track of (the file names the newest alone).
+        if self._max_to_keep:
+            if save_path in self._last:
+                self._last.remove(save_path)
+            self._last.append(save_path)
         if self._max_to_keep and len(self._last) > self._max_to_keep:
             old = self._last.pop(0)
             if old != save_path and os.path.exists(old):
@@ -254,7 +260,7 @@ class Saver:
             with open(os.path.join(directory or ".", latest_filename or "checkpoint"), "w") as f:
                 # TF's CheckpointState as text: the newest, then every kept one, oldest first.
                 f.write('model_checkpoint_path: "%s"\n' % os.path.basename(save_path))
-                for kept in self._last:
+                for kept in self._last or [save_path]:
                     f.write('all_model_checkpoint_paths: "%s"\n' % os.path.basename(kept))
         return save_path
 

@@ -245,7 +245,7 @@ def variable_scope(name_or_scope, default_name=None, values=None, initializer=No
             while counts.get(candidate, 0) > 0:
                 i += 1
                 candidate = "%s_%d" % (base, i)
-            name = candidate.rsplit("/", 1)[-1]
+            name = candidate[len(parent.name) + 1:] if parent.name else candidate
         if reuse is AUTO_REUSE or parent.reuse is AUTO_REUSE:
             new_reuse = AUTO_REUSE
         else:

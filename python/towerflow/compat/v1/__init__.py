@@ -333,6 +333,7 @@ train = _Namespace(
     MonitoredTrainingSession=_monitored.MonitoredTrainingSession,
     MonitoredSession=_monitored.MonitoredSession,
     SingularMonitoredSession=_monitored.SingularMonitoredSession,
+    SessionCreator=_monitored.SessionCreator,
     ChiefSessionCreator=_monitored.ChiefSessionCreator,
     Scaffold=_monitored.Scaffold,
     SessionRunHook=_monitored.SessionRunHook,
