@@ -180,6 +180,24 @@ class TF1LayerClassesTest(surface.BothEngines, unittest.TestCase):
             r["unknown keyword"] = raised(lambda: tf.layers.Dense(2, colour="red"), "not understood")
             r["conv of a matrix"] = raised(lambda: tf.layers.Conv2D(2, 3)(flat))
             r["unused scope name"] = raised(lambda: tf.layers.Dense(2).scope_name, "has not been used yet")
+            r["count before build"] = raised(lambda: tf.layers.Dense(2).count_params(), "isn't built")
+            r["bad rate"] = raised(lambda: tf.layers.Dropout(1.5), "between 0 and 1")
+
+            class Mixed(tf.layers.Layer):
+                def build(self, input_shape):
+                    self.count = self.add_weight("count", [], initializer=tf.zeros_initializer(), trainable=False)
+                    self.scale = self.add_weight("scale", [4], initializer=tf.ones_initializer())
+                    self.add_loss(tf.reduce_sum(self.scale))
+
+                def call(self, inputs):
+                    return inputs * self.scale
+
+            m = Mixed()
+            m(flat)
+            d = tf.layers.Dense(3)
+            d(flat)
+            r["weights"] = [[v.name for v in m.weights], m.count_params(), d.count_params(), len(m.losses),
+                            len(tf.get_collection(tf.GraphKeys.REGULARIZATION_LOSSES))]
             r["empty savers"] = [raised(lambda: tf.train.Saver(var_list=[]), "No variables to save"),
                                  tf.train.Saver(var_list=[], allow_empty=True).save(tf.Session(), PARAMS["tmp"] + "/x"),
                                  raised(lambda: tf.train.Saver(allow_empty=True).save(None, "x"), "must be a Session")]

@@ -221,6 +221,15 @@ class TF1MonitoredSessionTest(surface.BothEngines, unittest.TestCase):
                 while not sess.should_stop():
                     got.append(int(sess.run(label)))
             r["items"] = got
+            # The Scaffold takes its ops from the graph's collections when they are there.
+            with tf.Graph().as_default():
+                v = tf.get_variable("v", [], initializer=tf.zeros_initializer())
+                tf.add_to_collection(tf.GraphKeys.LOCAL_INIT_OP, tf.assign(v, 11.0).op)
+                with tf.train.MonitoredSession() as sess:
+                    r["local_init_op"] = float(sess.run(v))
+                r["collections"] = [len(tf.get_collection(k)) for k in (tf.GraphKeys.INIT_OP,
+                                                                        tf.GraphKeys.LOCAL_INIT_OP,
+                                                                        tf.GraphKeys.SUMMARY_OP, tf.GraphKeys.SAVERS)]
             emit(r)
         ''')
 

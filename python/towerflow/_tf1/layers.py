@@ -117,12 +117,6 @@ class Layer:
         return self._scope.name
 
     @property
-    def variables(self):
-        return list(self._variables)
-
-    weights = variables
-
-    @property
     def trainable_variables(self):
         return [v for v in self._variables if v.trainable] if self.trainable else []
 
@@ -133,6 +127,28 @@ class Layer:
         return [v for v in self._variables if not (self.trainable and v.trainable)]
 
     non_trainable_weights = non_trainable_variables
+
+    @property
+    def variables(self):
+        """The trainable variables, then the others (TF's order)."""
+        return self.trainable_variables + self.non_trainable_variables
+
+    weights = variables
+
+    def count_params(self):
+        if not self.built:
+            raise ValueError("You tried to call `count_params` on layer %s, but the layer isn't built. You can build "
+                             "it manually via: `%s.build(batch_input_shape)`." % (self._name, self._name))
+        return int(sum(np.prod(v.shape.as_list(), dtype=np.int64) for v in self.weights))
+
+    def add_loss(self, losses, inputs=None):
+        """Adds losses to the layer's, and (TF1's layers) to REGULARIZATION_LOSSES."""
+        losses = list(losses) if isinstance(losses, (list, tuple)) else [losses]
+        g = fw.get_default_graph()
+        for loss in losses:
+            t = convert_to_tensor(loss)
+            self._losses.append(t)
+            g.add_to_collection("regularization_losses", t)
 
     @property
     def updates(self):
@@ -351,6 +367,8 @@ class Dropout(Layer):
     def __init__(self, rate=0.5, noise_shape=None, seed=None, name=None, **kwargs):
         if noise_shape is not None:
             raise NotImplementedError("tf.layers.dropout's noise_shape is not supported by towerflow")
+        if isinstance(rate, (int, float)) and not 0 <= rate <= 1:
+            raise ValueError("Invalid value %s received for `rate`, expected a value between 0 and 1." % rate)
         super().__init__(name=name, **kwargs)
         self.rate = rate
         self.seed = seed

@@ -409,16 +409,37 @@ class Scaffold:
         self._init_op, self._init_feed_dict, self._init_fn = init_op, init_feed_dict, init_fn
         self._local_init_op, self._summary_op, self._saver = local_init_op, summary_op, saver
 
+    @staticmethod
+    def get_or_default(arg_name, collection_key, default_constructor):
+        """The one item of a graph collection, else default_constructor()'s
+        (then added to the collection), as TF's Scaffold.get_or_default."""
+        g = fw.get_default_graph()
+        items = g.get_collection(collection_key)
+        if len(items) > 1:
+            raise RuntimeError("More than one item in collection {}. Please indicate which one to use by passing it "
+                               "to the tf.Scaffold constructor as:  tf.Scaffold({}=item to use)".format(
+                                   collection_key, arg_name))
+        if items:
+            return items[0]
+        op = default_constructor()
+        if op is not None:
+            g.add_to_collection(collection_key, op)
+        return op
+
     def finalize(self):
         g = fw.get_default_graph()
         if self._init_op is None:
-            self._init_op = _vars.global_variables_initializer()
+            self._init_op = Scaffold.get_or_default("init_op", "init_op", _vars.global_variables_initializer)
         if self._local_init_op is None:
-            self._local_init_op = _vars.local_variables_initializer()
+            self._local_init_op = Scaffold.get_or_default("local_init_op", "local_init_op",
+                                                          _vars.local_variables_initializer)
         if self._summary_op is None:
-            self._summary_op = _summary.merge_all()
+            self._summary_op = Scaffold.get_or_default("summary_op", "summary_op", _summary.merge_all)
         if self._saver is None:
             savers = g.get_collection("savers")
+            if len(savers) > 1:
+                raise RuntimeError("More than one item in collection savers. Please indicate which one to use by "
+                                   "passing it to the constructor.")
             if savers:
                 self._saver = savers[0]
             else:
