@@ -28,10 +28,10 @@ class TF1LayerClassesTest(surface.BothEngines, unittest.TestCase):
             d = tf.layers.Dense(3, activation=tf.nn.relu,
                                 kernel_initializer=tf.constant_initializer(np.arange(12.0).reshape(4, 3) / 10 - 0.5),
                                 bias_initializer=tf.constant_initializer(0.25))
-            r["before"] = [d.name, d.built]
+            r["before"] = [d.name, d.built, d.dtype, tf.layers.Dense(2, dtype=tf.float64).dtype]
             y = d(x)
             y2 = d.apply(x + 1.0)
-            r["after"] = [d.name, d.scope_name, d.built, y.name, y2.name, d.kernel.name, d.bias.name]
+            r["after"] = [d.name, d.scope_name, d.built, y.name, y2.name, d.kernel.name, d.bias.name, d.dtype]
             r["variables"] = [[v.name for v in d.variables], [v.name for v in d.trainable_variables],
                               [v.name for v in d.weights], [v.name for v in d.non_trainable_variables]]
             with tf.control_dependencies([y2]):

@@ -87,7 +87,7 @@ class Layer:
             if key not in self._KNOWN_KWARGS:
                 raise TypeError("Keyword argument not understood:", key)
         self.trainable = bool(trainable)
-        self.dtype = None if dtype is None else _dtypes.as_dtype(dtype)
+        self._dtype = None if dtype is None else _dtypes.as_dtype(dtype)
         self.built = False
         self._scope_name = kwargs.get("_scope")
         self._reuse = kwargs.get("_reuse")
@@ -108,6 +108,12 @@ class Layer:
     @property
     def name(self):
         return self._name
+
+    @property
+    def dtype(self):
+        """The layer's dtype as TF's layers give it: its name ("float32"), or
+        None until given or set by the first call's inputs."""
+        return None if self._dtype is None else self._dtype.name
 
     @property
     def scope_name(self):
@@ -165,7 +171,7 @@ class Layer:
         g = fw.get_default_graph()
         trainable = self.trainable if trainable is None else (bool(trainable) and self.trainable)
         before = len(g.get_collection("regularization_losses"))
-        v = _vars.get_variable(name, shape, dtype=_dtypes.as_dtype(dtype or self.dtype or _dtypes.float32),
+        v = _vars.get_variable(name, shape, dtype=_dtypes.as_dtype(dtype or self._dtype or _dtypes.float32),
                                initializer=initializer, regularizer=regularizer, trainable=trainable)
         self._losses.extend(g.get_collection("regularization_losses")[before:])
         if all(v is not known for known in self._variables):
@@ -199,8 +205,8 @@ class Layer:
             updates_before = len(self._updates)
             with _vars._layer_scope(self._scope, self._reuse if first else True):
                 if first:
-                    if self.dtype is None and not isinstance(x, (list, tuple)):
-                        self.dtype = x.dtype
+                    if self._dtype is None and not isinstance(x, (list, tuple)):
+                        self._dtype = x.dtype.base_dtype
                     self.build([t.shape for t in x] if isinstance(x, (list, tuple)) else x.shape)
                     self.built = True
                 out = self.call(x, *args, **kwargs)
@@ -233,9 +239,9 @@ class Dense(Layer):
 
     def build(self, input_shape):
         shape = fw.as_shape(input_shape)
-        if not self.dtype.is_floating:
+        if not self._dtype.is_floating:
             raise TypeError("A Dense layer can only be built with a floating-point dtype. Received: dtype=%r"
-                            % (self.dtype,))
+                            % (self._dtype,))
         if shape.ndims is None or shape[-1].value is None:
             raise ValueError("The last dimension of the inputs to `Dense` should be defined. Found `None`.")
         # A kernel without an initializer takes the variable scope's, else
@@ -296,9 +302,9 @@ class Conv2D(Layer):
 
     def build(self, input_shape):
         shape = fw.as_shape(input_shape)
-        if not self.dtype.is_floating:
+        if not self._dtype.is_floating:
             raise TypeError("A Conv2D layer can only be built with a floating-point dtype. Received: dtype=%r"
-                            % (self.dtype,))
+                            % (self._dtype,))
         if shape.ndims != 4:
             raise ValueError("Input 0 of layer conv2d should have rank 4, found %s" % shape)
         if shape[-1].value is None:
