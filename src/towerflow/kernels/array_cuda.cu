@@ -2,9 +2,8 @@
 // Identity, StopGradient, NoOp, ZerosLike, OnesLike, Cast) and
 // shape_kernels.cc (Shape, Reshape, ExpandDims, Squeeze, Fill).
 //
-// CUDA kernels:
-//   FillKernel<T>      one thread per output element, grid-stride: Fill,
-//                      ZerosLike, OnesLike (CPU: FillOp, FillLikeOp).
+// Fill, ZerosLike and OnesLike use strided_copy_cuda.h's fill (a memset for
+// zero bytes; CPU: FillOp, FillLikeOp). CUDA kernel here:
 //   CastKernel<S, D>   one thread per element, grid-stride: Cast (CPU: CastOp).
 // Const copies its attr value into device memory once (GpuDevice::CopyFromHost)
 // and outputs that buffer at every step; no kernel.
@@ -41,21 +40,13 @@
 #include "towerflow/kernels/array_cuda.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/internal/strided_copy_cuda.h"
 #include "towerflow/kernels/shape_util.h"
 
 namespace tw {
 namespace {
 
-template <typename T>
-__global__ void FillKernel(T* __restrict__ out, int64_t n, T value) {
-  for (int64_t i = cuda_util::GridThreadIndex(); i < n; i += cuda_util::GridThreadCount()) out[i] = value;
-}
-
-// out[0, n) = value on the compute stream. REQUIRES: n > 0.
-template <typename T>
-Status LaunchFill(const GpuDevice& gpu, T* out, int64_t n, T value) {
-  return cuda_util::LaunchGridStride(gpu, n, FillKernel<T>, out, n, value);
-}
+using strided_copy::LaunchFill;
 
 // static_cast per element, as CastOp does (bool: nonzero is true).
 template <typename S, typename D>

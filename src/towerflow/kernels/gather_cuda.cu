@@ -199,8 +199,11 @@ class GpuGatherOp : public GpuOpKernel {
     TW_OP_REQUIRES_OK(ctx, plan.status());
     const int64_t total = out->NumElements();
     if (total == 0) return;
+    // int64 indices go over as they are (checked above); others as the plan's int64 copy.
     Tensor indices;
-    TW_OP_REQUIRES_OK(ctx, ToDevice(gpu, plan->indices, &indices));
+    const Tensor& given = ctx->input(1);
+    TW_OP_REQUIRES_OK(ctx, given.dtype() == kInt64 ? gpu.CopyFromHost(given, &indices)
+                                                   : ToDevice(gpu, plan->indices, &indices));
     const Tensor& params = ctx->input(0);
     TW_OP_REQUIRES_OK(ctx, LaunchGather(gpu, DataTypeSize(params.dtype()), params.raw_data(),
                                         indices.data<int64_t>(), out->raw_data(), total, plan->n,

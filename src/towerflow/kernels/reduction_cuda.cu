@@ -24,8 +24,8 @@
 //                          elements, so loads coalesce.
 //   cub::DeviceReduce      everything to one scalar; then ScaleKernel (one
 //                          thread) divides for Mean.
-//   FillKernel             an empty input: every output is the identity
-//                          (Sum 0, Max -inf) or NaN (Mean: 0/0, as the CPU twin).
+//   an empty input: every output is the identity (Sum 0, Max -inf) or NaN
+//                          (Mean: 0/0, as the CPU twin), by strided_copy_cuda.h's fill.
 //   ArgMaxRowsKernel       ArgMax with inner == 1: one warp per row.
 //   ArgMaxColumnsKernel    ArgMax with inner > 1: one thread per (outer, inner)
 //                          output scanning the axis, exactly as the CPU twin.
@@ -42,6 +42,7 @@
 #include "towerflow/device/cuda/gpu_kernel_util.h"
 #include "towerflow/kernels/cuda_kernels.h"
 #include "towerflow/kernels/internal/cuda_device_util.cuh"
+#include "towerflow/kernels/internal/strided_copy_cuda.h"
 #include "towerflow/kernels/reduction_plan.h"
 
 namespace tw {
@@ -133,11 +134,6 @@ __global__ void ScaleKernel(T* out, T count) {
   out[0] = out[0] / count;
 }
 
-template <typename T>
-__global__ void FillKernel(T* out, int64_t n, T value) {
-  for (int64_t u = GridThreadIndex(); u < n; u += GridThreadCount()) out[u] = value;
-}
-
 // The CPU twin's result per row: x[0] when it is NaN, else the first largest
 // of the non-NaN values. Lanes scan their elements in order skipping NaNs; the
 // shuffle keeps the larger value, on ties the smaller index.
@@ -215,11 +211,6 @@ Status LaunchScale(const GpuDevice& gpu, T* out, T count) {
   ScaleKernel<T><<<1, 1, 0, gpu.stream()>>>(out, count);
   TW_CUDA_LAUNCH_CHECK();
   return Status::OK();
-}
-
-template <typename T>
-Status LaunchFill(const GpuDevice& gpu, T* out, int64_t n, T value) {
-  return LaunchGridStride(gpu, n, kThreads, FillKernel<T>, out, n, value);
 }
 
 template <typename T, typename I>
@@ -356,7 +347,7 @@ class ReductionGpuOp : public GpuOpKernel {
     if (plan->empty) {
       T value = kKind == ReduceKind::kMax ? MaxFn<T>::Identity() : T(0);
       if (kKind == ReduceKind::kMean) value = std::numeric_limits<T>::quiet_NaN();  // 0 / 0
-      TW_OP_REQUIRES_OK(ctx, LaunchFill<T>(gpu, o, n, value));
+      TW_OP_REQUIRES_OK(ctx, strided_copy::LaunchFill<T>(gpu, o, n, value));
       return;
     }
     if constexpr (kKind == ReduceKind::kMax) {

@@ -1,6 +1,8 @@
 // Device copies of strided boxes, and fills, for the CUDA kernels that move
 // elements without arithmetic: shape_cuda.cu (Slice, SliceGrad, ConcatV2,
-// BroadcastTo), layout_cuda.cu (Transpose, Tile, Pad). Elements are moved as
+// BroadcastTo), layout_cuda.cu (Transpose, Tile, Pad); the fill also serves
+// array_cuda.cu (Fill, ZerosLike, OnesLike) and reduction_cuda.cu (the
+// identity of an empty reduction). Elements are moved as
 // unsigned integers of their size (1, 2, 4 or 8 bytes), so one kernel serves
 // every dtype of a size. Internal to kernels/; included by *_cuda.cu files
 // only. Stateless; every function is safe to call from any thread.
@@ -41,6 +43,13 @@ Status LaunchStridedCopy(const GpuDevice& gpu, size_t elem_bytes, const void* sr
 // before returning), on the compute stream; a value of zero bytes is a memset.
 // `elem_bytes` is 1, 2, 4 or 8 (else Internal). Nothing happens when n == 0.
 Status LaunchFill(const GpuDevice& gpu, size_t elem_bytes, void* dst, int64_t n, const void* value);
+
+// dst[0, n) = value, for an element type of 1, 2, 4 or 8 bytes.
+template <typename T>
+Status LaunchFill(const GpuDevice& gpu, T* dst, int64_t n, T value) {
+  static_assert(sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8, "no fill of this size");
+  return LaunchFill(gpu, sizeof(T), dst, n, &value);
+}
 
 }  // namespace strided_copy
 }  // namespace tw
