@@ -19,6 +19,8 @@ void EnsureDataRegistered();
 void RegisterQueueOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegistry& grads);
 void RegisterParsingOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegistry& grads);
 void RegisterReaderOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegistry& grads);
+// DecodeJpeg, DecodePng, DecodeImage, EncodeJpeg, EncodePng (image_codec_ops.cc).
+void RegisterImageCodecOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegistry& grads);
 // Iterator, MakeIterator, IteratorGetNext (data/dataset/iterator_ops.cc).
 void RegisterDatasetOps(OpRegistry& ops, KernelRegistry& kernels, GradientRegistry& grads);
 

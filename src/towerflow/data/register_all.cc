@@ -15,6 +15,7 @@ void EnsureDataRegistered() {
     RegisterQueueOps(ops, kernels, grads);
     RegisterParsingOps(ops, kernels, grads);
     RegisterReaderOps(ops, kernels, grads);
+    RegisterImageCodecOps(ops, kernels, grads);
     RegisterDatasetOps(ops, kernels, grads);
   });
 }

@@ -1,5 +1,5 @@
 // The GPU kernels of the layout and indexing ops (layout_cuda.cu: Transpose,
-// Tile, Pad, PadV2; gather_cuda.cu: GatherV2, UnsortedSegmentSum, OneHot,
+// Tile, Pad, PadV2, ReverseV2; gather_cuda.cu: GatherV2, UnsortedSegmentSum, OneHot,
 // Select, SelectV2) against their CPU twins (layout_kernels.cc,
 // gather_kernels.cc): every dtype over odd and empty shapes, broadcasts,
 // negative axes and ids, out-of-range one-hot indices, and the errors with the
@@ -85,6 +85,7 @@ TEST_F(IndexingCudaRegistryTest, DeviceKernelsKeepIndicesAndShapesOnTheHost) {
     Output ids = Placeholder(s, kInt64, PartialShape({4}));
     Expect(Transpose(s, x, std::vector<int32_t>{1, 0}), {1});
     Expect(Tile(s, x, Ints(s, {2, 1}, {2})), {1});
+    Expect(Reverse(s, x, std::vector<int32_t>{1}), {1});
     Expect(Pad(s, x, Ints(s, {1, 1, 0, 2}, {2, 2})), {1});
     Expect(Pad(s, x, Ints(s, {1, 1, 0, 2}, {2, 2}), Placeholder(s, t, PartialShape({}))), {1, 2});
     Expect(Gather(s, x, ids, 1), {1, 2});
@@ -110,6 +111,7 @@ TEST_F(IndexingCudaRegistryTest, Int32KernelsKeepEveryArgumentInHostMemory) {
   Output ids = Placeholder(s, kInt32, PartialShape({4}));
   const std::vector<Output> ops = {Transpose(s, x, std::vector<int32_t>{1, 0}),
                                    Tile(s, x, Ints(s, {2, 1}, {2})),
+                                   Reverse(s, x, std::vector<int32_t>{0}),
                                    Pad(s, x, Ints(s, {1, 1, 0, 2}, {2, 2})),
                                    Pad(s, x, Ints(s, {1, 1, 0, 2}, {2, 2}), Const(s, 7)),
                                    Gather(s, x, ids, 0),
@@ -149,6 +151,29 @@ TEST(IndexingCudaTest, Transpose) {
                                         {RandomTensor(dtype, t.shape, rng)},
                                         [perm](const Scope& s, V in) {
                                           return std::vector<Output>{Transpose(s, in[0], perm)};
+                                        }));
+    }
+  }
+}
+
+TEST(IndexingCudaTest, Reverse) {
+  TW_SKIP_WITHOUT_GPU();
+  parity::SeededRng rng;
+  struct T {
+    TensorShape shape;
+    std::vector<int32_t> axes;
+  };
+  const std::vector<T> cases = {{{7, 33}, {1}},          {{7, 33}, {0}},         {{2, 3, 5, 7}, {3, 1}},
+                                {{2, 3, 5, 7}, {0, 2}},  {{33, 1, 7}, {1}},      {{4, 9, 9, 3}, {-2}},
+                                {{1000}, {0}},           {{}, {}},               {{0, 5}, {1}},
+                                {{5, 7}, {}}};
+  for (DataType dtype : Types()) {
+    for (const T& t : cases) {
+      const std::vector<int32_t> axes = t.axes;
+      parity::ExpectGpuMatchesCpu(Exact("ReverseV2 " + Name(dtype) + " " + t.shape.ToString(),
+                                        {RandomTensor(dtype, t.shape, rng)},
+                                        [axes](const Scope& s, V in) {
+                                          return std::vector<Output>{Reverse(s, in[0], axes)};
                                         }));
     }
   }
@@ -340,6 +365,9 @@ TEST(IndexingCudaTest, ErrorsMatchTheCpu) {
              [](const Scope& s, V in) { return std::vector<Output>{Transpose(s, in[0], in[1])}; }},
         perm.size() == 2 ? "is not a permutation of [0, 2)" : "must have one axis per axis of x");
   }
+  parity::ExpectSameError(Case{"ReverseV2 of an axis twice", {x, Tensor::Vec<int32_t>({1, -1})},
+                               [](const Scope& s, V in) { return std::vector<Output>{Reverse(s, in[0], in[1])}; }},
+                          "axis 1 specified more than once");
   parity::ExpectSameError(Case{"Tile negative multiple", {x},
                                [](const Scope& s, V in) {
                                  return std::vector<Output>{Tile(s, in[0], Ints(s, {2, -1}, {2}))};

@@ -226,6 +226,33 @@ TEST(LayoutOpsTest, PadWithZerosOrAConstant) {
   EXPECT_TRUE(Contains(st, "paddings must be non-negative")) << st.ToString();
 }
 
+TEST(LayoutOpsTest, ReverseAlongAnyAxes) {
+  Graph g;
+  Scope s(g);
+  Output x = Iota(s, {2, 3});
+  EXPECT_EQ(Eval(g, Reverse(s, x, std::vector<int32_t>{1})).ToVector<float>(), (std::vector<float>{2, 1, 0, 5, 4, 3}));
+  EXPECT_EQ(Eval(g, Reverse(s, x, std::vector<int32_t>{0})).ToVector<float>(), (std::vector<float>{3, 4, 5, 0, 1, 2}));
+  EXPECT_EQ(Eval(g, Reverse(s, x, std::vector<int32_t>{-1, 0})).ToVector<float>(),
+            (std::vector<float>{5, 4, 3, 2, 1, 0}));
+  EXPECT_EQ(Eval(g, Reverse(s, x, std::vector<int32_t>{})).ToVector<float>(), (std::vector<float>{0, 1, 2, 3, 4, 5}));
+  // A middle axis of a [2,3,2] image: the rows of each picture flipped.
+  Output y = Iota(s, {2, 3, 2});
+  EXPECT_EQ(Eval(g, Reverse(s, y, std::vector<int32_t>{1})).ToVector<float>(),
+            (std::vector<float>{4, 5, 2, 3, 0, 1, 10, 11, 8, 9, 6, 7}));
+  EXPECT_EQ(Eval(g, Reverse(s, Const(s, Tensor::Vec<std::string>({"a", "b", "c"})), std::vector<int32_t>{0}))
+                .ToVector<std::string>(),
+            (std::vector<std::string>{"c", "b", "a"}));
+  EXPECT_EQ(Eval(g, Reverse(s, Iota(s, {0, 3}), std::vector<int32_t>{1})).NumElements(), 0);
+  Output a = Placeholder(s, kInt64, PartialShape({-1}));
+  Status st = RunStatus(g, Reverse(s, x, a), {{a, Tensor::Vec<int64_t>({2})}});
+  EXPECT_TRUE(Contains(st, "'axis'[0] = 2 is out of valid range [-2, 2)")) << st.ToString();
+  st = RunStatus(g, Reverse(s, x, a), {{a, Tensor::Vec<int64_t>({1, -1})}});
+  EXPECT_TRUE(Contains(st, "axis 1 specified more than once")) << st.ToString();
+  Scope bad(g);
+  Reverse(bad, x, std::vector<int32_t>{3});
+  EXPECT_EQ(bad.status().code(), Code::kInvalidArgument);
+}
+
 TEST(LayoutOpsTest, RangeOfIntsAndFloats) {
   Graph g;
   Scope s(g);

@@ -63,6 +63,38 @@ StatusOr<CopyPlan> TransposeOutput(OpKernelContext* ctx, Tensor** out) {
   return plan;
 }
 
+StatusOr<CopyPlan> ReverseOutput(OpKernelContext* ctx, Tensor** out) {
+  *out = nullptr;
+  const Tensor& x = ctx->input(0);
+  TW_ASSIGN_OR_RETURN(std::vector<int64_t> axes, IntList(ctx, 1, "ReverseV2: axis"));
+  const int64_t rank = x.rank();
+  CopyPlan plan;
+  plan.dims = x.shape().dims();
+  plan.src_strides = RowMajorStrides(plan.dims);
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  bool identity = true;
+  for (size_t i = 0; i < axes.size(); ++i) {
+    const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
+    if (a < 0 || a >= rank) {
+      return errors::InvalidArgument("ReverseV2: 'axis'[", i, "] = ", axes[i], " is out of valid range [", -rank, ", ",
+                                     rank, ") for x of shape ", x.shape().ToString());
+    }
+    const size_t k = static_cast<size_t>(a);
+    if (seen[k]) return errors::InvalidArgument("ReverseV2: axis ", a, " specified more than once");
+    seen[k] = true;
+    if (plan.dims[k] <= 1) continue;
+    identity = false;
+    plan.src_offset += (plan.dims[k] - 1) * plan.src_strides[k];
+    plan.src_strides[k] = -plan.src_strides[k];
+  }
+  if (identity || x.NumElements() == 0) {
+    ctx->set_output(0, x);
+    return plan;
+  }
+  TW_RETURN_IF_ERROR(ctx->allocate_output(0, x.shape(), out));
+  return plan;
+}
+
 StatusOr<std::vector<int64_t>> TileOutput(OpKernelContext* ctx, Tensor** out) {
   const Tensor& x = ctx->input(0);
   TW_ASSIGN_OR_RETURN(std::vector<int64_t> m, IntList(ctx, 1, "Tile: multiples"));

@@ -24,9 +24,11 @@ Status CheckPermutation(const char* what, const std::vector<int64_t>& perm, int6
 
 // A dense output made of source elements: output element at index (row-major
 // over `dims`) i_0..i_r-1 reads source element sum_k i_k * src_strides[k].
+// The box starts at source element src_offset (strides may be negative).
 struct CopyPlan {
   std::vector<int64_t> dims;
   std::vector<int64_t> src_strides;
+  int64_t src_offset = 0;
 };
 
 // Transpose of x (input 0) by perm (input 1; negative axes count from the
@@ -34,6 +36,14 @@ struct CopyPlan {
 // nullptr; else output 0 is allocated in *out. InvalidArgument when perm is
 // not an int vector of x's rank or not a permutation; else the allocation's.
 StatusOr<CopyPlan> TransposeOutput(OpKernelContext* ctx, Tensor** out);
+
+// ReverseV2 of x (input 0) along the axes of input 1 (int32 or int64 vector;
+// negative axes count from the end): x's dims, its strides negated along the
+// reversed axes and the offset of the element that comes first. When no axis
+// of size above 1 is reversed, output 0 is set to x and *out is nullptr; else
+// output 0 is allocated in *out. InvalidArgument (TF's texts) for an axis out
+// of [-rank, rank) or named twice; else the allocation's error.
+StatusOr<CopyPlan> ReverseOutput(OpKernelContext* ctx, Tensor** out);
 
 // Tile's multiples (input 1) for x (input 0), output 0 allocated in *out.
 // InvalidArgument when the multiples are not an int vector of x's rank, one

@@ -1,5 +1,5 @@
 // GPU kernels of the ops that rearrange or repeat elements: Transpose, Tile,
-// Pad, PadV2. CPU twins: layout_kernels.cc, whose argument checks these
+// Pad, PadV2, ReverseV2. CPU twins: layout_kernels.cc, whose argument checks these
 // kernels call (layout_args.h), so both fail with one code and message.
 //
 // No CUDA kernel of their own: each output is one strided copy of the input
@@ -8,6 +8,8 @@
 //   Tile       the output viewed as [m0, d0, m1, d1, ...] (multiples and the
 //              input's dims interleaved), read with stride 0 along each
 //              multiple: every tile is the input.
+//   ReverseV2  the input's box from its last element along the reversed
+//              axes, read with those strides negated.
 //   Pad/PadV2  a fill of the padding value (a memset for 0), then the input
 //              copied into the interior box.
 // The shape arguments (perm, multiples, paddings, constant_values) are in host
@@ -69,6 +71,23 @@ class GpuTileOp : public GpuOpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+class GpuReverseOp : public GpuOpKernel {
+ public:
+  using GpuOpKernel::GpuOpKernel;
+  void ComputeOnGpu(OpKernelContext* ctx, GpuDevice& gpu) override {
+    const Tensor& x = ctx->input(0);
+    Tensor* out = nullptr;
+    auto plan = layout::ReverseOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    if (out == nullptr) return;  // nothing reversed: the input is the output
+    const size_t elem = DataTypeSize(x.dtype());
+    const char* first = static_cast<const char*>(x.raw_data()) + plan->src_offset * static_cast<int64_t>(elem);
+    TW_OP_REQUIRES_OK(ctx, LaunchStridedCopy(gpu, elem, first, out->raw_data(), plan->dims, plan->src_strides,
+                                             RowMajorStrides(plan->dims)));
+  }
+  bool IsExpensive() const override { return false; }
+};
+
 // Pad (zeros) and PadV2 (constant_values, input 2, a host-memory scalar).
 class GpuPadOp : public GpuOpKernel {
  public:
@@ -101,7 +120,8 @@ void RegisterLayoutCudaKernels(KernelRegistry& target, const KernelRegistry& cpu
   RegisterGpuKernel<GpuTileOp>(target, "Tile", "T", device, {1}, {});
   RegisterGpuKernel<GpuPadOp>(target, "Pad", "T", device, {1}, {});
   RegisterGpuKernel<GpuPadOp>(target, "PadV2", "T", device, {1, 2}, {});
-  for (const char* op : {"Transpose", "Tile", "Pad", "PadV2", "Range"}) {
+  RegisterGpuKernel<GpuReverseOp>(target, "ReverseV2", "T", device, {1}, {});
+  for (const char* op : {"Transpose", "Tile", "Pad", "PadV2", "ReverseV2", "Range"}) {
     RegisterHostKernelOnGpu(target, cpu, op, {kInt32});
   }
   RegisterHostKernelOnGpu(target, cpu, "InvertPermutation", {kInt32, kInt64});

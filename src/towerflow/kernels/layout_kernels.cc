@@ -1,5 +1,5 @@
 // CPU kernels of the ops that rearrange or repeat elements, and of Range:
-// Transpose, InvertPermutation, Tile, Pad / PadV2, Range. Templates over the
+// Transpose, InvertPermutation, Tile, Pad / PadV2, ReverseV2, Range. Templates over the
 // element type (strings included, but for Range). The copies walk the
 // output in row-major order with an index odometer over the source's strides.
 #include <algorithm>
@@ -133,6 +133,19 @@ class PadOp : public OpKernel {
 };
 
 template <typename T>
+class ReverseOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    Tensor* out = nullptr;
+    auto plan = layout::ReverseOutput(ctx, &out);
+    TW_OP_REQUIRES_OK(ctx, plan.status());
+    if (out == nullptr) return;  // nothing to reverse: the input is the output
+    StridedCopy(plan->dims, plan->src_strides, ctx->input(0).data<T>() + plan->src_offset, out->data<T>());
+  }
+};
+
+template <typename T>
 class RangeOp : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -170,6 +183,7 @@ void RegisterLayoutKernels(KernelRegistry& r) {
   r.RegisterTyped<TileOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Tile", kDeviceCpu);
   r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("Pad", kDeviceCpu);
   r.RegisterTyped<PadOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("PadV2", kDeviceCpu);
+  r.RegisterTyped<ReverseOp, float, double, int32_t, int64_t, uint8_t, bool, std::string>("ReverseV2", kDeviceCpu);
   r.RegisterTyped<RangeOp, int32_t, int64_t, float, double>("Range", kDeviceCpu, "Tidx");
 }
 

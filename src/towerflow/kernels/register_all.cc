@@ -18,6 +18,7 @@ void EnsureKernelsRegistered() {
     RegisterShapeKernels(r);
     RegisterGatherKernels(r);
     RegisterLayoutKernels(r);
+    RegisterImageKernels(r);
     RegisterMathKernels(r);
     RegisterMatMulKernels(r);
     RegisterReductionKernels(r);

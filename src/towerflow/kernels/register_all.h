@@ -16,6 +16,7 @@ void RegisterShapeKernels(KernelRegistry& registry);
 void RegisterGatherKernels(KernelRegistry& registry);
 // Transpose, InvertPermutation, Tile, Pad, PadV2, Range (layout_kernels.cc).
 void RegisterLayoutKernels(KernelRegistry& registry);
+void RegisterImageKernels(KernelRegistry& registry);
 void RegisterMathKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);

@@ -1,5 +1,6 @@
 // Builders for the ops that rearrange or repeat a tensor's elements and for
-// index sequences: Transpose, InvertPermutation, Tile, Pad / PadV2 and Range.
+// index sequences: Transpose, InvertPermutation, Tile, Pad / PadV2, ReverseV2 and
+// Range.
 // Names, inputs, attrs, semantics and errors are TensorFlow's. Each returns the
 // node's output, or a null Output with the error recorded in the scope
 // (see scope.h).
@@ -33,6 +34,12 @@ Output Tile(const Scope& scope, const Output& x, const Output& multiples);
 // (PadV2).
 Output Pad(const Scope& scope, const Output& x, const Output& paddings);
 Output Pad(const Scope& scope, const Output& x, const Output& paddings, const Output& constant_value);
+
+// x with its elements in reverse order along each axis of `axis` (ReverseV2:
+// an int32 or int64 vector; negative axes count from the end; none reverses
+// nothing). An axis out of [-rank, rank) or named twice is InvalidArgument.
+Output Reverse(const Scope& scope, const Output& x, const Output& axis);
+Output Reverse(const Scope& scope, const Output& x, const std::vector<int32_t>& axis);
 
 // [start, start + delta, ...) up to `limit`, exclusive: scalars of one dtype
 // (int32, int64, float or double). delta 0, or a delta of the wrong sign for

@@ -145,7 +145,7 @@ const std::vector<std::string>& FakeGpuKernelOps() {
       "Exp", "ExpandDims", "Fill", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity",
       "InitializedValue", "InvertPermutation", "IsVariableInitialized", "L2Loss", "LRN", "LRNGrad", "Log", "Log1p", "MatMul",
       "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OneHot", "OnesLike", "Pad",
-      "PadV2", "Pow", "RandomStandardNormal", "RandomUniform", "Range", "Relu", "ReluGrad", "Reshape",
+      "PadV2", "Pow", "RandomStandardNormal", "RandomUniform", "Range", "Relu", "ReluGrad", "Reshape", "ReverseV2",
       "Select", "SelectV2", "Shape", "Sigmoid", "Slice", "SliceGrad", "Softmax",
       "SoftmaxCrossEntropyWithLogits", "SparseSoftmaxCrossEntropyMean", "SparseSoftmaxCrossEntropyWithLogits",
       "Sqrt", "Square", "Squeeze", "StopGradient", "Sub", "Sum", "SumToShape", "Tanh", "Tile", "Transpose",

@@ -1,6 +1,7 @@
 // Gradients of the ops that rearrange or repeat elements
 // (graph/ops/layout_ops.cc). Permutations, multiples, paddings and Range's
-// arguments are integers and get no gradient (nor does PadV2's constant).
+// arguments are integers and get no gradient (nor does PadV2's constant, nor
+// ReverseV2's axes).
 #include "towerflow/graph/grads/register.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/layout_ops.h"
@@ -57,6 +58,12 @@ Status PadGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   return s.status();
 }
 
+// y = reverse(x, axis): d x = reverse(dy, axis), the same permutation undone.
+Status ReverseGrad(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+  (*dx)[0] = Reverse(s, dy[0], op.input(1));
+  return s.status();
+}
+
 }  // namespace
 
 void RegisterLayoutGradients(GradientRegistry& r) {
@@ -64,6 +71,7 @@ void RegisterLayoutGradients(GradientRegistry& r) {
   r.Register("Tile", TileGrad);
   r.Register("Pad", PadGrad);
   r.Register("PadV2", PadGrad);
+  r.Register("ReverseV2", ReverseGrad);
   for (const char* op : {"InvertPermutation", "Range"}) r.RegisterNoGradient(op);
 }
 

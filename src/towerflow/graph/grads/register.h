@@ -11,6 +11,7 @@ void RegisterArrayGradients(GradientRegistry& registry);
 void RegisterShapeGradients(GradientRegistry& registry);
 void RegisterGatherGradients(GradientRegistry& registry);
 void RegisterLayoutGradients(GradientRegistry& registry);
+void RegisterImageGradients(GradientRegistry& registry);
 void RegisterMathGradients(GradientRegistry& registry);
 void RegisterNnGradients(GradientRegistry& registry);
 void RegisterStateGradients(GradientRegistry& registry);

@@ -8,6 +8,7 @@ void RegisterAllGradients(GradientRegistry& registry) {
   RegisterShapeGradients(registry);
   RegisterGatherGradients(registry);
   RegisterLayoutGradients(registry);
+  RegisterImageGradients(registry);
   RegisterMathGradients(registry);
   RegisterNnGradients(registry);
   RegisterStateGradients(registry);

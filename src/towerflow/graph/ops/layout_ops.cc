@@ -1,5 +1,5 @@
 // Schemas and builders of the ops that rearrange or repeat elements and of
-// Range: Transpose, InvertPermutation, Tile, Pad, PadV2, Range (kernels in
+// Range: Transpose, InvertPermutation, Tile, Pad, PadV2, ReverseV2, Range (kernels in
 // kernels/layout_kernels.cc). Shape functions check what is known when the
 // graph is built; the kernels check again on the real values.
 #include "towerflow/graph/ops/layout_ops.h"
@@ -169,6 +169,31 @@ Status PadShape(InferenceContext* c) {
   return Status::OK();
 }
 
+// x's shape; the axes, when known, checked against x's rank as the kernel
+// checks them.
+Status ReverseShape(InferenceContext* c) {
+  TW_RETURN_IF_ERROR(c->WithRank(1, 1));
+  const PartialShape& x = c->input(0);
+  c->set_output(0, x);
+  auto axes = shape_fns::KnownIntVector(c, 1);
+  if (!x.known_rank() || !axes) return Status::OK();
+  const int64_t rank = x.rank();
+  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  for (size_t i = 0; i < axes->size(); ++i) {
+    const int64_t given = (*axes)[i];
+    const int64_t a = given < 0 ? given + rank : given;
+    if (a < 0 || a >= rank) {
+      return errors::InvalidArgument("ReverseV2: 'axis'[", i, "] = ", given, " is out of valid range [", -rank, ", ",
+                                     rank, ") for x of shape ", x.ToString());
+    }
+    if (seen[static_cast<size_t>(a)]) {
+      return errors::InvalidArgument("ReverseV2: axis ", a, " specified more than once");
+    }
+    seen[static_cast<size_t>(a)] = true;
+  }
+  return Status::OK();
+}
+
 template <typename T>
 StatusOr<int64_t> ConstRangeCount(const Tensor* s, const Tensor* l, const Tensor* d) {
   return RangeCount<T>(s->data<T>()[0], l->data<T>()[0], d->data<T>()[0]);
@@ -246,6 +271,15 @@ void RegisterLayoutOps(OpRegistry& r) {
                  .Shape(PadShape)
                  .Doc("input padded with a constant.")
                  .Build()).Check();
+  r.Register(OpDefBuilder("ReverseV2")
+                 .Input("tensor", "T")
+                 .Input("axis", "Tidx")
+                 .Output("output", "T")
+                 .TypeAttr("T", AllTypes())
+                 .TypeAttr("Tidx", ints, kInt32)
+                 .Shape(ReverseShape)
+                 .Doc("tensor with the order of its elements reversed along each axis in `axis`.")
+                 .Build()).Check();
   r.Register(OpDefBuilder("Range")
                  .Input("start", "Tidx")
                  .Input("limit", "Tidx")
@@ -274,6 +308,12 @@ Output Pad(const Scope& scope, const Output& x, const Output& paddings) {
 }
 Output Pad(const Scope& scope, const Output& x, const Output& paddings, const Output& constant_value) {
   return NodeBuilder(scope, "PadV2").Input(x).Input(paddings).Input(constant_value).Finalize();
+}
+Output Reverse(const Scope& scope, const Output& x, const Output& axis) {
+  return NodeBuilder(scope, "ReverseV2").Input(x).Input(axis).Finalize();
+}
+Output Reverse(const Scope& scope, const Output& x, const std::vector<int32_t>& axis) {
+  return Reverse(scope, x, Const(scope.WithOpName("ReverseV2/axis"), axis));
 }
 Output Range(const Scope& scope, const Output& start, const Output& limit, const Output& delta) {
   return NodeBuilder(scope, "Range").Input(start).Input(limit).Input(delta).Finalize();

@@ -12,6 +12,7 @@ void RegisterArrayOps(OpRegistry& registry);
 void RegisterShapeOps(OpRegistry& registry);
 void RegisterGatherOps(OpRegistry& registry);
 void RegisterLayoutOps(OpRegistry& registry);
+void RegisterImageOps(OpRegistry& registry);
 void RegisterControlFlowOps(OpRegistry& registry);
 void RegisterMathOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);

@@ -8,6 +8,7 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterShapeOps(registry);
   RegisterGatherOps(registry);
   RegisterLayoutOps(registry);
+  RegisterImageOps(registry);
   RegisterControlFlowOps(registry);
   RegisterMathOps(registry);
   RegisterNnOps(registry);

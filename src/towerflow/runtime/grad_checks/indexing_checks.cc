@@ -1,9 +1,12 @@
 // Numeric gradient checks of the gather and layout ops: Gather along the
 // first, a middle and the last axis with repeated indices (their gradients
 // add), UnsortedSegmentSum with a dropped (negative) id, Select by rows and
-// by elements, SelectV2 with every input broadcast, Transpose, Tile and Pad / PadV2.
+// by elements, SelectV2 with every input broadcast, Transpose, Tile, Pad / PadV2,
+// ReverseV2, and the resizes (ResizeBilinear's output is float32: it is linear
+// in its input, so a wide step keeps float32's rounding under the tolerance).
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/gather_ops.h"
+#include "towerflow/graph/ops/image_ops.h"
 #include "towerflow/graph/ops/layout_ops.h"
 #include "towerflow/runtime/gradient_checker.h"
 
@@ -66,12 +69,40 @@ void AddIndexingGradChecks(std::vector<GradCheckCase>& cases) {
                        [](const Scope& s, V x) { return Transpose(s, x[0], std::vector<int32_t>{2, 0, 1}); }));
   cases.push_back(Case("Transpose", "[2,3,4] perm {-1,0,1}", {{kFloat64, {2, 3, 4}}},
                        [](const Scope& s, V x) { return Transpose(s, x[0], std::vector<int32_t>{-1, 0, 1}); }));
+  cases.push_back(Case("ReverseV2", "[2,3,4] axes {0,-1}", {{kFloat64, {2, 3, 4}}},
+                       [](const Scope& s, V x) { return Reverse(s, x[0], std::vector<int32_t>{0, -1}); }));
   cases.push_back(Case("Tile", "[2,3] x {2,3}", {{kFloat64, {2, 3}}},
                        [](const Scope& s, V x) { return Tile(s, x[0], Const(s, std::vector<int32_t>{2, 3})); }));
   cases.push_back(Case("Tile", "[3,1,2] x {1,4,2}", {{kFloat64, {3, 1, 2}}},
                        [](const Scope& s, V x) { return Tile(s, x[0], Const(s, std::vector<int32_t>{1, 4, 2})); }));
   cases.push_back(Case("Pad", "[2,3] by {{1,0},{2,1}}", {{kFloat64, {2, 3}}},
                        [](const Scope& s, V x) { return Pad(s, x[0], Ints(s, {1, 0, 2, 1}, {2, 2})); }));
+  for (const ResizeOptions o : {ResizeOptions{}, ResizeOptions{true, false}, ResizeOptions{false, true}}) {
+    const std::string attrs = o.align_corners ? " align_corners" : o.half_pixel_centers ? " half_pixel_centers" : "";
+    GradCheckCase up = Case("ResizeBilinear", "[2,3,4,2] to [5,7]" + attrs, {{kFloat64, {2, 3, 4, 2}}},
+                            [o](const Scope& s, V x) {
+                              return Cast(s, ResizeBilinear(s, x[0], Const(s, std::vector<int32_t>{5, 7}), o), kFloat64);
+                            });
+    up.delta = 1e-2;
+    up.tolerance = 1e-4;
+    cases.push_back(up);
+    GradCheckCase down = Case("ResizeBilinear", "[1,6,5,1] to [4,3]" + attrs, {{kFloat64, {1, 6, 5, 1}}},
+                              [o](const Scope& s, V x) {
+                                return Cast(s, ResizeBilinear(s, x[0], Const(s, std::vector<int32_t>{4, 3}), o),
+                                            kFloat64);
+                              });
+    down.delta = 1e-2;
+    down.tolerance = 1e-4;
+    cases.push_back(down);
+    cases.push_back(Case("ResizeNearestNeighbor", "[2,3,4,2] to [5,7]" + attrs, {{kFloat64, {2, 3, 4, 2}}},
+                         [o](const Scope& s, V x) {
+                           return ResizeNearestNeighbor(s, x[0], Const(s, std::vector<int32_t>{5, 7}), o);
+                         }));
+    cases.push_back(Case("ResizeNearestNeighbor", "[1,6,5,1] to [4,3]" + attrs, {{kFloat64, {1, 6, 5, 1}}},
+                         [o](const Scope& s, V x) {
+                           return ResizeNearestNeighbor(s, x[0], Const(s, std::vector<int32_t>{4, 3}), o);
+                         }));
+  }
   cases.push_back(Case("PadV2", "[3] by {{2,1}} with 5", {{kFloat64, {3}}}, [](const Scope& s, V x) {
     return Pad(s, x[0], Ints(s, {2, 1}, {1, 2}), Const(s, 5.0));
   }));
