@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "towerflow/data/example_test_util.h"
+#include "towerflow/data/internal/image_codecs.h"
 #include "towerflow/data/record_reader.h"
 #include "towerflow/data/record_writer.h"
 
@@ -121,6 +122,29 @@ void DecodeRawSeeds() {
   Write("fuzz_decode_raw", "empty", std::string("\x08\x01", 2));
 }
 
+// Small JPEGs (gray, color, progressive, cut) and PNGs (1 to 4 channels,
+// cut), with the option bytes of fuzz_image_decode.
+void ImageDecodeSeeds() {
+  std::vector<uint8_t> pixels(12 * 10 * 4);
+  for (size_t i = 0; i < pixels.size(); ++i) pixels[i] = static_cast<uint8_t>(i * 5);
+  for (int c : {1, 3}) {
+    image_codec::JpegEncodeOptions o;
+    o.quality = 80;
+    const std::string jpeg = *image_codec::EncodeJpeg(pixels.data(), 12, 10, c, o);
+    Write("fuzz_image_decode", "jpeg_" + std::to_string(c), std::string("\x00\x00", 2) + jpeg);
+    Write("fuzz_image_decode", "jpeg_cut_recover_" + std::to_string(c),
+          std::string("\x6c\x01", 2) + jpeg.substr(0, jpeg.size() * 2 / 3));
+    o.progressive = true;
+    Write("fuzz_image_decode", "jpeg_progressive_" + std::to_string(c),
+          std::string("\x82\x02", 2) + *image_codec::EncodeJpeg(pixels.data(), 12, 10, c, o));
+  }
+  for (int c = 1; c <= 4; ++c) {
+    const std::string png = *image_codec::EncodePng(pixels.data(), 10, 12, c, 6);
+    Write("fuzz_image_decode", "png_" + std::to_string(c), std::string(1, static_cast<char>(1 | (c << 2))) + '\0' + png);
+    Write("fuzz_image_decode", "png_cut_" + std::to_string(c), std::string("\x02\x00", 2) + png.substr(0, png.size() - 20));
+  }
+}
+
 }  // namespace
 }  // namespace tw
 
@@ -134,5 +158,6 @@ int main(int argc, char** argv) {
   tw::RecordReaderSeeds();
   tw::ExampleParserSeeds();
   tw::DecodeRawSeeds();
+  tw::ImageDecodeSeeds();
   return 0;
 }

@@ -5,6 +5,7 @@
 
 #include "bindings.h"
 #include "convert.h"
+#include "towerflow/data/io_ops.h"
 
 NB_MODULE(_core, m) {
   namespace nb = nanobind;
@@ -17,6 +18,9 @@ NB_MODULE(_core, m) {
   // alive frees nothing it would have freed otherwise, and nanobind's
   // warning about "leaked instances" would only alarm the user.
   nb::set_leak_warnings(false);
+  // Ops are built by name (add_op): the data module's must be registered
+  // before a script's first tf.image.decode_jpeg or queue op.
+  tw::io::RegisterDataOps();
   BindGraph(m);
   BindSession(m);
   BindTrain(m);

@@ -34,10 +34,10 @@ struct DecodeJpegOptions {
 };
 Output DecodeJpeg(const Scope& scope, const Output& contents, DecodeJpegOptions options = {});
 
-// A PNG's pixels with `channels` 0 (as in the file), 1, 2 (gray + alpha), 3 or
-// 4 (RGBA), converted as TF's decoder converts them (opaque alpha added,
-// alpha stripped, RGB to gray by 0.299 / 0.587 / 0.114, 16-bit samples cut to
-// 8).
+// A PNG's pixels with `channels` 0 (as in the file, which may be 2: gray and
+// alpha), 1, 3 or 4 (RGBA), converted as TF's decoder converts them (opaque
+// alpha added, alpha stripped, RGB to gray by 0.299 / 0.587 / 0.114, 16-bit
+// samples cut to 8).
 Output DecodePng(const Scope& scope, const Output& contents, int64_t channels = 0);
 
 // JPEG or PNG, found from the data's first bytes (TF's decode_image; GIF, BMP

@@ -26,6 +26,12 @@
 
 namespace tw::io {
 
+// Registers the data module's ops (these, the queue, dataset and image codec
+// ops), their kernels and gradient marks, once; every builder of the data
+// module does it on first use. Call it before building data ops by name
+// (NodeBuilder with an op type, as language bindings do). Thread-safe.
+void RegisterDataOps();
+
 // ---- decode_raw -----------------------------------------------------------
 
 // Reinterprets the bytes of each string of `bytes` as a vector of `out_type`

@@ -144,6 +144,8 @@ void RegisterDecodeRawOp(OpRegistry& ops, KernelRegistry& kernels, GradientRegis
 
 namespace io {
 
+void RegisterDataOps() { EnsureDataRegistered(); }
+
 Output DecodeRaw(const Scope& scope, const Output& bytes, DataType out_type, bool little_endian) {
   EnsureDataRegistered();
   return NodeBuilder(scope, "DecodeRaw")

@@ -53,8 +53,11 @@ Status CheckJpegAttrs(int64_t channels, int64_t ratio, const std::string& dct) {
   return Status::OK();
 }
 
+// TF's decoders take no 2-channel (gray + alpha) output.
 Status CheckPngChannels(int64_t channels) {
-  if (channels < 0 || channels > 4) return errors::InvalidArgument("channels must be 0, 1, 2, 3, or 4, got ", channels);
+  if (channels != 0 && channels != 1 && channels != 3 && channels != 4) {
+    return errors::InvalidArgument("channels must be 0, 1, 3 or 4, got ", channels);
+  }
   return Status::OK();
 }
 
@@ -120,7 +123,7 @@ class DecodeImageOp : public OpKernel {
     TW_OP_REQUIRES_OK(ctx, data.status());
     TW_OP_REQUIRES(ctx, !data->empty(), errors::InvalidArgument("DecodeImage: Input is empty."));
     if (image_codec::IsJpeg(*data)) {
-      TW_OP_REQUIRES(ctx, channels_ != 2 && channels_ != 4,
+      TW_OP_REQUIRES(ctx, channels_ != 4,
                      errors::InvalidArgument("DecodeImage: JPEG does not support ", channels_, " channels"));
       image_codec::JpegOptions o;
       o.channels = static_cast<int>(channels_);

@@ -19,6 +19,7 @@ from ..._tf1 import framework as _fw
 from ..._tf1 import graph_api as _api
 from ..._tf1 import graph_ops as _graph_ops
 from ..._tf1 import indexing as _indexing
+from ..._tf1 import image as _image
 from ..._tf1 import io as _io
 from ..._tf1 import layers as _layers
 from ..._tf1 import losses as _losses
@@ -280,7 +281,29 @@ TFRecordReader = _io.TFRecordReader
 io = _Namespace(__name__ + ".io", "tf.io", FixedLenFeature=FixedLenFeature, VarLenFeature=VarLenFeature,
                 parse_single_example=parse_single_example, parse_example=parse_example, decode_raw=decode_raw,
                 TFRecordOptions=_io.TFRecordOptions, TFRecordWriter=_io.TFRecordWriter,
-                tf_record_iterator=_io.tf_record_iterator)
+                tf_record_iterator=_io.tf_record_iterator, decode_jpeg=_image.decode_jpeg,
+                decode_png=_image.decode_png, decode_image=_image.decode_image, encode_jpeg=_image.encode_jpeg,
+                encode_png=_image.encode_png)
+
+# ---- images (tf.image), tf.random_crop, tf.reverse
+image = _Namespace(__name__ + ".image", "tf.image", decode_jpeg=_image.decode_jpeg, decode_png=_image.decode_png,
+                   decode_image=_image.decode_image, encode_jpeg=_image.encode_jpeg, encode_png=_image.encode_png,
+                   convert_image_dtype=_image.convert_image_dtype, ResizeMethod=_image.ResizeMethod,
+                   resize_images=_image.resize_images, resize=_image.resize, resize_bilinear=_image.resize_bilinear,
+                   resize_nearest_neighbor=_image.resize_nearest_neighbor, flip_left_right=_image.flip_left_right,
+                   flip_up_down=_image.flip_up_down, random_flip_left_right=_image.random_flip_left_right,
+                   random_flip_up_down=_image.random_flip_up_down, transpose_image=_image.transpose_image,
+                   transpose=_image.transpose_image, rot90=_image.rot90,
+                   crop_to_bounding_box=_image.crop_to_bounding_box, pad_to_bounding_box=_image.pad_to_bounding_box,
+                   resize_image_with_crop_or_pad=_image.resize_image_with_crop_or_pad,
+                   resize_with_crop_or_pad=_image.resize_with_crop_or_pad, central_crop=_image.central_crop,
+                   random_crop=_image.random_crop, adjust_brightness=_image.adjust_brightness,
+                   random_brightness=_image.random_brightness, adjust_contrast=_image.adjust_contrast,
+                   random_contrast=_image.random_contrast, per_image_standardization=_image.per_image_standardization,
+                   rgb_to_grayscale=_image.rgb_to_grayscale, grayscale_to_rgb=_image.grayscale_to_rgb)
+random_crop = _image.random_crop
+reverse = _image.array_ops_reverse
+reverse_v2 = _image.array_ops_reverse
 python_io = _Namespace(__name__ + ".python_io", "tf.python_io", TFRecordOptions=_io.TFRecordOptions,
                        TFRecordWriter=_io.TFRecordWriter, tf_record_iterator=_io.tf_record_iterator,
                        TFRecordCompressionType=_io.TFRecordCompressionType)

@@ -48,7 +48,7 @@ bool IsPng(std::string_view data);
 Status DecodeJpeg(std::string_view data, const JpegOptions& options, const PixelSink& sink);
 
 // Decodes a PNG into sink's buffer: `channels` 0 (as in the file), 1 gray,
-// 2 gray + alpha, 3 RGB or 4 RGBA, with TF's conversions (alpha added as
+// 2 gray + alpha (the op refuses it, as TF's), 3 RGB or 4 RGBA, with TF's conversions (alpha added as
 // opaque, stripped, palette and gray expanded, RGB to gray by 0.299/0.587/
 // 0.114; 16-bit samples keep their high byte), as uint8. InvalidArgument for
 // data that is not a PNG, is corrupt or truncated, or too large.

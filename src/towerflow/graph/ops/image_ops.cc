@@ -15,17 +15,10 @@ const std::vector<DataType>& ImageTypes() {
   return k;
 }
 
-Status CheckAttrs(InferenceContext* c) {
-  TW_ASSIGN_OR_RETURN(bool align, c->GetAttr<bool>("align_corners"));
-  TW_ASSIGN_OR_RETURN(bool half, c->GetAttr<bool>("half_pixel_centers"));
-  if (align && half) return errors::InvalidArgument("If half_pixel_centers is True, align_corners must be False.");
-  return Status::OK();
-}
-
 // [batch of input `batch_from`, size, channels of input `batch_from`], size
-// read from the int32 vector input `size_at` ([height, width], each > 0).
+// read from the int32 vector input `size_at` ([height, width]). As TF's, the
+// values and the attrs are checked by the kernel, when the op runs.
 Status ResizedShape(InferenceContext* c, int batch_from, int size_at) {
-  TW_RETURN_IF_ERROR(CheckAttrs(c));
   TW_RETURN_IF_ERROR(c->WithRank(batch_from, 4));
   TW_RETURN_IF_ERROR(c->WithRank(size_at, 1));
   const PartialShape& size = c->input(size_at);
@@ -35,12 +28,7 @@ Status ResizedShape(InferenceContext* c, int batch_from, int size_at) {
   }
   std::vector<int64_t> hw = {-1, -1};
   if (auto known = shape_fns::KnownIntVector(c, size_at)) {
-    for (size_t i = 0; i < 2 && i < known->size(); ++i) {
-      if ((*known)[i] <= 0) {
-        return errors::InvalidArgument("output dimensions must be positive, got size ", PartialShape(*known).ToString());
-      }
-      hw[i] = (*known)[i];
-    }
+    for (size_t i = 0; i < 2 && i < known->size(); ++i) hw[i] = (*known)[i] > 0 ? (*known)[i] : -1;
   }
   const PartialShape& images = c->input(batch_from);
   const int64_t batch = images.known_rank() ? images.dim(0) : -1;
@@ -76,7 +64,6 @@ void RegisterImageOps(OpRegistry& r) {
                  .Output("output", "T")
                  .TypeAttr("T", FloatTypes())
                  .Shape([](InferenceContext* c) {
-                   TW_RETURN_IF_ERROR(CheckAttrs(c));
                    TW_RETURN_IF_ERROR(c->WithRank(0, 4));
                    TW_RETURN_IF_ERROR(c->WithRank(1, 4));
                    c->set_output(0, c->input(1).known_rank() ? c->input(1) : PartialShape::UnknownOfRank(4));
