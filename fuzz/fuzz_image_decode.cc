@@ -4,6 +4,9 @@
 // and written only inside it (AddressSanitizer watches the buffer), or fail
 // with InvalidArgument; nothing else is allowed.
 //
+// The decoders are given a limit of 16 MiB of pixels (libjpeg's buffers 4
+// times that), so that no input makes them allocate past libFuzzer's limit.
+//
 // Input: byte 0 bits 0-1 the decoder (JPEG, PNG, either by its magic bytes),
 // bits 2-4 the channels asked for (0 to 4, taken modulo what the format
 // allows), bit 5 try_recover_truncated, bits 6-7 the JPEG ratio (1, 2, 4, 8);
@@ -32,10 +35,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view file(reinterpret_cast<const char*>(data) + 2, size - 2);
   std::vector<uint8_t> pixels;
   int calls = 0;
-  int64_t limit = 0;
+  constexpr int64_t kLimit = int64_t{16} << 20;
   const image_codec::PixelSink sink = [&](int64_t h, int64_t w, int64_t c) -> StatusOr<void*> {
     ++calls;
-    if (h <= 0 || w <= 0 || c <= 0 || h * w * c > limit) {
+    if (h <= 0 || w <= 0 || c <= 0 || h * w * c > kLimit) {
       Fail("a buffer of " + std::to_string(h) + " x " + std::to_string(w) + " x " + std::to_string(c));
     }
     pixels.assign(static_cast<size_t>(h * w * c), 0);  // exact: ASan catches a write past the end
@@ -53,11 +56,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     o.ratio = 1 << (data[0] >> 6);
     o.dct_method = (data[1] & 1) ? "INTEGER_ACCURATE" : "";
     o.fancy_upscaling = (data[1] & 2) == 0;
-    limit = image_codec::kMaxJpegBytes;
+    o.max_bytes = kLimit;
     s = image_codec::DecodeJpeg(file, o, sink);
   } else {
-    limit = image_codec::kMaxPngBytes;
-    s = image_codec::DecodePng(file, channels % 5, sink);
+    s = image_codec::DecodePng(file, channels % 5, sink, kLimit);
   }
   if (s.ok() && calls != 1) Fail("decoded with " + std::to_string(calls) + " buffers");
   if (!s.ok() && s.code() != Code::kInvalidArgument) Fail("not InvalidArgument: " + s.ToString());

@@ -36,6 +36,9 @@ struct JpegOptions {
   bool try_recover_truncated = false;
   float acceptable_fraction = 1.0f;  // of the lines a truncated image must hold
   std::string dct_method;      // "" or "INTEGER_FAST" (TF's default), "INTEGER_ACCURATE"
+  // The most bytes the pixels may take; libjpeg's own buffers (a
+  // progressive file's coefficients) are held to 4 times as much.
+  int64_t max_bytes = kMaxJpegBytes;
 };
 
 bool IsJpeg(std::string_view data);
@@ -44,15 +47,16 @@ bool IsPng(std::string_view data);
 // Decodes a JPEG into sink's buffer (uint8, rows of width * channels).
 // InvalidArgument for data that is not a JPEG, is corrupt, or is truncated
 // (unless try_recover_truncated and at least acceptable_fraction of its lines
-// arrived: the rest are zeros), or whose pixels would exceed kMaxJpegBytes.
+// arrived: the rest are zeros), or whose pixels would exceed max_bytes.
 Status DecodeJpeg(std::string_view data, const JpegOptions& options, const PixelSink& sink);
 
 // Decodes a PNG into sink's buffer: `channels` 0 (as in the file), 1 gray,
 // 2 gray + alpha (the op refuses it, as TF's), 3 RGB or 4 RGBA, with TF's conversions (alpha added as
 // opaque, stripped, palette and gray expanded, RGB to gray by 0.299/0.587/
 // 0.114; 16-bit samples keep their high byte), as uint8. InvalidArgument for
-// data that is not a PNG, is corrupt or truncated, or too large.
-Status DecodePng(std::string_view data, int channels, const PixelSink& sink);
+// data that is not a PNG, is corrupt or truncated, or whose pixels would take
+// more than max_bytes.
+Status DecodePng(std::string_view data, int channels, const PixelSink& sink, int64_t max_bytes = kMaxPngBytes);
 
 // EncodeJpeg's attrs, TF's defaults.
 struct JpegEncodeOptions {

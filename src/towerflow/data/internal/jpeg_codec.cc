@@ -158,12 +158,15 @@ bool RunDecoder(std::string_view data, const JpegOptions& o, const PixelSink& si
   cinfo.dct_method = o.dct_method == "INTEGER_ACCURATE" ? JDCT_ISLOW : JDCT_IFAST;
   jpeg_calc_output_dimensions(&cinfo);
   const int64_t width = cinfo.output_width, height = cinfo.output_height;
-  if (width * height * channels >= kMaxJpegBytes) {
-    std::snprintf(state->error, sizeof(state->error), "an image of %lld x %lld x %d exceeds 2^29 bytes",
-                  static_cast<long long>(height), static_cast<long long>(width), channels);  // NOLINT
+  if (width * height * channels >= o.max_bytes) {
+    std::snprintf(state->error, sizeof(state->error), "an image of %lld x %lld x %d exceeds %lld bytes",
+                  static_cast<long long>(height), static_cast<long long>(width), channels,  // NOLINT
+                  static_cast<long long>(o.max_bytes));  // NOLINT
     jpeg_destroy_decompress(&cinfo);
     return false;
   }
+  // libjpeg fails (no backing store) rather than take more than this.
+  cinfo.mem->max_memory_to_use = static_cast<long>(4 * o.max_bytes);  // NOLINT(runtime/int): libjpeg's type
   if (!jpeg_start_decompress(&cinfo)) {
     std::snprintf(state->error, sizeof(state->error), "Premature end of JPEG data before the first line");
     jpeg_destroy_decompress(&cinfo);

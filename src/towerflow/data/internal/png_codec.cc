@@ -54,8 +54,8 @@ uint8_t* CallSink(const PixelSink& sink, int64_t height, int64_t width, int64_t 
   return static_cast<uint8_t*>(*buffer);
 }
 
-bool RunDecoder(std::string_view data, int desired_channels, const PixelSink& sink, Status* sink_status,
-                char* error) {
+bool RunDecoder(std::string_view data, int desired_channels, const PixelSink& sink, int64_t max_bytes,
+                Status* sink_status, char* error) {
   Reader reader{reinterpret_cast<const png_byte*>(data.data()), data.size(), 0};
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, error, OnError, OnWarning);
   if (png == nullptr) {
@@ -109,8 +109,9 @@ bool RunDecoder(std::string_view data, int desired_channels, const PixelSink& si
     png_destroy_read_struct(&png, &info, nullptr);
     return false;
   }
-  if (static_cast<int64_t>(height) * row_bytes > kMaxPngBytes) {
-    std::snprintf(error, 256, "an image of %u x %u x %d exceeds 2^31 bytes", height, width, channels);
+  if (static_cast<int64_t>(height) * row_bytes > max_bytes) {
+    std::snprintf(error, 256, "an image of %u x %u x %d exceeds %lld bytes", height, width, channels,
+                  static_cast<long long>(max_bytes));  // NOLINT
     png_destroy_read_struct(&png, &info, nullptr);
     return false;
   }
@@ -167,12 +168,12 @@ bool RunEncoder(const uint8_t* pixels, int64_t height, int64_t width, int64_t ch
 
 }  // namespace
 
-Status DecodePng(std::string_view data, int channels, const PixelSink& sink) {
+Status DecodePng(std::string_view data, int channels, const PixelSink& sink, int64_t max_bytes) {
   if (data.empty()) return errors::InvalidArgument("Input is empty.");
   if (!IsPng(data)) return errors::InvalidArgument("the data is not a PNG (", data.size(), " bytes)");
   char error[256] = {};
   Status sink_status;
-  if (!RunDecoder(data, channels, sink, &sink_status, error)) {
+  if (!RunDecoder(data, channels, sink, max_bytes, &sink_status, error)) {
     if (!sink_status.ok()) return sink_status;
     return errors::InvalidArgument("Invalid PNG data, ", data.size(), " bytes: ", error);
   }
@@ -194,7 +195,7 @@ StatusOr<std::string> EncodePng(const uint8_t* pixels, int64_t height, int64_t w
 
 #else  // !TOWERFLOW_HAVE_PNG
 
-Status DecodePng(std::string_view, int, const PixelSink&) {
+Status DecodePng(std::string_view, int, const PixelSink&, int64_t) {
   return errors::Unimplemented("this towerflow was built without libpng (apt install libpng-dev, rebuild)");
 }
 
