@@ -84,11 +84,16 @@ _MAX = {"uint8": 255, "int32": 2**31 - 1, "int64": 2**63 - 1}
 
 
 def _saturate_cast(x, dtype):
-    """x clamped to dtype's range, then cast (TF's saturate_cast)."""
+    """x clamped to dtype's range, then cast (TF's saturate_cast: a bound
+    the float type cannot hold steps inward to the nearest one it can)."""
     dtype = _dtypes.as_dtype(dtype)
     if dtype.is_integer and x.dtype.is_floating:
+        f = x.dtype.as_numpy_dtype
         lo = 0 if dtype == _dtypes.uint8 else -_MAX[dtype.name] - 1
-        x = math_ops.clip_by_value(x, float(lo), float(_MAX[dtype.name]))
+        hi = f(_MAX[dtype.name])
+        if int(hi) > _MAX[dtype.name]:
+            hi = np.nextafter(hi, f(0))
+        x = math_ops.clip_by_value(x, float(f(lo)), float(hi))
     elif dtype == _dtypes.uint8 and x.dtype.is_integer:
         x = math_ops.clip_by_value(x, 0, 255)
     return array_ops.cast(x, dtype)
@@ -101,6 +106,8 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
     dtype = _dtypes.as_dtype(dtype)
     if not dtype.is_floating and not dtype.is_integer:
         raise AttributeError("dtype must be either floating point or integer")
+    if not image.dtype.is_floating and not image.dtype.is_integer:
+        raise AttributeError("image dtype must be either floating point or integer")
     if dtype == image.dtype:
         return array_ops.identity(image, name=name)
     with name_scope(name, "convert_image"):
@@ -154,6 +161,16 @@ def _batched(image, what="image"):
 
 def _unbatched(image, is_batch):
     return image if is_batch else array_ops.squeeze(image, [0])
+
+
+def _refine(out, image, height, width):
+    """Sets out's static shape to image's batch and channels with the known
+    height and width, as TF's set_shape does (where towerflow's set_shape,
+    which refines to at most one unknown dimension, can)."""
+    dims = image.get_shape().as_list()
+    shape = [dims[0], height, width, dims[3]]
+    if sum(d is None for d in shape) <= 1:
+        out.set_shape(shape)
 
 
 def _is_static(*values):
@@ -215,7 +232,7 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
             scale = min(np.float32(new_h) / np.float32(height), np.float32(new_w) / np.float32(width))
             new_h = int(np.round(np.float32(scale * np.float32(height))))
             new_w = int(np.round(np.float32(scale * np.float32(width))))
-        if new_h is not None and (new_h, new_w) == (height, width):
+        if not preserve_aspect_ratio and new_h is not None and (new_h, new_w) == (height, width):
             return _unbatched(images, is_batch)
         size_arg = size_t if size_t is not None else ([new_h, new_w] if new_h is not None else size)
         op = "ResizeBilinear" if method == ResizeMethod.BILINEAR else "ResizeNearestNeighbor"
@@ -331,6 +348,8 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height, targe
             raise ValueError("height must be <= target - offset")
         paddings = [[0, 0], [offset_height, after_h], [offset_width, after_w], [0, 0]]
         padded = indexing.pad(image, paddings)
+        if _is_static(target_height, target_width):
+            _refine(padded, image, target_height, target_width)
         return _unbatched(padded, is_batch)
 
 
@@ -351,8 +370,7 @@ def resize_image_with_crop_or_pad(image, target_height, target_width):
         cropped = crop_to_bounding_box(image, crop_h, crop_w, _min(target_height, height), _min(target_width, width))
         resized = pad_to_bounding_box(cropped, pad_h, pad_w, target_height, target_width)
         if _is_static(target_height, target_width):
-            dims = image.get_shape().as_list()
-            resized.set_shape([dims[0], target_height, target_width, dims[3]])
+            _refine(resized, image, target_height, target_width)
         return _unbatched(resized, is_batch)
 
 
@@ -459,6 +477,10 @@ def rgb_to_grayscale(images, name=None):
     """0.2989 R + 0.5870 G + 0.1140 B in float32, back to the images' dtype."""
     with name_scope(name, "rgb_to_grayscale"):
         images = convert_to_tensor(images)
+        last = images.get_shape().as_list()[-1] if images.get_shape().ndims else None
+        if last is not None and last != 3:
+            raise ValueError("rgb_to_grayscale needs 3 channels in the last dimension, got shape %s"
+                             % images.get_shape())
         flt = convert_image_dtype(images, _dtypes.float32)
         w = fw.constant(np.array([0.2989, 0.5870, 0.1140], dtype=np.float32))
         gray = math_ops.reduce_sum(math_ops.multiply(flt, w), axis=[-1], keepdims=True)
@@ -471,4 +493,6 @@ def grayscale_to_rgb(images, name=None):
         ndims = images.get_shape().ndims
         if ndims is None:
             raise ValueError("'images' contains no shape.")
+        if images.get_shape().as_list()[-1] not in (None, 1):
+            raise ValueError("Last dimension of a grayscale image should be size 1.")
         return indexing.tile(images, [1] * (ndims - 1) + [3])

@@ -3,7 +3,8 @@
 // encode_jpeg_op.cc, encode_png_op.cc). The codecs are
 // data/internal/image_codecs.h's; the kernels check the attrs and shapes,
 // allocate the output once the header has given its size, and name the op's
-// input in their errors.
+// input in their errors. As TF's, DecodeJpeg and DecodePng each decode the
+// other format too (a PNG saved as .jpg).
 #include "towerflow/data/image_codec_ops.h"
 
 #include <string_view>
@@ -80,6 +81,11 @@ class DecodeJpegOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     auto data = Contents(ctx, "DecodeJpeg");
     TW_OP_REQUIRES_OK(ctx, data.status());
+    if (image_codec::IsPng(*data)) {  // TF's DecodeJpeg decodes a PNG too
+      TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodePng(*data, options_.channels, OutputSink(ctx)),
+                                        "DecodeJpeg"));
+      return;
+    }
     TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodeJpeg(*data, options_, OutputSink(ctx)), "DecodeJpeg"));
   }
 
@@ -96,6 +102,13 @@ class DecodePngOp : public OpKernel {
   void Compute(OpKernelContext* ctx) override {
     auto data = Contents(ctx, "DecodePng");
     TW_OP_REQUIRES_OK(ctx, data.status());
+    if (image_codec::IsJpeg(*data)) {  // TF's DecodePng decodes a JPEG too
+      TW_OP_REQUIRES(ctx, channels_ != 4, errors::InvalidArgument("DecodePng: JPEG does not support 4 channels"));
+      image_codec::JpegOptions o;
+      o.channels = static_cast<int>(channels_);
+      TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodeJpeg(*data, o, OutputSink(ctx)), "DecodePng"));
+      return;
+    }
     TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodePng(*data, static_cast<int>(channels_), OutputSink(ctx)),
                                       "DecodePng"));
   }

@@ -77,6 +77,16 @@ TEST_F(ImageCodecTest, PngRoundTripsInEveryChannelCount) {
   }
 }
 
+TEST_F(ImageCodecTest, EachDecoderReadsTheOtherFormatAsTFs) {
+  const Tensor picture = Picture(6, 7, 3);
+  auto png_as_jpeg = Decode(Encode(picture, true), Jpeg);
+  ASSERT_TRUE(png_as_jpeg.ok()) << png_as_jpeg.status().ToString();
+  EXPECT_EQ(png_as_jpeg->ToVector<uint8_t>(), picture.ToVector<uint8_t>());
+  auto jpeg_as_png = Decode(Encode(picture, false), Png);
+  ASSERT_TRUE(jpeg_as_png.ok()) << jpeg_as_png.status().ToString();
+  EXPECT_EQ(jpeg_as_png->shape(), picture.shape());
+}
+
 TEST_F(ImageCodecTest, PngChannelsConvertAsAsked) {
   const std::string rgb = Encode(Picture(4, 5, 3), true);
   auto rgba = Decode(rgb, [](const Scope& s, const Output& x) { return io::DecodePng(s, x, 4); });
