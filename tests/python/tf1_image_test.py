@@ -89,9 +89,10 @@ class TF1ImageTest(surface.BothEngines, unittest.TestCase):
                   "image": tf.image.decode_image(p), "image_float": tf.image.decode_image(p, dtype=tf.float32)}
             # decode_image: TF's static rank is unknown (it may decode a GIF), towerflow's 3.
             r["sigs"] = {k: [shape(t), t.dtype.name] for k, t in ts.items() if not k.startswith("image")}
-            uses = {"jpeg": ["jpeg", "progressive", "gray"], "jpeg_gray": ["jpeg", "progressive"],
+            # Each decoder also takes the other format (jpeg of a PNG, png of a JPEG), as TF's.
+            uses = {"jpeg": ["jpeg", "progressive", "gray", "png"], "jpeg_gray": ["jpeg", "progressive"],
                     "jpeg_accurate": ["jpeg", "progressive"], "jpeg_half": ["jpeg", "gray"],
-                    "jpeg_plain": ["jpeg"], "jpeg_rgb": ["gray"], "png": ["png"], "png_rgb": ["png"],
+                    "jpeg_plain": ["jpeg"], "jpeg_rgb": ["gray"], "png": ["png", "jpeg"], "png_rgb": ["png"],
                     "png_gray": ["png"], "image": ["jpeg", "png", "gray"],
                     "image_float": ["jpeg"]}
             with tf.Session() as sess:

@@ -1,7 +1,8 @@
 // Builders of the image codec ops (TF's tf.io.decode_jpeg, decode_png,
 // decode_image, encode_jpeg, encode_png): JPEG and PNG bytes in a scalar
 // string to uint8 pixels [height, width, channels] and back, decoded to the
-// bytes TensorFlow gives (libjpeg-turbo and libpng with TF's settings).
+// bytes TensorFlow gives (libjpeg-turbo and libpng with TF's settings). As
+// TF's, each decoder takes JPEG and PNG alike, by the data's first bytes.
 // Corrupt, truncated or oversized data is InvalidArgument naming the format,
 // the size and what failed; a decoded image may take at most 2^29 bytes
 // (JPEG, as TF) or 2^31 (PNG), refused before anything is allocated. Each
@@ -40,8 +41,8 @@ Output DecodeJpeg(const Scope& scope, const Output& contents, DecodeJpegOptions 
 // samples cut to 8).
 Output DecodePng(const Scope& scope, const Output& contents, int64_t channels = 0);
 
-// JPEG or PNG, found from the data's first bytes (TF's decode_image; GIF, BMP
-// and WebP are not decoded: InvalidArgument naming the format). `channels` as
+// JPEG or PNG (TF's decode_image; GIF, BMP and WebP are not decoded:
+// InvalidArgument naming the format). `channels` as
 // DecodePng's (a JPEG takes 0, 1 or 3).
 Output DecodeImage(const Scope& scope, const Output& contents, int64_t channels = 0);
 

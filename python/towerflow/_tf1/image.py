@@ -130,11 +130,15 @@ def convert_image_dtype(image, dtype, saturate=False, name=None):
 
 # ---- shapes
 
-def _rank(image, what="image"):
+def _rank(image, what="image", at_most_4=True):
+    """image as a tensor, and its rank when known: 3 or 4 (or more when not
+    at_most_4), else ValueError as TF's."""
     image = convert_to_tensor(image)
     ndims = image.get_shape().ndims
     if ndims is not None and ndims < 3:
         raise ValueError("'%s' (shape %s) must be at least three-dimensional." % (what, image.get_shape()))
+    if at_most_4 and ndims is not None and ndims > 4:
+        raise ValueError("'%s' must have either 3 or 4 dimensions." % what)
     return image, ndims
 
 
@@ -214,17 +218,18 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
     with name_scope(name, "resize"):
         images, is_batch = _batched(images, "images")
         _, height, width, _ = images.get_shape().as_list()
-        if array_ops._is_tensor(size):
-            size_t = convert_to_tensor(size, dtype=_dtypes.int32)
-            new_h = new_w = None
-            if size_t.get_shape().ndims is not None and size_t.get_shape().as_list() not in ([2], [None]):
+        new_h = new_w = None
+        if array_ops._is_tensor(size) or array_ops._has_tensor(size):
+            size = array_ops._int32(size, "size")
+            if size.get_shape().ndims is not None and size.get_shape().as_list() not in ([2], [None]):
                 raise ValueError("'size' must be a 1-D Tensor of 2 elements: new_height, new_width")
         else:
-            values = list(np.asarray(size).reshape(-1)) if not array_ops._has_tensor(size) else None
-            if values is not None and len(values) != 2:
+            values = np.asarray(size)
+            if values.dtype.kind not in "iu":
+                raise ValueError("'size' must be a 1-D int32 Tensor")
+            if values.shape != (2,):
                 raise ValueError("'size' must be a 1-D Tensor of 2 elements: new_height, new_width")
-            new_h, new_w = (int(values[0]), int(values[1])) if values is not None else (None, None)
-            size_t = None
+            new_h, new_w = int(values[0]), int(values[1])
         if preserve_aspect_ratio:
             if None in (height, width, new_h, new_w):
                 raise NotImplementedError("resize_images' preserve_aspect_ratio needs sizes the graph knows "
@@ -234,9 +239,8 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
             new_w = int(np.round(np.float32(scale * np.float32(width))))
         if not preserve_aspect_ratio and new_h is not None and (new_h, new_w) == (height, width):
             return _unbatched(images, is_batch)
-        size_arg = size_t if size_t is not None else ([new_h, new_w] if new_h is not None else size)
         op = "ResizeBilinear" if method == ResizeMethod.BILINEAR else "ResizeNearestNeighbor"
-        out = _resize_op(op, images, size_arg, align_corners, False, None)
+        out = _resize_op(op, images, size if new_h is None else [new_h, new_w], align_corners, False, None)
         return _unbatched(out, is_batch)
 
 
@@ -247,18 +251,18 @@ resize = resize_images
 
 def flip_left_right(image):
     image, _ = _rank(image)
-    return array_ops_reverse(image, [-2], name="flip_left_right")
+    return reverse(image, [-2], name="flip_left_right")
 
 
 def flip_up_down(image):
     image, _ = _rank(image)
-    return array_ops_reverse(image, [-3], name="flip_up_down")
+    return reverse(image, [-3], name="flip_up_down")
 
 
 def _random_flip(image, axis, seed, scope_name):
     image, ndims = _rank(image)
     with name_scope(None, scope_name):
-        flipped = array_ops_reverse(image, [axis])
+        flipped = reverse(image, [axis])
         if ndims == 3:
             u = graph_ops.random_uniform([], 0, 1.0, seed=seed)
             return indexing.where_v2(math_ops.less(u, 0.5), flipped, image)
@@ -299,14 +303,14 @@ def rot90(image, k=1, name=None):
         if k == 0:
             return image
         if k == 2:
-            return array_ops_reverse(image, [-3, -2])
+            return reverse(image, [-3, -2])
         perm = [1, 0, 2] if ndims == 3 else [0, 2, 1, 3]
         if k == 1:
-            return indexing.transpose(array_ops_reverse(image, [-2]), perm)
-        return array_ops_reverse(indexing.transpose(image, perm), [-2])
+            return indexing.transpose(reverse(image, [-2]), perm)
+        return reverse(indexing.transpose(image, perm), [-2])
 
 
-def array_ops_reverse(tensor, axis, name=None):
+def reverse(tensor, axis, name=None):
     """tf.reverse / reverse_v2: tensor with the axes in `axis` reversed (ReverseV2)."""
     x = convert_to_tensor(tensor)
     with fw.op_name(name or "ReverseV2", x.graph) as name:
@@ -460,7 +464,7 @@ def random_contrast(image, lower, upper, seed=None):
 def per_image_standardization(image):
     """(x - mean) / max(stddev, 1 / sqrt(pixels)) over each image, float32."""
     with name_scope(None, "per_image_standardization") as scope:
-        image, _ = _rank(image)
+        image, _ = _rank(image, at_most_4=False)
         image = array_ops.cast(image, _dtypes.float32)
         shape = array_ops.shape(image)
         h, w, c = array_ops.unstack(array_ops.slice(shape, array_ops.reshape(array_ops.rank(image) - 3, [1]), [3]))

@@ -3,8 +3,7 @@
 // encode_jpeg_op.cc, encode_png_op.cc). The codecs are
 // data/internal/image_codecs.h's; the kernels check the attrs and shapes,
 // allocate the output once the header has given its size, and name the op's
-// input in their errors. As TF's, DecodeJpeg and DecodePng each decode the
-// other format too (a PNG saved as .jpg).
+// input in their errors. As TF's, the three decoders take JPEG and PNG alike.
 #include "towerflow/data/image_codec_ops.h"
 
 #include <string_view>
@@ -62,61 +61,6 @@ Status CheckPngChannels(int64_t channels) {
   return Status::OK();
 }
 
-class DecodeJpegOp : public OpKernel {
- public:
-  explicit DecodeJpegOp(OpKernelConstruction* c) : OpKernel(c) {
-    int64_t channels = 0, ratio = 1;
-    double fraction = 1.0;
-    TW_OP_REQUIRES_OK(c, c->GetAttr("channels", &channels));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("ratio", &ratio));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("fancy_upscaling", &options_.fancy_upscaling));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("try_recover_truncated", &options_.try_recover_truncated));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("acceptable_fraction", &fraction));
-    TW_OP_REQUIRES_OK(c, c->GetAttr("dct_method", &options_.dct_method));
-    TW_OP_REQUIRES_OK(c, CheckJpegAttrs(channels, ratio, options_.dct_method));
-    options_.channels = static_cast<int>(channels);
-    options_.ratio = static_cast<int>(ratio);
-    options_.acceptable_fraction = static_cast<float>(fraction);
-  }
-  void Compute(OpKernelContext* ctx) override {
-    auto data = Contents(ctx, "DecodeJpeg");
-    TW_OP_REQUIRES_OK(ctx, data.status());
-    if (image_codec::IsPng(*data)) {  // TF's DecodeJpeg decodes a PNG too
-      TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodePng(*data, options_.channels, OutputSink(ctx)),
-                                        "DecodeJpeg"));
-      return;
-    }
-    TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodeJpeg(*data, options_, OutputSink(ctx)), "DecodeJpeg"));
-  }
-
- private:
-  image_codec::JpegOptions options_;
-};
-
-class DecodePngOp : public OpKernel {
- public:
-  explicit DecodePngOp(OpKernelConstruction* c) : OpKernel(c) {
-    TW_OP_REQUIRES_OK(c, c->GetAttr("channels", &channels_));
-    TW_OP_REQUIRES_OK(c, CheckPngChannels(channels_));
-  }
-  void Compute(OpKernelContext* ctx) override {
-    auto data = Contents(ctx, "DecodePng");
-    TW_OP_REQUIRES_OK(ctx, data.status());
-    if (image_codec::IsJpeg(*data)) {  // TF's DecodePng decodes a JPEG too
-      TW_OP_REQUIRES(ctx, channels_ != 4, errors::InvalidArgument("DecodePng: JPEG does not support 4 channels"));
-      image_codec::JpegOptions o;
-      o.channels = static_cast<int>(channels_);
-      TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodeJpeg(*data, o, OutputSink(ctx)), "DecodePng"));
-      return;
-    }
-    TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodePng(*data, static_cast<int>(channels_), OutputSink(ctx)),
-                                      "DecodePng"));
-  }
-
- private:
-  int64_t channels_ = 0;
-};
-
 // The format of encoded image bytes that towerflow does not decode, or "".
 const char* OtherFormat(std::string_view d) {
   if (d.size() >= 3 && d.compare(0, 3, "GIF") == 0) return "GIF";
@@ -125,39 +69,60 @@ const char* OtherFormat(std::string_view d) {
   return "";
 }
 
-class DecodeImageOp : public OpKernel {
+// Decodes JPEG or PNG bytes into output 0, whichever their first bytes say:
+// as TF's, DecodeJpeg, DecodePng and DecodeImage each take either format (a
+// PNG saved as .jpg). `jpeg` holds the channels asked for (and, for
+// DecodeJpeg, its other attrs); `op` names the kernel in errors.
+Status DecodeEither(OpKernelContext* ctx, std::string_view data, const image_codec::JpegOptions& jpeg,
+                    const std::string& op) {
+  if (data.empty()) return errors::InvalidArgument(op, ": Input is empty.");
+  if (image_codec::IsPng(data)) {
+    return WithOpName(image_codec::DecodePng(data, jpeg.channels, OutputSink(ctx)), op.c_str());
+  }
+  if (image_codec::IsJpeg(data)) {
+    if (jpeg.channels == 4) return errors::InvalidArgument(op, ": JPEG does not support 4 channels");
+    return WithOpName(image_codec::DecodeJpeg(data, jpeg, OutputSink(ctx)), op.c_str());
+  }
+  const std::string other = OtherFormat(data);
+  if (!other.empty()) {
+    return errors::InvalidArgument(op, ": ", other, " images are not decoded by towerflow (", data.size(),
+                                   " bytes); JPEG and PNG are");
+  }
+  return errors::InvalidArgument(op, ": Unknown image file format (", data.size(),
+                                 " bytes). One of JPEG, PNG required.");
+}
+
+// DecodeJpeg (its attrs), DecodePng and DecodeImage (channels 0, 1, 3, 4).
+class DecodeOp : public OpKernel {
  public:
-  explicit DecodeImageOp(OpKernelConstruction* c) : OpKernel(c) {
-    TW_OP_REQUIRES_OK(c, c->GetAttr("channels", &channels_));
-    TW_OP_REQUIRES_OK(c, CheckPngChannels(channels_));
+  explicit DecodeOp(OpKernelConstruction* c) : OpKernel(c), op_(c->node().op()) {
+    int64_t channels = 0;
+    TW_OP_REQUIRES_OK(c, c->GetAttr("channels", &channels));
+    if (op_ == "DecodeJpeg") {
+      int64_t ratio = 1;
+      double fraction = 1.0;
+      TW_OP_REQUIRES_OK(c, c->GetAttr("ratio", &ratio));
+      TW_OP_REQUIRES_OK(c, c->GetAttr("fancy_upscaling", &options_.fancy_upscaling));
+      TW_OP_REQUIRES_OK(c, c->GetAttr("try_recover_truncated", &options_.try_recover_truncated));
+      TW_OP_REQUIRES_OK(c, c->GetAttr("acceptable_fraction", &fraction));
+      TW_OP_REQUIRES_OK(c, c->GetAttr("dct_method", &options_.dct_method));
+      TW_OP_REQUIRES_OK(c, CheckJpegAttrs(channels, ratio, options_.dct_method));
+      options_.ratio = static_cast<int>(ratio);
+      options_.acceptable_fraction = static_cast<float>(fraction);
+    } else {
+      TW_OP_REQUIRES_OK(c, CheckPngChannels(channels));
+    }
+    options_.channels = static_cast<int>(channels);
   }
   void Compute(OpKernelContext* ctx) override {
-    auto data = Contents(ctx, "DecodeImage");
+    auto data = Contents(ctx, op_.c_str());
     TW_OP_REQUIRES_OK(ctx, data.status());
-    TW_OP_REQUIRES(ctx, !data->empty(), errors::InvalidArgument("DecodeImage: Input is empty."));
-    if (image_codec::IsJpeg(*data)) {
-      TW_OP_REQUIRES(ctx, channels_ != 4,
-                     errors::InvalidArgument("DecodeImage: JPEG does not support ", channels_, " channels"));
-      image_codec::JpegOptions o;
-      o.channels = static_cast<int>(channels_);
-      TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodeJpeg(*data, o, OutputSink(ctx)), "DecodeImage"));
-      return;
-    }
-    if (image_codec::IsPng(*data)) {
-      TW_OP_REQUIRES_OK(ctx, WithOpName(image_codec::DecodePng(*data, static_cast<int>(channels_), OutputSink(ctx)),
-                                        "DecodeImage"));
-      return;
-    }
-    const std::string other = OtherFormat(*data);
-    TW_OP_REQUIRES(ctx, other.empty(),
-                   errors::InvalidArgument("DecodeImage: ", other, " images are not decoded by towerflow (", data->size(),
-                                           " bytes); JPEG and PNG are"));
-    ctx->SetStatus(errors::InvalidArgument("DecodeImage: Unknown image file format (", data->size(),
-                                           " bytes). One of JPEG, PNG required."));
+    TW_OP_REQUIRES_OK(ctx, DecodeEither(ctx, *data, options_, op_));
   }
 
  private:
-  int64_t channels_ = 0;
+  const std::string op_;
+  image_codec::JpegOptions options_;
 };
 
 // The uint8 [height, width, channels] image of input 0, channels checked
@@ -305,9 +270,7 @@ void RegisterImageCodecOps(OpRegistry& ops, KernelRegistry& kernels, GradientReg
                    .Shape(EncodedShape)
                    .Doc("A uint8 image [height, width, 1 to 4] as PNG bytes.")
                    .Build()).Check();
-  kernels.RegisterUntyped<DecodeJpegOp>("DecodeJpeg", kDeviceCpu);
-  kernels.RegisterUntyped<DecodePngOp>("DecodePng", kDeviceCpu);
-  kernels.RegisterUntyped<DecodeImageOp>("DecodeImage", kDeviceCpu);
+  for (const char* op : {"DecodeJpeg", "DecodePng", "DecodeImage"}) kernels.RegisterUntyped<DecodeOp>(op, kDeviceCpu);
   kernels.RegisterUntyped<EncodeJpegOp>("EncodeJpeg", kDeviceCpu);
   kernels.RegisterUntyped<EncodePngOp>("EncodePng", kDeviceCpu);
   for (const char* op : {"DecodeJpeg", "DecodePng", "DecodeImage", "EncodeJpeg", "EncodePng"}) {

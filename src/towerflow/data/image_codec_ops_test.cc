@@ -153,8 +153,12 @@ TEST_F(ImageCodecTest, BadDataIsAnErrorNamingIt) {
   ExpectError(Decode("", Image), "Input is empty");
   ExpectError(Decode("hello, world", Image), "Unknown image file format");
   ExpectError(Decode("GIF89a\x01\x00\x01\x00", Image), "GIF images are not decoded");
-  ExpectError(Decode("hello, world", Jpeg), "not a JPEG");
-  ExpectError(Decode("hello, world", Png), "not a PNG");
+  ExpectError(Decode("hello, world", Jpeg), "Unknown image file format");
+  ExpectError(Decode("hello, world", Png), "Unknown image file format");
+  ExpectError(Decode(Encode(Picture(4, 4, 3), false), [](const Scope& s, const Output& x) {
+                return io::DecodeImage(s, x, 4);
+              }),
+              "JPEG does not support 4 channels");
   std::string png = Encode(Picture(16, 16, 3), true);
   ExpectError(Decode(png.substr(0, png.size() - 30), Png), "Invalid PNG data");
   png[png.size() / 2] = static_cast<char>(png[png.size() / 2] ^ 0x55);  // fails the IDAT chunk's CRC

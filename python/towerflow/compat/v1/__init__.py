@@ -302,8 +302,8 @@ image = _Namespace(__name__ + ".image", "tf.image", decode_jpeg=_image.decode_jp
                    random_contrast=_image.random_contrast, per_image_standardization=_image.per_image_standardization,
                    rgb_to_grayscale=_image.rgb_to_grayscale, grayscale_to_rgb=_image.grayscale_to_rgb)
 random_crop = _image.random_crop
-reverse = _image.array_ops_reverse
-reverse_v2 = _image.array_ops_reverse
+reverse = _image.reverse
+reverse_v2 = _image.reverse
 python_io = _Namespace(__name__ + ".python_io", "tf.python_io", TFRecordOptions=_io.TFRecordOptions,
                        TFRecordWriter=_io.TFRecordWriter, tf_record_iterator=_io.tf_record_iterator,
                        TFRecordCompressionType=_io.TFRecordCompressionType)

@@ -48,8 +48,6 @@ void Quiet(j_common_ptr, int) {}  // warnings are not printed
 // error) unless recovery is asked for, which ends the data with one fake EOI.
 struct Source {
   jpeg_source_mgr pub;
-  const JOCTET* data;
-  size_t size;
   bool recover;
 };
 
@@ -132,8 +130,6 @@ bool RunDecoder(std::string_view data, const JpegOptions& o, const PixelSink& si
   src.pub.term_source = TermSource;
   src.pub.next_input_byte = reinterpret_cast<const JOCTET*>(data.data());
   src.pub.bytes_in_buffer = data.size();
-  src.data = src.pub.next_input_byte;
-  src.size = data.size();
   src.recover = o.try_recover_truncated;
   cinfo.src = &src.pub;
   if (jpeg_read_header(&cinfo, TRUE) != JPEG_HEADER_OK) {
