@@ -34,11 +34,6 @@ image_codec::PixelSink OutputSink(OpKernelContext* ctx) {
   };
 }
 
-Status WithOpName(const Status& s, const char* op) {
-  if (s.ok()) return s;
-  return Status(s.code(), std::string(op) + ": " + s.message());
-}
-
 Status CheckJpegAttrs(int64_t channels, int64_t ratio, const std::string& dct) {
   if (channels != 0 && channels != 1 && channels != 3) {
     return errors::InvalidArgument("channels must be 0, 1, or 3 for JPEG, got ", channels);
@@ -77,11 +72,11 @@ Status DecodeEither(OpKernelContext* ctx, std::string_view data, const image_cod
                     const std::string& op) {
   if (data.empty()) return errors::InvalidArgument(op, ": Input is empty.");
   if (image_codec::IsPng(data)) {
-    return WithOpName(image_codec::DecodePng(data, jpeg.channels, OutputSink(ctx)), op.c_str());
+    return image_codec::DecodePng(data, jpeg.channels, OutputSink(ctx)).WithContext(op);
   }
   if (image_codec::IsJpeg(data)) {
     if (jpeg.channels == 4) return errors::InvalidArgument(op, ": JPEG does not support 4 channels");
-    return WithOpName(image_codec::DecodeJpeg(data, jpeg, OutputSink(ctx)), op.c_str());
+    return image_codec::DecodeJpeg(data, jpeg, OutputSink(ctx)).WithContext(op);
   }
   const std::string other = OtherFormat(data);
   if (!other.empty()) {
@@ -173,7 +168,7 @@ class EncodeJpegOp : public OpKernel {
                                                          : "1 or 3";
     TW_OP_REQUIRES_OK(ctx, CheckImage(image, "EncodeJpeg", ok, allowed));
     auto bytes = image_codec::EncodeJpeg(image.data<uint8_t>(), image.dim(0), image.dim(1), c, options_);
-    TW_OP_REQUIRES_OK(ctx, WithOpName(bytes.status(), "EncodeJpeg"));
+    TW_OP_REQUIRES_OK(ctx, bytes.status().WithContext("EncodeJpeg"));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &out));
     out->data<std::string>()[0] = std::move(*bytes);
@@ -196,7 +191,7 @@ class EncodePngOp : public OpKernel {
     TW_OP_REQUIRES_OK(ctx, CheckImage(image, "EncodePng", c >= 1 && c <= 4, "1 to 4"));
     auto bytes =
         image_codec::EncodePng(image.data<uint8_t>(), image.dim(0), image.dim(1), c, static_cast<int>(compression_));
-    TW_OP_REQUIRES_OK(ctx, WithOpName(bytes.status(), "EncodePng"));
+    TW_OP_REQUIRES_OK(ctx, bytes.status().WithContext("EncodePng"));
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, TensorShape{}, &out));
     out->data<std::string>()[0] = std::move(*bytes);
