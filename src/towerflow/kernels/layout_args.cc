@@ -2,6 +2,7 @@
 
 #include <limits>
 
+#include "towerflow/graph/ops/reverse_axes.h"
 #include "towerflow/kernels/shape_util.h"
 
 namespace tw {
@@ -71,18 +72,10 @@ StatusOr<CopyPlan> ReverseOutput(OpKernelContext* ctx, Tensor** out) {
   CopyPlan plan;
   plan.dims = x.shape().dims();
   plan.src_strides = RowMajorStrides(plan.dims);
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
+  TW_ASSIGN_OR_RETURN(std::vector<bool> reversed, ReversedAxes(axes, rank, x.shape().ToString()));
   bool identity = true;
-  for (size_t i = 0; i < axes.size(); ++i) {
-    const int64_t a = axes[i] < 0 ? axes[i] + rank : axes[i];
-    if (a < 0 || a >= rank) {
-      return errors::InvalidArgument("ReverseV2: 'axis'[", i, "] = ", axes[i], " is out of valid range [", -rank, ", ",
-                                     rank, ") for x of shape ", x.shape().ToString());
-    }
-    const size_t k = static_cast<size_t>(a);
-    if (seen[k]) return errors::InvalidArgument("ReverseV2: axis ", a, " specified more than once");
-    seen[k] = true;
-    if (plan.dims[k] <= 1) continue;
+  for (size_t k = 0; k < reversed.size(); ++k) {
+    if (!reversed[k] || plan.dims[k] <= 1) continue;
     identity = false;
     plan.src_offset += (plan.dims[k] - 1) * plan.src_strides[k];
     plan.src_strides[k] = -plan.src_strides[k];

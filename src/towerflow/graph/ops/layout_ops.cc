@@ -9,6 +9,7 @@
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/range_count.h"
 #include "towerflow/graph/ops/register.h"
+#include "towerflow/graph/ops/reverse_axes.h"
 
 namespace tw {
 namespace {
@@ -177,21 +178,7 @@ Status ReverseShape(InferenceContext* c) {
   c->set_output(0, x);
   auto axes = shape_fns::KnownIntVector(c, 1);
   if (!x.known_rank() || !axes) return Status::OK();
-  const int64_t rank = x.rank();
-  std::vector<bool> seen(static_cast<size_t>(rank), false);
-  for (size_t i = 0; i < axes->size(); ++i) {
-    const int64_t given = (*axes)[i];
-    const int64_t a = given < 0 ? given + rank : given;
-    if (a < 0 || a >= rank) {
-      return errors::InvalidArgument("ReverseV2: 'axis'[", i, "] = ", given, " is out of valid range [", -rank, ", ",
-                                     rank, ") for x of shape ", x.ToString());
-    }
-    if (seen[static_cast<size_t>(a)]) {
-      return errors::InvalidArgument("ReverseV2: axis ", a, " specified more than once");
-    }
-    seen[static_cast<size_t>(a)] = true;
-  }
-  return Status::OK();
+  return ReversedAxes(*axes, x.rank(), x.ToString()).status();
 }
 
 template <typename T>
