@@ -148,6 +148,26 @@ TEST_F(ImageCodecTest, TruncatedJpegFailsUnlessRecoveryIsAsked) {
   ExpectError(Decode(jpeg.substr(0, 200), Jpeg), "Invalid JPEG data");
 }
 
+// A header cut inside its markers, with recovery asked for: the fake end
+// marker is given once, then the decoder stops (found by fuzz_image_decode: a
+// source that answered "more data" without any made libjpeg ask forever).
+TEST_F(ImageCodecTest, RecoveryFromACutHeaderEnds) {
+  const std::string cut(
+      "\xff\xd8\xff\xe0\x00\x10\x4a\x46\x49\x46\x00\x01\x01\x01\x01\x2c\x21\x2c\x00\x00\xff\xdb\x00\x43"
+      "\x00\x06\x04\x05\x06\x05\x04\x06\x06\x05\x06\x07\x07\x06\x08\x0a\x10\x0a\x0a\x02\x00\x89\x50\x4e"
+      "\x30\x47\x0d\x0a\x1a\x28\x30\x25\x28\x29\x28\xff\xc0\x00\x0b\xfd\x00\x0c\x00\x0a\x01\x01\x11\x00"
+      "\xff\xc4\x00\x1f\x00\x00\x01\x05\x01\x01\x01\x01\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x01\x02"
+      "\x03\x04\x05\x06\x07\x08\x09\x01\x01\x00\xff\xff\xff\xff\xff\xff\xff\xff",
+      114);
+  auto r = Decode(cut, [](const Scope& s, const Output& x) {
+    io::DecodeJpegOptions o;
+    o.try_recover_truncated = true;
+    o.ratio = 2;
+    return io::DecodeJpeg(s, x, o);
+  });
+  ExpectError(r, "Invalid JPEG data");
+}
+
 TEST_F(ImageCodecTest, BadDataIsAnErrorNamingIt) {
   ExpectError(Decode("", Jpeg), "Input is empty");
   ExpectError(Decode("", Image), "Input is empty");

@@ -46,9 +46,12 @@ void Quiet(j_common_ptr, int) {}  // warnings are not printed
 
 // TF's memory source: no more data is a suspension (the decoder stops, an
 // error) unless recovery is asked for, which ends the data with one fake EOI.
+// Every call either supplies new bytes or suspends: a call that returned TRUE
+// with nothing new would make libjpeg ask again forever.
 struct Source {
   jpeg_source_mgr pub;
   bool recover;
+  bool eoi_inserted;
 };
 
 constexpr JOCTET kFakeEoi[2] = {0xFF, JPEG_EOI};
@@ -58,14 +61,12 @@ void TermSource(j_decompress_ptr) {}
 
 boolean FillInput(j_decompress_ptr cinfo) {
   auto* src = reinterpret_cast<Source*>(cinfo->src);
-  if (src->pub.bytes_in_buffer > 0) return src->recover ? TRUE : FALSE;
-  if (src->recover && src->pub.next_input_byte != kFakeEoi + 2) {
-    WARNMS(cinfo, JWRN_JPEG_EOF);
-    src->pub.next_input_byte = kFakeEoi;
-    src->pub.bytes_in_buffer = 2;
-    return TRUE;
-  }
-  return FALSE;  // suspend: jpeg_read_* returns without progress
+  if (!src->recover || src->eoi_inserted) return FALSE;  // suspend: jpeg_read_* returns without progress
+  WARNMS(cinfo, JWRN_JPEG_EOF);
+  src->eoi_inserted = true;
+  src->pub.next_input_byte = kFakeEoi;
+  src->pub.bytes_in_buffer = 2;
+  return TRUE;
 }
 
 void SkipInput(j_decompress_ptr cinfo, long n) {  // NOLINT(runtime/int): libjpeg's type
@@ -131,6 +132,7 @@ bool RunDecoder(std::string_view data, const JpegOptions& o, const PixelSink& si
   src.pub.next_input_byte = reinterpret_cast<const JOCTET*>(data.data());
   src.pub.bytes_in_buffer = data.size();
   src.recover = o.try_recover_truncated;
+  src.eoi_inserted = false;
   cinfo.src = &src.pub;
   if (jpeg_read_header(&cinfo, TRUE) != JPEG_HEADER_OK) {
     std::snprintf(state->error, sizeof(state->error), "the header is incomplete");
