@@ -45,13 +45,17 @@ void OnError(j_common_ptr cinfo) {
 void Quiet(j_common_ptr, int) {}  // warnings are not printed
 
 // TF's memory source: no more data is a suspension (the decoder stops, an
-// error) unless recovery is asked for, which ends the data with one fake EOI.
-// Every call either supplies new bytes or suspends: a call that returned TRUE
-// with nothing new would make libjpeg ask again forever.
+// error) unless recovery is asked for, which ends the data with a fake EOI
+// (again each time libjpeg comes back to the end of the real data), and
+// then lets libjpeg go on when it asks with bytes still in the buffer. That
+// last answer adds nothing, so it can make libjpeg ask forever (TF hangs on
+// some cuts with recovery asked): here it is given at most `budget` times
+// (1024 for the header, then one more per output pixel), and the source
+// suspends after that.
 struct Source {
   jpeg_source_mgr pub;
   bool recover;
-  bool eoi_inserted;
+  int64_t budget;  // answers left that give libjpeg no new bytes
 };
 
 constexpr JOCTET kFakeEoi[2] = {0xFF, JPEG_EOI};
@@ -61,9 +65,14 @@ void TermSource(j_decompress_ptr) {}
 
 boolean FillInput(j_decompress_ptr cinfo) {
   auto* src = reinterpret_cast<Source*>(cinfo->src);
-  if (!src->recover || src->eoi_inserted) return FALSE;  // suspend: jpeg_read_* returns without progress
+  if (!src->recover) return FALSE;  // suspend: jpeg_read_* returns without progress
+  if (src->pub.bytes_in_buffer > 0) {
+    if (src->budget <= 0) return FALSE;
+    --src->budget;
+    return TRUE;
+  }
+  if (src->pub.next_input_byte == kFakeEoi + 2) return FALSE;
   WARNMS(cinfo, JWRN_JPEG_EOF);
-  src->eoi_inserted = true;
   src->pub.next_input_byte = kFakeEoi;
   src->pub.bytes_in_buffer = 2;
   return TRUE;
@@ -132,7 +141,7 @@ bool RunDecoder(std::string_view data, const JpegOptions& o, const PixelSink& si
   src.pub.next_input_byte = reinterpret_cast<const JOCTET*>(data.data());
   src.pub.bytes_in_buffer = data.size();
   src.recover = o.try_recover_truncated;
-  src.eoi_inserted = false;
+  src.budget = 1024;
   cinfo.src = &src.pub;
   if (jpeg_read_header(&cinfo, TRUE) != JPEG_HEADER_OK) {
     std::snprintf(state->error, sizeof(state->error), "the header is incomplete");
@@ -165,6 +174,7 @@ bool RunDecoder(std::string_view data, const JpegOptions& o, const PixelSink& si
   }
   // libjpeg fails (no backing store) rather than take more than this.
   cinfo.mem->max_memory_to_use = static_cast<long>(4 * o.max_bytes);  // NOLINT(runtime/int): libjpeg's type
+  src.budget = width * height + 1024;
   if (!jpeg_start_decompress(&cinfo)) {
     std::snprintf(state->error, sizeof(state->error), "Premature end of JPEG data before the first line");
     jpeg_destroy_decompress(&cinfo);
