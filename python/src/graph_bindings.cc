@@ -91,6 +91,8 @@ AttrValue AttrFromPython(const OpDef& def, const std::string& name, nb::handle v
     }
     case AttrType::kTensor:
       return TensorFromPythonAnyType(value);
+    case AttrType::kFloatList:
+      return nb::cast<std::vector<double>>(value);
   }
   throw StatusError(errors::Internal("attr '", name, "' of unknown type"));
 }

@@ -21,10 +21,11 @@
 
 namespace tw {
 
-enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kIntList, kTypeList, kTensor };
+// The alternatives of AttrValue, in its order (AttrTypeOf is the index).
+enum class AttrType { kInt, kFloat, kBool, kString, kType, kShape, kIntList, kTypeList, kTensor, kFloatList };
 
 using AttrValue = std::variant<int64_t, double, bool, std::string, DataType, PartialShape,
-                               std::vector<int64_t>, std::vector<DataType>, Tensor>;
+                               std::vector<int64_t>, std::vector<DataType>, Tensor, std::vector<double>>;
 
 std::string_view AttrTypeName(AttrType type);
 AttrType AttrTypeOf(const AttrValue& value);
@@ -41,7 +42,8 @@ class AttrMap {
   }
   const std::map<std::string, AttrValue>& values() const { return values_; }
 
-  // InvalidArgument when missing or of another type. int attrs also read as int.
+  // InvalidArgument when missing or of another type. int attrs also read as
+  // int, float attrs as float, float lists as std::vector<float>.
   template <typename T>
   StatusOr<T> Get(const std::string& name) const {
     const AttrValue* v = Find(name);
@@ -50,6 +52,8 @@ class AttrMap {
       if (auto* i = std::get_if<int64_t>(v)) return static_cast<int>(*i);
     } else if constexpr (std::is_same_v<T, float>) {
       if (auto* d = std::get_if<double>(v)) return static_cast<float>(*d);
+    } else if constexpr (std::is_same_v<T, std::vector<float>>) {
+      if (auto* d = std::get_if<std::vector<double>>(v)) return std::vector<float>(d->begin(), d->end());
     } else {
       if (auto* t = std::get_if<T>(v)) return *t;
     }

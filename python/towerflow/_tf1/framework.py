@@ -370,19 +370,15 @@ class Tensor:
     def set_shape(self, shape):
         """Refines this tensor's static shape, as TF's set_shape. The engine
         infers shapes when a node is built, so a refinement reroutes this
-        Tensor object through a Reshape to the merged shape, colocated with its
-        op and checked at run time (a value of another shape fails the step,
-        naming the node); at most one dimension may stay unknown."""
+        Tensor object through an EnsureShape node (no copy) of the merged
+        shape, colocated with its op and checked at run time: a value of
+        another shape fails the step, naming the node."""
         new = as_shape(shape)
         merged = _merge_shapes(self.shape, new)
         if merged is None:
             raise ValueError("Tensor's shape %s is not compatible with supplied shape %s" % (self.shape, new))
         if merged == self.shape:
             return
-        dims = merged.as_list()
-        if sum(d is None for d in dims) > 1:
-            raise NotImplementedError("towerflow's set_shape refines to a shape with at most one unknown dimension "
-                                      "(%s -> %s on '%s')" % (self.shape, merged, self.name))
         g = self.graph
         scope = g._scopes[0].colocated_with(self._output)
         self._shape_sets = getattr(self, "_shape_sets", 0) + 1
@@ -390,10 +386,7 @@ class Tensor:
         if self._index != 0 or self._shape_sets > 1:
             base += "_%d_%d" % (self._index, self._shape_sets)
         with building():
-            target = _core.add_op(scope, "Const", [], {"value": np.asarray([-1 if d is None else d for d in dims],
-                                                                             np.int32), "dtype": "int32"},
-                                  base + "/shape")
-            node = _core.add_op(scope, "Reshape", [self._output, _core.Output(target, 0)], {}, base)
+            node = _core.add_op(scope, "EnsureShape", [self._output], {"shape": merged.as_list()}, base)
         # Consumers and fetches read the checked value; the tensor keeps its
         # op and name, and a feed of it still feeds its op (a placeholder).
         g._wrap_node(node)

@@ -1,11 +1,16 @@
 """TF1's tf.image (and tf.random_crop, tf.reverse): decoding and encoding
-JPEG and PNG, resizing, flips, crops and pads, and the photometric
-adjustments of input pipelines, as TF1 builds them: the engine's DecodeJpeg,
-DecodePng, DecodeImage, EncodeJpeg, EncodePng, ResizeBilinear,
-ResizeNearestNeighbor and ReverseV2 ops, the rest composed of engine ops in
-TF's arithmetic (tests/python/tf1_image_test.py compares each with
-TensorFlow's). Randomness comes from the engine's seeded generators: a seed
-gives a repeatable stream, not TF's numbers."""
+JPEG and PNG, resizing, flips, crops and pads, the photometric adjustments
+of input pipelines and sample_distorted_bounding_box, as TF1 builds them:
+the engine's DecodeJpeg, DecodePng, DecodeImage, EncodeJpeg, EncodePng,
+ResizeBilinear, ResizeNearestNeighbor, ResizeBicubic, ResizeArea,
+SampleDistortedBoundingBoxV2 and ReverseV2 ops, the rest composed of engine
+ops in TF's arithmetic (the HSV conversions and the hue and saturation
+adjustments are in image_color.py; tests/python/tf1_image_test.py and
+tf1_image_color_test.py compare each with TensorFlow's). Randomness comes
+from the engine's seeded generators: a seed gives a repeatable stream, not
+TF's numbers."""
+
+import collections
 
 import numpy as np
 
@@ -15,7 +20,7 @@ from . import framework as fw
 from . import graph_ops
 from . import indexing
 from . import math_ops
-from .framework import convert_to_tensor, make_tensor
+from .framework import convert_to_tensor, make_op, make_tensor
 from .graph_api import name_scope
 
 
@@ -28,6 +33,8 @@ class ResizeMethod:
 
 
 _METHOD_NAMES = {"bilinear": 0, "nearest": 1, "bicubic": 2, "area": 3}
+_RESIZE_OPS = {ResizeMethod.BILINEAR: "ResizeBilinear", ResizeMethod.NEAREST_NEIGHBOR: "ResizeNearestNeighbor",
+               ResizeMethod.BICUBIC: "ResizeBicubic", ResizeMethod.AREA: "ResizeArea"}
 
 
 # ---- codecs
@@ -168,13 +175,12 @@ def _unbatched(image, is_batch):
 
 
 def _refine(out, image, height, width):
-    """Sets out's static shape to image's batch and channels with the known
-    height and width, as TF's set_shape does (where towerflow's set_shape,
-    which refines to at most one unknown dimension, can)."""
+    """Sets out's static shape to image's batch and channels with the
+    height and width given as Python ints (unknown where tensors), as TF's
+    set_shape does."""
     dims = image.get_shape().as_list()
-    shape = [dims[0], height, width, dims[3]]
-    if sum(d is None for d in shape) <= 1:
-        out.set_shape(shape)
+    known = [v if _is_static(v) else None for v in (height, width)]
+    out.set_shape([dims[0], known[0], known[1], dims[3]])
 
 
 def _is_static(*values):
@@ -192,10 +198,13 @@ def _min(a, b):
 # ---- resizing
 
 def _resize_op(op, images, size, align_corners, half_pixel_centers, name):
+    """One resize op; half_pixel_centers None for ResizeArea, which has no such attr."""
     images = convert_to_tensor(images)
-    return make_tensor(op, [images, array_ops._int32(size, (name or op) + "/size")],
-                       {"align_corners": bool(align_corners), "half_pixel_centers": bool(half_pixel_centers)},
-                       name=name or op)
+    attrs = {"align_corners": bool(align_corners)}
+    if half_pixel_centers is not None:
+        attrs["half_pixel_centers"] = bool(half_pixel_centers)
+    with fw.op_name(name or op, images.graph) as name:
+        return make_tensor(op, [images, array_ops._int32(size, name + "/size")], attrs, name=name)
 
 
 def resize_bilinear(images, size, align_corners=False, name=None, half_pixel_centers=False):
@@ -206,15 +215,22 @@ def resize_nearest_neighbor(images, size, align_corners=False, name=None, half_p
     return _resize_op("ResizeNearestNeighbor", images, size, align_corners, half_pixel_centers, name)
 
 
+def resize_bicubic(images, size, align_corners=False, name=None, half_pixel_centers=False):
+    return _resize_op("ResizeBicubic", images, size, align_corners, half_pixel_centers, name)
+
+
+def resize_area(images, size, align_corners=False, name=None):
+    return _resize_op("ResizeArea", images, size, align_corners, None, name)
+
+
 def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=False, preserve_aspect_ratio=False,
                   name=None):
-    """TF1's resize_images: 3-D or 4-D images; bilinear gives float32,
-    nearest neighbour keeps the dtype; a resize to the size the graph knows
-    the images have returns them as they are."""
+    """TF1's resize_images: 3-D or 4-D images; bilinear, bicubic and area
+    give float32, nearest neighbour keeps the dtype; a resize to the size
+    the graph knows the images have returns them as they are. An unknown
+    method is TF's ValueError, raised where TF raises it (after the checks
+    of the images and the size, and not for a resize to the same size)."""
     method = _METHOD_NAMES.get(method, method) if isinstance(method, str) else method
-    if method not in (ResizeMethod.BILINEAR, ResizeMethod.NEAREST_NEIGHBOR):
-        raise NotImplementedError("resize_images' method %r is not supported by towerflow "
-                                  "(BILINEAR and NEAREST_NEIGHBOR are)" % (method,))
     with name_scope(name, "resize"):
         images, is_batch = _batched(images, "images")
         _, height, width, _ = images.get_shape().as_list()
@@ -239,8 +255,11 @@ def resize_images(images, size, method=ResizeMethod.BILINEAR, align_corners=Fals
             new_w = int(np.round(np.float32(scale * np.float32(width))))
         if not preserve_aspect_ratio and new_h is not None and (new_h, new_w) == (height, width):
             return _unbatched(images, is_batch)
-        op = "ResizeBilinear" if method == ResizeMethod.BILINEAR else "ResizeNearestNeighbor"
-        out = _resize_op(op, images, size if new_h is None else [new_h, new_w], align_corners, False, None)
+        op = next((v for k, v in _RESIZE_OPS.items() if method == k), None)
+        if op is None:
+            raise ValueError("Resize method is not implemented: {}".format(method))
+        out = _resize_op(op, images, size if new_h is None else [new_h, new_w], align_corners,
+                         None if op == "ResizeArea" else False, None)
         return _unbatched(out, is_batch)
 
 
@@ -352,8 +371,7 @@ def pad_to_bounding_box(image, offset_height, offset_width, target_height, targe
             raise ValueError("height must be <= target - offset")
         paddings = [[0, 0], [offset_height, after_h], [offset_width, after_w], [0, 0]]
         padded = indexing.pad(image, paddings)
-        if _is_static(target_height, target_width):
-            _refine(padded, image, target_height, target_width)
+        _refine(padded, image, target_height, target_width)
         return _unbatched(padded, is_batch)
 
 
@@ -373,8 +391,7 @@ def resize_image_with_crop_or_pad(image, target_height, target_width):
         pad_h = _max(height_diff // 2, 0)
         cropped = crop_to_bounding_box(image, crop_h, crop_w, _min(target_height, height), _min(target_width, width))
         resized = pad_to_bounding_box(cropped, pad_h, pad_w, target_height, target_width)
-        if _is_static(target_height, target_width):
-            _refine(resized, image, target_height, target_width)
+        _refine(resized, image, target_height, target_width)
         return _unbatched(resized, is_batch)
 
 
@@ -416,6 +433,40 @@ def random_crop(value, size, seed=None, name=None):
         offset = math_ops.minimum(array_ops.cast(u * array_ops.cast(limit, _dtypes.float32), _dtypes.int32),
                                   limit - 1)
         return array_ops.slice(value, offset, size)
+
+
+_SampledBox = collections.namedtuple("SampleDistortedBoundingBoxV2", ["begin", "size", "bboxes"])
+
+
+def sample_distorted_bounding_box(image_size, bounding_boxes, seed=None, seed2=None, min_object_covered=0.1,
+                                  aspect_ratio_range=None, area_range=None, max_attempts=None,
+                                  use_image_if_no_bounding_boxes=None, name=None):
+    """TF1's: a random crop of an image of image_size ([height, width,
+    channels]) covering at least min_object_covered of one of the boxes
+    ([batch, N, 4] of [y_min, x_min, y_max, x_max] in [0, 1]), as (begin,
+    size, bboxes) for tf.slice and draw_bounding_boxes. The engine's
+    SampleDistortedBoundingBoxV2 with min_object_covered a tensor; an attr
+    left None takes the op's default. seed and seed2 go to the op as given (0
+    for None), as TF1's do: the graph seed plays no part, and (0, 0) is
+    unseeded."""
+    with name_scope(name, "sample_distorted_bounding_box"):
+        attrs = {"seed": int(seed or 0), "seed2": int(seed2 or 0)}
+        if aspect_ratio_range is not None:
+            attrs["aspect_ratio_range"] = [float(v) for v in aspect_ratio_range]
+        if area_range is not None:
+            attrs["area_range"] = [float(v) for v in area_range]
+        if max_attempts is not None:
+            attrs["max_attempts"] = int(max_attempts)
+        if use_image_if_no_bounding_boxes is not None:
+            attrs["use_image_if_no_bounding_boxes"] = bool(use_image_if_no_bounding_boxes)
+        image_size = convert_to_tensor(image_size)
+        if image_size.dtype not in (_dtypes.uint8, _dtypes.int32, _dtypes.int64):
+            raise TypeError("Value passed to parameter 'image_size' has DataType %s not in list of allowed values: "
+                            "uint8, int8, int16, int32, int64" % image_size.dtype.name)
+        inputs = [image_size, convert_to_tensor(bounding_boxes, dtype=_dtypes.float32),
+                  convert_to_tensor(min_object_covered, dtype=_dtypes.float32)]
+        op = make_op("SampleDistortedBoundingBoxV2", inputs, attrs, name=name or "SampleDistortedBoundingBoxV2")
+        return _SampledBox(*op.outputs)
 
 
 # ---- photometric adjustments

@@ -13,6 +13,7 @@ std::string_view AttrTypeName(AttrType type) {
     case AttrType::kIntList: return "list(int)";
     case AttrType::kTypeList: return "list(type)";
     case AttrType::kTensor: return "tensor";
+    case AttrType::kFloatList: return "list(float)";
   }
   return "?";
 }
@@ -40,6 +41,11 @@ std::string AttrValueToString(const AttrValue& value) {
       return s + "]";
     }
     std::string operator()(const Tensor& v) const { return v.DebugString(4); }
+    std::string operator()(const std::vector<double>& v) const {
+      std::string s = "[";
+      for (size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(v[i]);
+      return s + "]";
+    }
   };
   return std::visit(Visitor{}, value);
 }

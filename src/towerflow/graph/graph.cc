@@ -106,6 +106,11 @@ Status CheckAttrs(const OpDef& def, AttrMap& attrs) {
       attrs.Set(a.name, static_cast<double>(std::get<int64_t>(*v)));
       continue;
     }
+    if (got == AttrType::kIntList && a.type == AttrType::kFloatList) {
+      const auto& ints = std::get<std::vector<int64_t>>(*v);
+      attrs.Set(a.name, std::vector<double>(ints.begin(), ints.end()));
+      continue;
+    }
     if (got != a.type) {
       return errors::InvalidArgument("attr '", a.name, "' must be ", AttrTypeName(a.type),
                                      ", got ", AttrTypeName(got));

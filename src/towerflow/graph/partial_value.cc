@@ -78,7 +78,7 @@ std::optional<PartialVector> ComputePartial(const std::string& op, const std::ve
         }
       }
     }
-  } else if ((op == "ExpandDims" || op == "Squeeze" || op == "Identity" || op == "StopGradient" ||
+  } else if ((op == "ExpandDims" || op == "Squeeze" || op == "Identity" || op == "EnsureShape" || op == "StopGradient" ||
               op == "Cast") &&
              !inputs.empty()) {
     result = PartialOf(inputs[0]);

@@ -10,8 +10,9 @@
 //
 // Registered as CPU kernel classes on the GPU, because they never read element
 // data (each checked against its CPU class):
-//   Identity, StopGradient  IdentityOp sets output 0 to input 0, sharing its
-//                           buffer; a ref input (a variable) arrives resolved by
+//   Identity, StopGradient, IdentityOp sets output 0 to input 0, sharing its
+//   EnsureShape             buffer (EnsureShape after checking its shape);
+//                           a ref input (a variable) arrives resolved by
 //                           the executor to the variable's current tensor, read
 //                           under its lock, so the class sees a plain tensor.
 //   Reshape, ExpandDims     ViewOp reads the input's shape and the int32 shape /
@@ -283,6 +284,7 @@ void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu)
   // Pass-through kernels (the file comment says why each reads no data).
   RegisterCpuClassOnGpu(target, cpu, "Identity", device, {}, {});
   RegisterCpuClassOnGpu(target, cpu, "StopGradient", device, {}, {});
+  RegisterCpuClassOnGpu(target, cpu, "EnsureShape", device, {}, {});
   RegisterCpuClassOnGpu(target, cpu, "Reshape", device, {1}, {});
   RegisterCpuClassOnGpu(target, cpu, "ExpandDims", device, {1}, {});
   RegisterCpuClassOnGpu(target, cpu, "Squeeze", device, {}, {});
@@ -293,7 +295,7 @@ void RegisterArrayCudaKernels(KernelRegistry& target, const KernelRegistry& cpu)
   // ops' float kernels are the cwise/reduction families'; towerflow has no
   // Prod op. ZerosLike and OnesLike of int32 join the list for consistency.
   for (const char* op :
-       {"Const",     "Identity",     "StopGradient", "Shape", "Reshape", "ExpandDims", "Squeeze", "Fill",
+       {"Const",     "Identity",     "StopGradient", "EnsureShape", "Shape", "Reshape", "ExpandDims", "Squeeze", "Fill",
         "ZerosLike", "OnesLike",     "Cast",         "Add",   "Sub",     "Mul",        "Div",     "Maximum",
         "Equal",     "GreaterEqual", "Neg",          "Sum",   "Max",     "Mean",       "FloorDiv", "FloorMod",
         "Pow"}) {

@@ -37,6 +37,23 @@ class IdentityOp : public OpKernel {
   bool IsExpensive() const override { return false; }
 };
 
+// Forwards its input after checking its shape against the `shape` attr.
+class EnsureShapeOp : public OpKernel {
+ public:
+  explicit EnsureShapeOp(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, c->GetAttr("shape", &shape_)); }
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    TW_OP_REQUIRES(ctx, shape_.IsCompatibleWith(PartialShape(in.shape())),
+                   errors::InvalidArgument("the shape of the tensor, ", in.shape().ToString(),
+                                           ", is not compatible with the expected shape ", shape_.ToString()));
+    ctx->set_output(0, in);
+  }
+  bool IsExpensive() const override { return false; }
+
+ private:
+  PartialShape shape_;
+};
+
 class NoOpKernel : public OpKernel {
  public:
   using OpKernel::OpKernel;
@@ -96,6 +113,7 @@ void RegisterArrayKernels(KernelRegistry& r) {
   r.RegisterUntyped<ConstOp>("Const", kDeviceCpu);
   r.RegisterUntyped<PlaceholderOp>("Placeholder", kDeviceCpu);
   r.RegisterUntyped<IdentityOp>("Identity", kDeviceCpu);
+  r.RegisterUntyped<EnsureShapeOp>("EnsureShape", kDeviceCpu);
   r.RegisterUntyped<IdentityOp>("StopGradient", kDeviceCpu);
   r.RegisterUntyped<NoOpKernel>("NoOp", kDeviceCpu);
   r.RegisterTyped<ZerosLikeOp, float, double, int32_t, int64_t, uint8_t>("ZerosLike", kDeviceCpu);

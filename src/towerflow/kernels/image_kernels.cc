@@ -9,84 +9,15 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
 #include "towerflow/kernels/register_all.h"
+#include "towerflow/kernels/resize_args.h"
 
 namespace tw {
 namespace {
 
-// What a resize kernel works on: images [batch, in_h, in_w, channels] and
-// the resized [batch, out_h, out_w, channels].
-struct Geometry {
-  int64_t batch = 0, in_h = 0, in_w = 0, channels = 0, out_h = 0, out_w = 0;
-  float h_scale = 0, w_scale = 0;
-};
-
-float ResizeScale(int64_t in, int64_t out, bool align_corners) {
-  return align_corners && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
-                                  : static_cast<float>(in) / static_cast<float>(out);
-}
-
-struct ResizeAttrs {
-  bool align_corners = false;
-  bool half_pixel_centers = false;
-};
-
-Status ReadAttrs(OpKernelConstruction& c, ResizeAttrs* a) {
-  TW_RETURN_IF_ERROR(c.GetAttr("align_corners", &a->align_corners));
-  TW_RETURN_IF_ERROR(c.GetAttr("half_pixel_centers", &a->half_pixel_centers));
-  if (a->align_corners && a->half_pixel_centers) {
-    return errors::InvalidArgument("If half_pixel_centers is True, align_corners must be False.");
-  }
-  return Status::OK();
-}
-
-// The [height, width] int32 vector in input i (each > 0), as TF checks it.
-StatusOr<std::pair<int64_t, int64_t>> SizeArg(OpKernelContext* ctx, int i, const char* op) {
-  const Tensor& size = ctx->input(i);
-  if (size.dtype() != kInt32 || size.rank() != 1 || size.NumElements() != 2) {
-    return errors::InvalidArgument(op, ": size must be an int32 vector of two elements [height, width], got ",
-                                   size.DebugString());
-  }
-  const int32_t h = size.data<int32_t>()[0], w = size.data<int32_t>()[1];
-  if (h <= 0 || w <= 0) {
-    return errors::InvalidArgument(op, ": output dimensions must be positive, got size [", h, ", ", w, "]");
-  }
-  return std::make_pair(int64_t{h}, int64_t{w});
-}
-
-Status CheckImages(const Tensor& images, const char* what, const char* op) {
-  if (images.rank() != 4) {
-    return errors::InvalidArgument(op, ": ", what, " must be 4-dimensional [batch, height, width, channels], got ",
-                                   images.shape().ToString());
-  }
-  for (int d = 1; d < 3; ++d) {
-    if (images.dim(d) > std::numeric_limits<int32_t>::max()) {
-      return errors::InvalidArgument(op, ": ", what, " of shape ", images.shape().ToString(),
-                                     " is larger than int32 in height or width");
-    }
-  }
-  return Status::OK();
-}
-
-// Resizing `images` (input 0) to size (input 1): checks and output 0.
-StatusOr<Geometry> ResizeOutput(OpKernelContext* ctx, const ResizeAttrs& a, const char* op, Tensor** out) {
-  const Tensor& images = ctx->input(0);
-  TW_RETURN_IF_ERROR(CheckImages(images, "input", op));
-  TW_ASSIGN_OR_RETURN(auto hw, SizeArg(ctx, 1, op));
-  if (images.dim(1) == 0 || images.dim(2) == 0) {
-    return errors::InvalidArgument(op, ": input image must be of non-zero size, got shape ",
-                                   images.shape().ToString());
-  }
-  Geometry g{images.dim(0), images.dim(1), images.dim(2), images.dim(3), hw.first, hw.second};
-  g.h_scale = ResizeScale(g.in_h, g.out_h, a.align_corners);
-  g.w_scale = ResizeScale(g.in_w, g.out_w, a.align_corners);
-  TW_ASSIGN_OR_RETURN(TensorShape shape, TensorShape::Make({g.batch, g.out_h, g.out_w, g.channels}));
-  TW_RETURN_IF_ERROR(ctx->allocate_output(0, shape, out));
-  return g;
-}
+using resize::Geometry;
 
 // Output coordinate i mapped into the input, bilinear (TF's legacy or
 // half-pixel scaler).
@@ -113,7 +44,7 @@ std::vector<Interpolation> Interpolations(int64_t out_size, int64_t in_size, flo
 }
 
 // The input pixel an output coordinate takes, nearest-neighbour.
-int64_t NearestSource(int64_t i, float scale, int64_t in_size, const ResizeAttrs& a) {
+int64_t NearestSource(int64_t i, float scale, int64_t in_size, const resize::Attrs& a) {
   const float in = a.half_pixel_centers ? (static_cast<float>(i) + 0.5f) * scale : static_cast<float>(i) * scale;
   int64_t k = std::min(a.align_corners ? static_cast<int64_t>(std::round(in)) : static_cast<int64_t>(std::floor(in)),
                        in_size - 1);
@@ -123,10 +54,10 @@ int64_t NearestSource(int64_t i, float scale, int64_t in_size, const ResizeAttrs
 
 class ResizeBase : public OpKernel {
  public:
-  explicit ResizeBase(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, ReadAttrs(*c, &attrs_)); }
+  explicit ResizeBase(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, resize::ReadAttrs(*c, &attrs_)); }
 
  protected:
-  ResizeAttrs attrs_;
+  resize::Attrs attrs_;
 };
 
 template <typename T>
@@ -135,7 +66,7 @@ class ResizeBilinearOp : public ResizeBase {
   using ResizeBase::ResizeBase;
   void Compute(OpKernelContext* ctx) override {
     Tensor* out = nullptr;
-    auto g = ResizeOutput(ctx, attrs_, "ResizeBilinear", &out);
+    auto g = resize::Output(ctx, attrs_, "ResizeBilinear", &out);
     TW_OP_REQUIRES_OK(ctx, g.status());
     if (out->NumElements() == 0) return;
     const std::vector<Interpolation> ys = Interpolations(g->out_h, g->in_h, g->h_scale, attrs_.half_pixel_centers);
@@ -172,7 +103,7 @@ class ResizeNearestNeighborOp : public ResizeBase {
   using ResizeBase::ResizeBase;
   void Compute(OpKernelContext* ctx) override {
     Tensor* out = nullptr;
-    auto g = ResizeOutput(ctx, attrs_, "ResizeNearestNeighbor", &out);
+    auto g = resize::Output(ctx, attrs_, "ResizeNearestNeighbor", &out);
     TW_OP_REQUIRES_OK(ctx, g.status());
     if (out->NumElements() == 0) return;
     std::vector<int64_t> xs(static_cast<size_t>(g->out_w));
@@ -197,28 +128,18 @@ class ResizeBilinearGradOp : public ResizeBase {
  public:
   using ResizeBase::ResizeBase;
   void Compute(OpKernelContext* ctx) override {
+    auto geo = resize::GradGeometry(ctx, attrs_, "ResizeBilinearGrad");
+    TW_OP_REQUIRES_OK(ctx, geo.status());
     const Tensor& grads = ctx->input(0);
-    const Tensor& original = ctx->input(1);
-    TW_OP_REQUIRES_OK(ctx, CheckImages(grads, "grads", "ResizeBilinearGrad"));
-    TW_OP_REQUIRES_OK(ctx, CheckImages(original, "original_image", "ResizeBilinearGrad"));
-    TW_OP_REQUIRES(ctx, grads.dim(0) == original.dim(0) && grads.dim(3) == original.dim(3),
-                   errors::InvalidArgument("ResizeBilinearGrad: grads of shape ", grads.shape().ToString(),
-                                           " and original_image of shape ", original.shape().ToString(),
-                                           " must agree in batch and channels"));
-    TW_OP_REQUIRES(ctx, grads.NumElements() == 0 || (original.dim(1) > 0 && original.dim(2) > 0),
-                   errors::InvalidArgument("ResizeBilinearGrad: original_image must be of non-zero size, got shape ",
-                                           original.shape().ToString()));
     Tensor* out = nullptr;
-    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, original.shape(), &out));
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, ctx->input(1).shape(), &out));
     T* o = out->data<T>();
     std::fill_n(o, out->NumElements(), T(0));
     if (grads.NumElements() == 0) return;
-    const int64_t batch = grads.dim(0), rh = grads.dim(1), rw = grads.dim(2), c = grads.dim(3);
-    const int64_t oh = original.dim(1), ow = original.dim(2);
-    const std::vector<Interpolation> ys =
-        Interpolations(rh, oh, ResizeScale(oh, rh, attrs_.align_corners), attrs_.half_pixel_centers);
-    const std::vector<Interpolation> xs =
-        Interpolations(rw, ow, ResizeScale(ow, rw, attrs_.align_corners), attrs_.half_pixel_centers);
+    const int64_t batch = geo->batch, rh = geo->out_h, rw = geo->out_w, c = geo->channels;
+    const int64_t oh = geo->in_h, ow = geo->in_w;
+    const std::vector<Interpolation> ys = Interpolations(rh, oh, geo->h_scale, attrs_.half_pixel_centers);
+    const std::vector<Interpolation> xs = Interpolations(rw, ow, geo->w_scale, attrs_.half_pixel_centers);
     const float* dy = grads.data<float>();
     ParallelFor(ctx->intra_op_pool(), batch, rh * rw * c * 16, [&](int64_t begin, int64_t end) {
       for (int64_t b = begin; b < end; ++b) {
@@ -252,8 +173,8 @@ class ResizeNearestNeighborGradOp : public ResizeBase {
   using ResizeBase::ResizeBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& grads = ctx->input(0);
-    TW_OP_REQUIRES_OK(ctx, CheckImages(grads, "grads", "ResizeNearestNeighborGrad"));
-    auto hw = SizeArg(ctx, 1, "ResizeNearestNeighborGrad");
+    TW_OP_REQUIRES_OK(ctx, resize::CheckImages(grads, "grads", "ResizeNearestNeighborGrad"));
+    auto hw = resize::SizeArg(ctx, 1, "ResizeNearestNeighborGrad");
     TW_OP_REQUIRES_OK(ctx, hw.status());
     const int64_t batch = grads.dim(0), rh = grads.dim(1), rw = grads.dim(2), c = grads.dim(3);
     const int64_t oh = hw->first, ow = hw->second;
@@ -264,8 +185,8 @@ class ResizeNearestNeighborGradOp : public ResizeBase {
     T* o = out->data<T>();
     std::fill_n(o, out->NumElements(), T(0));
     if (grads.NumElements() == 0) return;
-    const float h_scale = ResizeScale(oh, rh, attrs_.align_corners);
-    const float w_scale = ResizeScale(ow, rw, attrs_.align_corners);
+    const float h_scale = resize::Scale(oh, rh, attrs_.align_corners);
+    const float w_scale = resize::Scale(ow, rw, attrs_.align_corners);
     std::vector<int64_t> xs(static_cast<size_t>(rw));
     for (int64_t x = 0; x < rw; ++x) xs[static_cast<size_t>(x)] = NearestSource(x, w_scale, ow, attrs_);
     const T* dy = grads.data<T>();

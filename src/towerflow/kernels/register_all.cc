@@ -19,6 +19,9 @@ void EnsureKernelsRegistered() {
     RegisterGatherKernels(r);
     RegisterLayoutKernels(r);
     RegisterImageKernels(r);
+    RegisterBicubicAreaKernels(r);
+    RegisterColorKernels(r);
+    RegisterBoundingBoxKernels(r);
     RegisterMathKernels(r);
     RegisterMatMulKernels(r);
     RegisterReductionKernels(r);

@@ -17,6 +17,9 @@ void RegisterGatherKernels(KernelRegistry& registry);
 // Transpose, InvertPermutation, Tile, Pad, PadV2, Range (layout_kernels.cc).
 void RegisterLayoutKernels(KernelRegistry& registry);
 void RegisterImageKernels(KernelRegistry& registry);
+void RegisterBicubicAreaKernels(KernelRegistry& registry);
+void RegisterColorKernels(KernelRegistry& registry);
+void RegisterBoundingBoxKernels(KernelRegistry& registry);
 void RegisterMathKernels(KernelRegistry& registry);
 void RegisterMatMulKernels(KernelRegistry& registry);
 void RegisterReductionKernels(KernelRegistry& registry);

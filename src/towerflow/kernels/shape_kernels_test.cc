@@ -118,6 +118,29 @@ TEST(ShapeOpsTest, ReshapeErrorsNameShapesAndCounts) {
   EXPECT_EQ(s3.status().code(), Code::kInvalidArgument);
 }
 
+TEST(ShapeOpsTest, EnsureShapeRefinesAndChecks) {
+  Graph g;
+  Scope s(g);
+  Output p = Placeholder(s, kFloat32, PartialShape::Unknown());
+  // Any number of dimensions stays unknown (what TF1's set_shape needs after
+  // a crop of unknown size: [?, ?, 3]).
+  Output e = EnsureShape(s, p, PartialShape({-1, -1, 3}));
+  EXPECT_EQ(e.shape(), PartialShape({-1, -1, 3}));
+  EXPECT_EQ(EnsureShape(s, e, PartialShape({2, -1, -1})).shape(), PartialShape({2, -1, 3}));
+  const Tensor fit = Tensor::FromVector<float>({1, 2, 3, 4, 5, 6}, {1, 2, 3});
+  Session sess(g);
+  auto r = sess.Run({{p, fit}}, {e});
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*r)[0].ToVector<float>(), fit.ToVector<float>());
+  Status st = RunStatus(g, e, {{p, Tensor::FromVector<float>({1, 2, 3, 4}, {1, 1, 4})}});
+  EXPECT_EQ(st.code(), Code::kInvalidArgument);
+  EXPECT_TRUE(Contains(st, "[1,1,4]") && Contains(st, "not compatible")) << st.ToString();
+  // Known shapes are checked when the graph is built.
+  Scope bad(g);
+  EXPECT_EQ(EnsureShape(bad, Iota(s, {2, 3}), PartialShape({3, -1})).node, nullptr);
+  EXPECT_TRUE(Contains(bad.status(), "not compatible")) << bad.status().ToString();
+}
+
 TEST(ShapeOpsTest, ExpandDimsAndSqueeze) {
   Graph g;
   Scope s(g);

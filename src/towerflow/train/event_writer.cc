@@ -94,6 +94,10 @@ void ToProto(const AttrValue& value, tensorflow::AttrValue* out) {
                    for (DataType t : v) list->add_type(ToProto(t));
                  },
                  [&](const Tensor& v) { ToProto(v, out->mutable_tensor()); },
+                 [&](const std::vector<double>& v) {
+                   auto* list = out->mutable_list();
+                   for (double f : v) list->add_f(static_cast<float>(f));
+                 },
              },
              value);
 }

@@ -25,6 +25,10 @@ Output ScalarLike(const Scope& scope, double value, DataType dtype);
 // naming the placeholder, its dtype and shape.
 Output Placeholder(const Scope& scope, DataType dtype, PartialShape shape = PartialShape::Unknown());
 Output Identity(const Scope& scope, const Output& x);
+// x itself, its static shape merged with `shape` (unknown dims -1); a value
+// of an incompatible shape fails the step, naming the node (TF's EnsureShape,
+// what TF1's Tensor.set_shape promises).
+Output EnsureShape(const Scope& scope, const Output& x, const PartialShape& shape);
 // Stops gradients (TF's stop_gradient): the value passes, no gradient flows back.
 Output StopGradient(const Scope& scope, const Output& x);
 

@@ -1,13 +1,18 @@
-// Builders for the ops that resize images: ResizeBilinear,
-// ResizeNearestNeighbor and their gradients. Names, inputs, attrs, arithmetic
-// and errors are TensorFlow's: images are NHWC ([batch, height, width,
-// channels]), `size` an int32 vector [new_height, new_width] of positive
-// values. Each returns the node's output, or a null Output with the error
-// recorded in the scope (see scope.h).
+// Builders for the ops that resize images (ResizeBilinear,
+// ResizeNearestNeighbor, ResizeBicubic and their gradients, ResizeArea) and
+// for the random crop of Inception-style preprocessing
+// (SampleDistortedBoundingBoxV2). Names, inputs, attrs, arithmetic and errors
+// are TensorFlow's: images are NHWC ([batch, height, width, channels]),
+// `size` an int32 vector [new_height, new_width] of positive values. Each
+// returns the node's output, or a null Output with the error recorded in the
+// scope (see scope.h). Colour-space ops: color_ops.h.
 #ifndef TOWERFLOW_GRAPH_OPS_IMAGE_OPS_H_
 #define TOWERFLOW_GRAPH_OPS_IMAGE_OPS_H_
 
 #pragma GCC visibility push(default)  // public: exported by libtowerflow.so
+
+#include <cstdint>
+#include <vector>
 
 #include "towerflow/graph/scope.h"
 
@@ -46,6 +51,44 @@ Output ResizeBilinearGrad(const Scope& scope, const Output& grads, const Output&
 // [height, width].
 Output ResizeNearestNeighborGrad(const Scope& scope, const Output& grads, const Output& size,
                                  ResizeOptions options = {});
+
+// images resized to `size` by bicubic interpolation in float (Keys' cubic
+// kernel, a = -0.75; a = -0.5 with half_pixel_centers, where taps outside
+// the image weigh 0): a float32 [batch, size[0], size[1], channels].
+Output ResizeBicubic(const Scope& scope, const Output& images, const Output& size, ResizeOptions options = {});
+
+// The gradient of ResizeBicubic with respect to its images: `grads` (float32,
+// the resized shape) spread back over `original_image`'s shape and dtype
+// (float or double).
+Output ResizeBicubicGrad(const Scope& scope, const Output& grads, const Output& original_image,
+                         ResizeOptions options = {});
+
+// images resized to `size` by area averaging: each output pixel the mean of
+// the input area it covers (a float32 result). ResizeArea has no
+// half_pixel_centers; options.half_pixel_centers must be false. No gradient,
+// as in TF.
+Output ResizeArea(const Scope& scope, const Output& images, const Output& size, ResizeOptions options = {});
+
+// SampleDistortedBoundingBoxV2's constraints (TF's attrs and defaults).
+struct DistortedBoxOptions {
+  std::vector<float> aspect_ratio_range = {0.75f, 1.33f};  // width / height
+  std::vector<float> area_range = {0.05f, 1.0f};           // of the image's area
+  int64_t max_attempts = 100;
+  bool use_image_if_no_bounding_boxes = false;
+  int64_t seed = 0, seed2 = 0;  // both 0: seeded at random
+};
+
+// A random crop of an image of `image_size` ([height, width, channels]:
+// int32, int64 or uint8) covering at least `min_object_covered` (a float
+// scalar) of one of `bounding_boxes` (float [batch, N, 4], [y_min, x_min,
+// y_max, x_max] in [0, 1]); the whole image when no attempt succeeds. begin
+// and size feed Slice (begin [y, x, 0], size [h, w, -1]); bboxes is the crop
+// as a [1, 1, 4] box.
+struct DistortedBox {
+  Output begin, size, bboxes;
+};
+DistortedBox SampleDistortedBoundingBox(const Scope& scope, const Output& image_size, const Output& bounding_boxes,
+                                        const Output& min_object_covered, const DistortedBoxOptions& options = {});
 
 }  // namespace tw
 

@@ -20,6 +20,7 @@ from ..._tf1 import graph_api as _api
 from ..._tf1 import graph_ops as _graph_ops
 from ..._tf1 import indexing as _indexing
 from ..._tf1 import image as _image
+from ..._tf1 import image_color as _image_color
 from ..._tf1 import io as _io
 from ..._tf1 import layers as _layers
 from ..._tf1 import losses as _losses
@@ -290,7 +291,8 @@ image = _Namespace(__name__ + ".image", "tf.image", decode_jpeg=_image.decode_jp
                    decode_image=_image.decode_image, encode_jpeg=_image.encode_jpeg, encode_png=_image.encode_png,
                    convert_image_dtype=_image.convert_image_dtype, ResizeMethod=_image.ResizeMethod,
                    resize_images=_image.resize_images, resize=_image.resize, resize_bilinear=_image.resize_bilinear,
-                   resize_nearest_neighbor=_image.resize_nearest_neighbor, flip_left_right=_image.flip_left_right,
+                   resize_nearest_neighbor=_image.resize_nearest_neighbor, resize_bicubic=_image.resize_bicubic,
+                   resize_area=_image.resize_area, flip_left_right=_image.flip_left_right,
                    flip_up_down=_image.flip_up_down, random_flip_left_right=_image.random_flip_left_right,
                    random_flip_up_down=_image.random_flip_up_down, transpose_image=_image.transpose_image,
                    transpose=_image.transpose_image, rot90=_image.rot90,
@@ -300,7 +302,11 @@ image = _Namespace(__name__ + ".image", "tf.image", decode_jpeg=_image.decode_jp
                    random_crop=_image.random_crop, adjust_brightness=_image.adjust_brightness,
                    random_brightness=_image.random_brightness, adjust_contrast=_image.adjust_contrast,
                    random_contrast=_image.random_contrast, per_image_standardization=_image.per_image_standardization,
-                   rgb_to_grayscale=_image.rgb_to_grayscale, grayscale_to_rgb=_image.grayscale_to_rgb)
+                   rgb_to_grayscale=_image.rgb_to_grayscale, grayscale_to_rgb=_image.grayscale_to_rgb,
+                   sample_distorted_bounding_box=_image.sample_distorted_bounding_box,
+                   rgb_to_hsv=_image_color.rgb_to_hsv, hsv_to_rgb=_image_color.hsv_to_rgb,
+                   adjust_hue=_image_color.adjust_hue, random_hue=_image_color.random_hue,
+                   adjust_saturation=_image_color.adjust_saturation, random_saturation=_image_color.random_saturation)
 random_crop = _image.random_crop
 reverse = _image.reverse
 reverse_v2 = _image.reverse

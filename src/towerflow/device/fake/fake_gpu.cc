@@ -142,7 +142,7 @@ const std::vector<std::string>& FakeGpuKernelOps() {
       "ApplyMomentum", "ApplyRMSProp", "ArgMax", "Assign", "AssignAdd", "AssignSub", "AvgPool", "AvgPoolGrad",
       "BatchMatMulV2", "BiasAdd", "BiasAddGrad", "BiasAddRelu", "BiasAddReluGrad", "BroadcastTo", "Cast",
       "CollectiveAllReduce", "Const", "Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Div", "Equal",
-      "Exp", "ExpandDims", "Fill", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity",
+      "EnsureShape", "Exp", "ExpandDims", "Fill", "FloorDiv", "FloorMod", "GatherV2", "GreaterEqual", "Identity",
       "InitializedValue", "InvertPermutation", "IsVariableInitialized", "L2Loss", "LRN", "LRNGrad", "Log", "Log1p", "MatMul",
       "Max", "MaxPool", "MaxPoolGrad", "Maximum", "Mean", "Mul", "Neg", "NoOp", "OneHot", "OnesLike", "Pad",
       "PadV2", "Pow", "RandomStandardNormal", "RandomUniform", "Range", "Relu", "ReluGrad", "Reshape", "ReverseV2",

@@ -1,8 +1,9 @@
 // Gradients of the resize ops (graph/ops/image_ops.cc), as TF's: the images'
 // gradient spreads dy back over the pixels each output read; `size` is an
-// integer and gets none. ResizeBilinear of integer images has no gradient
-// (ResizeBilinearGrad writes float or double); the gradient ops themselves
-// have none (TF's neither).
+// integer and gets none. ResizeBilinear and ResizeBicubic of integer images
+// have no gradient (their gradient ops write float or double); the gradient
+// ops themselves have none, and ResizeArea and the colour ops none either
+// (TF's neither).
 #include "towerflow/graph/grads/register.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/image_ops.h"
@@ -20,14 +21,18 @@ NodeBuilder& WithResizeAttrs(NodeBuilder& b, const Node& op) {
   return b;
 }
 
-Status ResizeBilinearGradFn(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
+// ResizeBilinear and ResizeBicubic: their gradient op reads dy and the images.
+template <const char* kGradOp>
+Status InterpolatingResizeGradFn(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   const Output images = op.input(0);
   if (images.dtype() != kFloat32 && images.dtype() != kFloat64) return Status::OK();
-  NodeBuilder b(s, "ResizeBilinearGrad");
+  NodeBuilder b(s, kGradOp);
   b.Input(dy[0]).Input(images);
   (*dx)[0] = WithResizeAttrs(b, op).Finalize();
   return s.status();
 }
+constexpr char kBilinearGrad[] = "ResizeBilinearGrad";
+constexpr char kBicubicGrad[] = "ResizeBicubicGrad";
 
 Status ResizeNearestNeighborGradFn(const Scope& s, const Node& op, const Grads& dy, Grads* dx) {
   const Output images = op.input(0);
@@ -49,10 +54,15 @@ Status ResizeNearestNeighborGradFn(const Scope& s, const Node& op, const Grads& 
 }  // namespace
 
 void RegisterImageGradients(GradientRegistry& r) {
-  r.Register("ResizeBilinear", ResizeBilinearGradFn);
+  r.Register("ResizeBilinear", InterpolatingResizeGradFn<kBilinearGrad>);
+  r.Register("ResizeBicubic", InterpolatingResizeGradFn<kBicubicGrad>);
   r.Register("ResizeNearestNeighbor", ResizeNearestNeighborGradFn);
   r.RegisterNoGradient("ResizeBilinearGrad");
   r.RegisterNoGradient("ResizeNearestNeighborGrad");
+  r.RegisterNoGradient("ResizeBicubicGrad");
+  // A random crop's integers, as TF's.
+  r.RegisterNoGradient("SampleDistortedBoundingBox");
+  r.RegisterNoGradient("SampleDistortedBoundingBoxV2");
 }
 
 }  // namespace tw

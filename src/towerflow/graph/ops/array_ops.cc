@@ -32,6 +32,21 @@ void RegisterArrayOps(OpRegistry& r) {
                  .Build()).Check();
   r.Register(OpDefBuilder("Identity").Input("input", "T").Output("output", "T").TypeAttr("T", {})
                  .Shape(shape_fns::Unchanged).Doc("Returns its input.").Build()).Check();
+  r.Register(OpDefBuilder("EnsureShape").Input("input", "T").Output("output", "T").TypeAttr("T", {})
+                 .Attr("shape", PartialShape::Unknown())
+                 .Shape([](InferenceContext* c) {
+                   TW_ASSIGN_OR_RETURN(PartialShape s, c->GetAttr<PartialShape>("shape"));
+                   auto merged = c->input(0).Merge(s);
+                   if (!merged.ok()) {
+                     return errors::InvalidArgument("EnsureShape: the input's shape ", c->input(0).ToString(),
+                                                    " is not compatible with ", s.ToString());
+                   }
+                   c->set_output(0, *merged);
+                   return Status::OK();
+                 })
+                 .Doc("Returns its input, checked to be of a shape compatible with `shape` (what TF1's "
+                      "set_shape promises).")
+                 .Build()).Check();
   r.Register(OpDefBuilder("StopGradient").Input("input", "T").Output("output", "T").TypeAttr("T", {})
                  .Shape(shape_fns::Unchanged).Doc("Returns its input; blocks gradients.").Build()).Check();
   r.Register(OpDefBuilder("ZerosLike").Input("x", "T").Output("y", "T").TypeAttr("T", NumericTypes())
@@ -76,6 +91,9 @@ Output Placeholder(const Scope& scope, DataType dtype, PartialShape shape) {
   return NodeBuilder(scope, "Placeholder").Attr("dtype", dtype).Attr("shape", shape).Finalize();
 }
 Output Identity(const Scope& scope, const Output& x) { return NodeBuilder(scope, "Identity").Input(x).Finalize(); }
+Output EnsureShape(const Scope& scope, const Output& x, const PartialShape& shape) {
+  return NodeBuilder(scope, "EnsureShape").Input(x).Attr("shape", shape).Finalize();
+}
 Output StopGradient(const Scope& scope, const Output& x) {
   return NodeBuilder(scope, "StopGradient").Input(x).Finalize();
 }

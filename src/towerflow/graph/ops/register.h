@@ -13,6 +13,7 @@ void RegisterShapeOps(OpRegistry& registry);
 void RegisterGatherOps(OpRegistry& registry);
 void RegisterLayoutOps(OpRegistry& registry);
 void RegisterImageOps(OpRegistry& registry);
+void RegisterColorOps(OpRegistry& registry);
 void RegisterControlFlowOps(OpRegistry& registry);
 void RegisterMathOps(OpRegistry& registry);
 void RegisterNnOps(OpRegistry& registry);

@@ -9,6 +9,7 @@ void RegisterAllOps(OpRegistry& registry) {
   RegisterGatherOps(registry);
   RegisterLayoutOps(registry);
   RegisterImageOps(registry);
+  RegisterColorOps(registry);
   RegisterControlFlowOps(registry);
   RegisterMathOps(registry);
   RegisterNnOps(registry);

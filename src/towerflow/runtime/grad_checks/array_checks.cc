@@ -24,6 +24,8 @@ GradCheckCase Case(std::string op, std::string name, std::vector<In> inputs,
 void AddArrayGradChecks(std::vector<GradCheckCase>& cases) {
   using V = const std::vector<Output>&;
   cases.push_back(Case("Identity", "[2,3]", {{kFloat64, {2, 3}}}, [](const Scope& s, V x) { return Identity(s, x[0]); }));
+  cases.push_back(Case("EnsureShape", "[2,3] as [?,3]", {{kFloat64, {2, 3}}},
+                       [](const Scope& s, V x) { return EnsureShape(s, x[0], PartialShape({-1, 3})); }));
   cases.push_back(Case("Cast", "double->double [3]", {{kFloat64, {3}}},
                        [](const Scope& s, V x) { return Cast(s, x[0], kFloat64); }));
   cases.push_back(Case("Reshape", "[2,3] -> [3,-1]", {{kFloat64, {2, 3}}},

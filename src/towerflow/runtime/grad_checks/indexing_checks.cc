@@ -2,8 +2,9 @@
 // first, a middle and the last axis with repeated indices (their gradients
 // add), UnsortedSegmentSum with a dropped (negative) id, Select by rows and
 // by elements, SelectV2 with every input broadcast, Transpose, Tile, Pad / PadV2,
-// ReverseV2, and the resizes (ResizeBilinear's output is float32: it is linear
-// in its input, so a wide step keeps float32's rounding under the tolerance).
+// ReverseV2, and the resizes (ResizeBilinear's and ResizeBicubic's outputs are
+// float32: they are linear in their input, so a wide step keeps float32's
+// rounding under the tolerance).
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/gather_ops.h"
 #include "towerflow/graph/ops/image_ops.h"
@@ -94,6 +95,21 @@ void AddIndexingGradChecks(std::vector<GradCheckCase>& cases) {
     down.delta = 1e-2;
     down.tolerance = 1e-4;
     cases.push_back(down);
+    GradCheckCase cubic_up = Case("ResizeBicubic", "[2,3,4,2] to [5,7]" + attrs, {{kFloat64, {2, 3, 4, 2}}},
+                                  [o](const Scope& s, V x) {
+                                    return Cast(s, ResizeBicubic(s, x[0], Const(s, std::vector<int32_t>{5, 7}), o),
+                                                kFloat64);
+                                  });
+    GradCheckCase cubic_down = Case("ResizeBicubic", "[1,6,5,1] to [4,3]" + attrs, {{kFloat64, {1, 6, 5, 1}}},
+                                    [o](const Scope& s, V x) {
+                                      return Cast(s, ResizeBicubic(s, x[0], Const(s, std::vector<int32_t>{4, 3}), o),
+                                                  kFloat64);
+                                    });
+    for (GradCheckCase* c : {&cubic_up, &cubic_down}) {
+      c->delta = 1e-2;
+      c->tolerance = 1e-4;
+      cases.push_back(*c);
+    }
     cases.push_back(Case("ResizeNearestNeighbor", "[2,3,4,2] to [5,7]" + attrs, {{kFloat64, {2, 3, 4, 2}}},
                          [o](const Scope& s, V x) {
                            return ResizeNearestNeighbor(s, x[0], Const(s, std::vector<int32_t>{5, 7}), o);
