@@ -3,8 +3,9 @@
 //
 // Each differentiable op registers a GradFn (graph/grads/*.cc); ops through which
 // no gradient flows (ArgMax, Equal, initializers, ...) are marked with
-// RegisterNoGradient. A gradient reaching an op with neither is an error naming
-// the node. Gradients that fan in to one output are summed with AddN. The
+// RegisterNoGradient; ops TF defines no gradient for (ResizeArea, AdjustHue, ...)
+// with RegisterGradientUndefined. A gradient reaching an op of the last kind, or
+// of none, is an error naming the node (TF's LookupError). Gradients that fan in to one output are summed with AddN. The
 // registry is filled on first use (modules above graph add theirs later) and
 // is thread-safe.
 #ifndef TOWERFLOW_GRAPH_GRADIENTS_H_
@@ -38,16 +39,23 @@ class GradientRegistry {
   static GradientRegistry& Global();
   void Register(const std::string& op, GradFn fn);
   void RegisterNoGradient(const std::string& op);
+  // Marks an op as having no gradient by design, as in TF: differentiating
+  // through it is an error, not a silent zero.
+  void RegisterGradientUndefined(const std::string& op);
   // nullptr when the op has no gradient function (marked or missing).
   const GradFn* Find(const std::string& op) const;
   bool IsNoGradient(const std::string& op) const;
-  // True when the op has a gradient function or a no-gradient mark.
-  bool IsRegistered(const std::string& op) const { return Find(op) || IsNoGradient(op); }
+  bool IsGradientUndefined(const std::string& op) const;
+  // True when the op has a gradient function or one of the two marks.
+  bool IsRegistered(const std::string& op) const {
+    return Find(op) || IsNoGradient(op) || IsGradientUndefined(op);
+  }
 
  private:
   mutable std::shared_mutex mu_;
   std::map<std::string, GradFn> fns_;         // guarded by mu_
   std::map<std::string, bool> no_gradient_;   // guarded by mu_
+  std::map<std::string, bool> undefined_;     // guarded by mu_
 };
 
 // Defined in graph/grads/register_all.cc.

@@ -281,10 +281,13 @@ def flip_up_down(image):
 def _random_flip(image, axis, seed, scope_name):
     image, ndims = _rank(image)
     with name_scope(None, scope_name):
-        flipped = reverse(image, [axis])
         if ndims == 3:
+            # One draw: reversed along the axes [axis][:u < 0.5], so the
+            # image is copied once when flipped and passed on when not.
             u = graph_ops.random_uniform([], 0, 1.0, seed=seed)
-            return indexing.where_v2(math_ops.less(u, 0.5), flipped, image)
+            flip = array_ops.reshape(array_ops.cast(math_ops.less(u, 0.5), _dtypes.int32), [1])
+            return reverse(image, array_ops.slice(fw.constant([axis]), [0], flip))
+        flipped = reverse(image, [axis])
         if ndims is None:
             raise ValueError("'image' contains no shape.")
         # A batch: each image flipped on its own draw.
@@ -492,14 +495,13 @@ def random_brightness(image, max_delta, seed=None):
 
 
 def adjust_contrast(images, contrast_factor):
-    """Each channel of each image: (x - mean) * factor + mean, the mean over
-    its height and width."""
-    with name_scope(None, "adjust_contrast"):
+    """Each channel of each image: mean + factor * (x - mean), the mean over
+    its height and width (TF's AdjustContrastv2, in float32)."""
+    with name_scope(None, "adjust_contrast") as name:
         images = convert_to_tensor(images)
         flt = _as_float(images)
-        mean = math_ops.reduce_mean(flt, axis=[-3, -2], keepdims=True)
-        factor = array_ops.cast(contrast_factor, _dtypes.float32)
-        adjusted = math_ops.add(math_ops.multiply(math_ops.subtract(flt, mean), factor), mean)
+        factor = convert_to_tensor(contrast_factor, dtype=_dtypes.float32, name="contrast_factor")
+        adjusted = make_tensor("AdjustContrastv2", [flt, factor], name=name)
         return convert_image_dtype(adjusted, images.dtype, saturate=True)
 
 

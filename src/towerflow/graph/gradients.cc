@@ -26,6 +26,11 @@ void GradientRegistry::RegisterNoGradient(const std::string& op) {
   no_gradient_[op] = true;
 }
 
+void GradientRegistry::RegisterGradientUndefined(const std::string& op) {
+  std::unique_lock<std::shared_mutex> lock(mu_);
+  undefined_[op] = true;
+}
+
 const GradFn* GradientRegistry::Find(const std::string& op) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   auto it = fns_.find(op);
@@ -35,6 +40,11 @@ const GradFn* GradientRegistry::Find(const std::string& op) const {
 bool GradientRegistry::IsNoGradient(const std::string& op) const {
   std::shared_lock<std::shared_mutex> lock(mu_);
   return no_gradient_.count(op) > 0;
+}
+
+bool GradientRegistry::IsGradientUndefined(const std::string& op) const {
+  std::shared_lock<std::shared_mutex> lock(mu_);
+  return undefined_.count(op) > 0;
 }
 
 namespace {
@@ -154,6 +164,9 @@ StatusOr<std::vector<Output>> Gradients(const Scope& scope, const std::vector<Ou
       Status s = (*fn)(op_scope, *node, grad_outputs, &grad_inputs);
       if (!s.ok()) return s.WithContext("gradient of " + node->DebugName());
       TW_RETURN_IF_ERROR(scope.status());
+    } else if (reg.IsGradientUndefined(node->op())) {
+      return errors::Unimplemented("op '", node->op(), "' has no gradient (TF defines none either); node ",
+                                   node->DebugName(), " lies between the ys and the xs");
     } else {
       return errors::Unimplemented("no gradient is registered for op '", node->op(), "' (node ",
                                    node->DebugName(), ")");

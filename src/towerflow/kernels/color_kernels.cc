@@ -1,5 +1,5 @@
 // CPU kernels of the colour-space ops: RGBToHSV, HSVToRGB, AdjustHue,
-// AdjustSaturation. Pixels are the innermost dimension of 3 channels; each is
+// AdjustSaturation, and AdjustContrastv2. Pixels are the innermost dimension of 3 channels; each is
 // converted on its own (split over the intra-op pool) in TF's arithmetic,
 // which is not the same in the four ops:
 //  - RGBToHSV: V = max, range = V - min, S = range / V (0 where V is 0),
@@ -14,6 +14,10 @@
 //  - AdjustSaturation: HSV by the formulas of TF's adjust_saturation kernel
 //    (1 / (6 * range), constants in double), S scaled and clamped to [0, 1],
 //    back to RGB through chroma and an offset.
+//  - AdjustContrastv2: per image and channel the mean over height and width
+//    (summed by TF's halving folds: the second half of the rows added onto the
+//    first until one row is left, then times 1 / pixels), each value moved to
+//    mean + factor * (x - mean).
 // Where TF's loops would spin forever (an infinite or huge hue delta) the hue
 // is wrapped with fmod instead; a NaN hue gives NaN channels.
 #include <algorithm>
@@ -21,6 +25,7 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "towerflow/kernels/register_all.h"
 
@@ -251,9 +256,68 @@ class AdjustSaturationOp : public OpKernel {
   }
 };
 
+// The sum over the `pixels` rows of `channels` values in `plane`, by TF's
+// folds (its order of additions, so that the mean is TF's to the bit).
+void FoldedSum(const float* plane, int64_t pixels, int64_t channels, std::vector<float>& scratch, float* sum) {
+  scratch.resize(static_cast<size_t>(pixels * channels));
+  float* y = scratch.data();
+  int64_t remaining = pixels;
+  bool first = true;
+  do {
+    const int64_t right = remaining / 2, left = remaining - right;
+    const float* from = first ? plane : y;
+    for (int64_t i = 0; i < right * channels; ++i) {
+      y[i] = first ? from[left * channels + i] + from[i] : y[i] + y[left * channels + i];
+    }
+    if (first && left > right) std::copy_n(plane + right * channels, channels, y + right * channels);
+    remaining = left;
+    first = false;
+  } while (remaining > 1);
+  std::copy_n(y, channels, sum);
+}
+
+class AdjustContrastOp : public OpKernel {
+ public:
+  using OpKernel::OpKernel;
+  void Compute(OpKernelContext* ctx) override {
+    const Tensor& in = ctx->input(0);
+    TW_OP_REQUIRES(ctx, in.rank() >= 3,
+                   errors::InvalidArgument("AdjustContrastv2: input must be at least 3-D, got shape ",
+                                           in.shape().ToString()));
+    auto factor = ScalarArg(ctx, "AdjustContrastv2", "contrast_factor");
+    TW_OP_REQUIRES_OK(ctx, factor.status());
+    Tensor* out = nullptr;
+    TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    const int64_t channels = in.dim(in.rank() - 1);
+    const int64_t pixels = in.dim(in.rank() - 3) * in.dim(in.rank() - 2);
+    if (in.NumElements() == 0) return;
+    const int64_t images = in.NumElements() / (pixels * channels);
+    const float f = *factor;
+    const float* x = in.data<float>();
+    float* o = out->data<float>();
+    ParallelFor(ctx->intra_op_pool(), images, pixels * channels * 4, [&](int64_t begin, int64_t end) {
+      std::vector<float> scratch, mean(static_cast<size_t>(channels));
+      for (int64_t b = begin; b < end; ++b) {
+        const float* plane = x + b * pixels * channels;
+        FoldedSum(plane, pixels, channels, scratch, mean.data());
+        const float scaling = 1.0f / static_cast<float>(pixels);
+        for (float& m : mean) m = m * scaling;
+        float* dst = o + b * pixels * channels;
+        for (int64_t p = 0; p < pixels; ++p) {
+          for (int64_t k = 0; k < channels; ++k) {
+            const float m = mean[static_cast<size_t>(k)];
+            dst[p * channels + k] = m + f * (plane[p * channels + k] - m);
+          }
+        }
+      }
+    });
+  }
+};
+
 }  // namespace
 
 void RegisterColorKernels(KernelRegistry& r) {
+  r.RegisterUntyped<AdjustContrastOp>("AdjustContrastv2", kDeviceCpu, "T", {kFloat32});
   r.RegisterTyped<RgbToHsvOp, float, double>("RGBToHSV", kDeviceCpu);
   r.RegisterTyped<HsvToRgbOp, float, double>("HSVToRGB", kDeviceCpu);
   r.RegisterUntyped<AdjustHueOp>("AdjustHue", kDeviceCpu, "T", {kFloat32});

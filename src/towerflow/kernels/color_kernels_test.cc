@@ -94,6 +94,21 @@ TEST(ColorTest, AdjustSaturationScalesAndClamps) {
   ExpectNear(Values(g, AdjustSaturation(s, px, Const(s, 1.0f))), {0.8f, 0.4f, 0.4f, 1, 0.5f, 0});
 }
 
+TEST(ColorTest, AdjustContrastAroundEachChannelsMean) {
+  Graph g;
+  Scope s(g);
+  // Two images of 3 pixels x 2 channels; means (2, 20) and (5, 0).
+  Output x = Const(s, Tensor::FromVector<float>({1, 10, 2, 20, 3, 30, 5, 1, 5, -1, 5, 0}, {2, 1, 3, 2}));
+  ExpectNear(Values(g, AdjustContrast(s, x, Const(s, 2.0f))), {0, 0, 2, 20, 4, 40, 5, 2, 5, -2, 5, 0});
+  ExpectNear(Values(g, AdjustContrast(s, x, Const(s, 0.0f))), {2, 20, 2, 20, 2, 20, 5, 0, 5, 0, 5, 0});
+  // An odd number of pixels, folded unevenly, still sums every one.
+  std::vector<float> v(7 * 5);
+  for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<float>(i % 5 == 0 ? i : 0);
+  const std::vector<float> out = Values(g, AdjustContrast(s, Const(s, Tensor::FromVector<float>(v, {7, 5, 1})),
+                                                          Const(s, 0.0f)));
+  for (float f : out) EXPECT_NEAR(f, (0 + 5 + 10 + 15 + 20 + 25 + 30) / 35.0f, 1e-5);
+}
+
 TEST(ColorTest, ShapesAndErrors) {
   Graph g;
   Scope s(g);

@@ -60,38 +60,51 @@ class ResizeBase : public OpKernel {
   resize::Attrs attrs_;
 };
 
+// One output row of a bilinear resize: each pixel's channels interpolated
+// from the input rows `top` and `bottom`. `xs` hold input columns already
+// multiplied by the channel count; a compile-time kChannels (1, 3, 4)
+// unrolls the channel loop, 0 reads it from `c`.
+template <typename T, int kChannels>
+void BilinearRow(const T* top, const T* bottom, float y_lerp, const std::vector<Interpolation>& xs, int64_t c,
+                 float* dst) {
+  const int64_t ch = kChannels > 0 ? kChannels : c;
+  for (const Interpolation& w : xs) {
+    const T* tl = top + w.lower;
+    const T* tr = top + w.upper;
+    const T* bl = bottom + w.lower;
+    const T* br = bottom + w.upper;
+    for (int64_t k = 0; k < ch; ++k) {
+      const float t = static_cast<float>(tl[k]) + (static_cast<float>(tr[k]) - static_cast<float>(tl[k])) * w.lerp;
+      const float b = static_cast<float>(bl[k]) + (static_cast<float>(br[k]) - static_cast<float>(bl[k])) * w.lerp;
+      dst[k] = t + (b - t) * y_lerp;
+    }
+    dst += ch;
+  }
+}
+
 template <typename T>
 class ResizeBilinearOp : public ResizeBase {
  public:
   using ResizeBase::ResizeBase;
   void Compute(OpKernelContext* ctx) override {
     Tensor* out = nullptr;
-    auto g = resize::Output(ctx, attrs_, "ResizeBilinear", &out);
-    TW_OP_REQUIRES_OK(ctx, g.status());
+    auto geometry = resize::Output(ctx, attrs_, "ResizeBilinear", &out);
+    TW_OP_REQUIRES_OK(ctx, geometry.status());
     if (out->NumElements() == 0) return;
-    const std::vector<Interpolation> ys = Interpolations(g->out_h, g->in_h, g->h_scale, attrs_.half_pixel_centers);
-    const std::vector<Interpolation> xs = Interpolations(g->out_w, g->in_w, g->w_scale, attrs_.half_pixel_centers);
+    const Geometry g = *geometry;
+    const std::vector<Interpolation> ys = Interpolations(g.out_h, g.in_h, g.h_scale, attrs_.half_pixel_centers);
+    std::vector<Interpolation> xs = Interpolations(g.out_w, g.in_w, g.w_scale, attrs_.half_pixel_centers);
+    const int64_t c = g.channels, row = g.in_w * c;
+    for (Interpolation& w : xs) w.lower *= c, w.upper *= c;
+    auto* row_fn = c == 3 ? &BilinearRow<T, 3> : c == 1 ? &BilinearRow<T, 1> : c == 4 ? &BilinearRow<T, 4>
+                                                                                      : &BilinearRow<T, 0>;
     const T* in = ctx->input(0).data<T>();
     float* o = out->data<float>();
-    const int64_t c = g->channels, row = g->in_w * c;
-    ParallelFor(ctx->intra_op_pool(), g->batch * g->out_h, g->out_w * c * 8, [&](int64_t begin, int64_t end) {
+    ParallelFor(ctx->intra_op_pool(), g.batch * g.out_h, g.out_w * c * 8, [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
-        const int64_t b = r / g->out_h;
-        const Interpolation& y = ys[static_cast<size_t>(r % g->out_h)];
-        const T* top = in + (b * g->in_h + y.lower) * row;
-        const T* bottom = in + (b * g->in_h + y.upper) * row;
-        float* dst = o + r * g->out_w * c;
-        for (int64_t x = 0; x < g->out_w; ++x) {
-          const Interpolation& w = xs[static_cast<size_t>(x)];
-          for (int64_t k = 0; k < c; ++k) {
-            const float tl = static_cast<float>(top[w.lower * c + k]), tr = static_cast<float>(top[w.upper * c + k]);
-            const float bl = static_cast<float>(bottom[w.lower * c + k]);
-            const float br = static_cast<float>(bottom[w.upper * c + k]);
-            const float t = tl + (tr - tl) * w.lerp;
-            const float bo = bl + (br - bl) * w.lerp;
-            dst[x * c + k] = t + (bo - t) * y.lerp;
-          }
-        }
+        const Interpolation& y = ys[static_cast<size_t>(r % g.out_h)];
+        const T* image = in + (r / g.out_h) * g.in_h * row;
+        row_fn(image + y.lower * row, image + y.upper * row, y.lerp, xs, c, o + r * g.out_w * c);
       }
     });
   }

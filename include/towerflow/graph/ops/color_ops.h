@@ -1,8 +1,8 @@
 // Builders for the colour-space ops of image preprocessing: RGBToHSV,
-// HSVToRGB, AdjustHue, AdjustSaturation. Names, inputs, arithmetic and errors
+// HSVToRGB, AdjustHue, AdjustSaturation, AdjustContrastv2. Names, inputs, arithmetic and errors
 // are TensorFlow's: the last dimension holds 3 channels (RGB or HSV, each in
-// [0, 1]); AdjustHue and AdjustSaturation take float32 images of rank 3 or
-// more. Each returns the node's output, or a null Output with the error
+// [0, 1]); AdjustHue, AdjustSaturation and AdjustContrast take float32 images
+// of rank 3 or more. Each returns the node's output, or a null Output with the error
 // recorded in the scope (see scope.h). No gradients, as in TF1.
 #ifndef TOWERFLOW_GRAPH_OPS_COLOR_OPS_H_
 #define TOWERFLOW_GRAPH_OPS_COLOR_OPS_H_
@@ -26,6 +26,11 @@ Output AdjustHue(const Scope& scope, const Output& images, const Output& delta);
 // The saturation of each pixel multiplied by `scale` (a float scalar) and
 // clamped to [0, 1].
 Output AdjustSaturation(const Scope& scope, const Output& images, const Output& scale);
+
+// Each channel of each image (float32, rank 3 or more, any channel count)
+// moved away from its mean over height and width: mean + factor * (x -
+// mean), `contrast_factor` a float scalar (TF's AdjustContrastv2).
+Output AdjustContrast(const Scope& scope, const Output& images, const Output& contrast_factor);
 
 }  // namespace tw
 

@@ -2,8 +2,8 @@
 // gradient spreads dy back over the pixels each output read; `size` is an
 // integer and gets none. ResizeBilinear and ResizeBicubic of integer images
 // have no gradient (their gradient ops write float or double); the gradient
-// ops themselves have none, and ResizeArea and the colour ops none either
-// (TF's neither).
+// ops themselves have none; ResizeArea and the colour ops (color_ops.h) have
+// none either, marked as TF marks them.
 #include "towerflow/graph/grads/register.h"
 #include "towerflow/graph/ops/array_ops.h"
 #include "towerflow/graph/ops/image_ops.h"
@@ -63,6 +63,12 @@ void RegisterImageGradients(GradientRegistry& r) {
   // A random crop's integers, as TF's.
   r.RegisterNoGradient("SampleDistortedBoundingBox");
   r.RegisterNoGradient("SampleDistortedBoundingBoxV2");
+  // As TF1 (TF2 added one for RGBToHSV): asking for these is an error; HSVToRGB
+  // passes none, as TF's (it is marked not differentiable there).
+  for (const char* op : {"ResizeArea", "RGBToHSV", "AdjustHue", "AdjustSaturation", "AdjustContrastv2"}) {
+    r.RegisterGradientUndefined(op);
+  }
+  r.RegisterNoGradient("HSVToRGB");
 }
 
 }  // namespace tw

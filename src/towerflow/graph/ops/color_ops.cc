@@ -1,7 +1,8 @@
 // Schemas and builders of the colour-space ops: RGBToHSV, HSVToRGB,
-// AdjustHue, AdjustSaturation (kernels in kernels/color_kernels.cc). As TF's:
+// AdjustHue, AdjustSaturation, AdjustContrastv2 (kernels in kernels/color_kernels.cc). As TF's:
 // RGBToHSV and HSVToRGB need a known last dimension of 3 when the graph knows
-// it; AdjustHue and AdjustSaturation check their channels when they run.
+// it; AdjustHue and AdjustSaturation check their channels when they run
+// (AdjustContrastv2 takes any number).
 #include "towerflow/graph/ops/color_ops.h"
 
 #include "towerflow/graph/ops/register.h"
@@ -59,6 +60,14 @@ void RegisterColorOps(OpRegistry& r) {
                  .Shape(AdjustShape)
                  .Doc("The hue of RGB images turned by delta (in turns).")
                  .Build()).Check();
+  r.Register(OpDefBuilder("AdjustContrastv2")
+                 .Input("images", "T")
+                 .Input("contrast_factor", "float")
+                 .Output("output", "T")
+                 .TypeAttr("T", {kFloat32})
+                 .Shape(AdjustShape)
+                 .Doc("Each channel of each image moved away from its mean by contrast_factor.")
+                 .Build()).Check();
   r.Register(OpDefBuilder("AdjustSaturation")
                  .Input("images", "T")
                  .Input("scale", "float")
@@ -77,6 +86,9 @@ Output HSVToRGB(const Scope& scope, const Output& images) {
 }
 Output AdjustHue(const Scope& scope, const Output& images, const Output& delta) {
   return NodeBuilder(scope, "AdjustHue").Input(images).Input(delta).Finalize();
+}
+Output AdjustContrast(const Scope& scope, const Output& images, const Output& contrast_factor) {
+  return NodeBuilder(scope, "AdjustContrastv2").Input(images).Input(contrast_factor).Finalize();
 }
 Output AdjustSaturation(const Scope& scope, const Output& images, const Output& scale) {
   return NodeBuilder(scope, "AdjustSaturation").Input(images).Input(scale).Finalize();
