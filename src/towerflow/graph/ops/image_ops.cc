@@ -42,6 +42,16 @@ OpDefBuilder Resize(const char* name, const char* doc) {
   return std::move(OpDefBuilder(name).Attr("align_corners", false).Attr("half_pixel_centers", false).Doc(doc));
 }
 
+// A resize's inputs (images of ImageTypes, size int32 [2]), its output
+// (resized_images of `output`: "float" or "T") and shape function.
+OpDefBuilder ResizeSchema(OpDefBuilder b, const char* output) {
+  return std::move(b.Input("images", "T")
+                       .Input("size", "int32")
+                       .Output("resized_images", output)
+                       .TypeAttr("T", ImageTypes())
+                       .Shape([](InferenceContext* c) { return ResizedShape(c, 0, 1); }));
+}
+
 // The gradient of a resize has the original image's shape.
 Status ResizeGradShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRank(0, 4));
@@ -93,35 +103,20 @@ OpDefBuilder DistortedBoxOp(const char* name) {
 }  // namespace
 
 void RegisterImageOps(OpRegistry& r) {
-  r.Register(Resize("ResizeBilinear", "images resized to size by bilinear interpolation (float32).")
-                 .Input("images", "T")
-                 .Input("size", "int32")
-                 .Output("resized_images", "float")
-                 .TypeAttr("T", ImageTypes())
-                 .Shape([](InferenceContext* c) { return ResizedShape(c, 0, 1); })
-                 .Build()).Check();
-  r.Register(Resize("ResizeNearestNeighbor", "images resized to size by taking the nearest pixel.")
-                 .Input("images", "T")
-                 .Input("size", "int32")
-                 .Output("resized_images", "T")
-                 .TypeAttr("T", ImageTypes())
-                 .Shape([](InferenceContext* c) { return ResizedShape(c, 0, 1); })
-                 .Build()).Check();
-  r.Register(Resize("ResizeBicubic", "images resized to size by bicubic interpolation (float32).")
-                 .Input("images", "T")
-                 .Input("size", "int32")
-                 .Output("resized_images", "float")
-                 .TypeAttr("T", ImageTypes())
-                 .Shape([](InferenceContext* c) { return ResizedShape(c, 0, 1); })
-                 .Build()).Check();
-  r.Register(OpDefBuilder("ResizeArea")
-                 .Input("images", "T")
-                 .Input("size", "int32")
-                 .Output("resized_images", "float")
-                 .TypeAttr("T", ImageTypes())
-                 .Attr("align_corners", false)
-                 .Shape([](InferenceContext* c) { return ResizedShape(c, 0, 1); })
-                 .Doc("images resized to size by averaging the area each output pixel covers (float32).")
+  struct Interpolating {
+    const char* op;
+    const char* output;  // "float" or the images' "T"
+    const char* doc;
+  };
+  for (const Interpolating& i : {
+           Interpolating{"ResizeBilinear", "float", "images resized to size by bilinear interpolation (float32)."},
+           Interpolating{"ResizeNearestNeighbor", "T", "images resized to size by taking the nearest pixel."},
+           Interpolating{"ResizeBicubic", "float", "images resized to size by bicubic interpolation (float32)."}}) {
+    r.Register(ResizeSchema(Resize(i.op, i.doc), i.output).Build()).Check();
+  }
+  r.Register(ResizeSchema(std::move(OpDefBuilder("ResizeArea").Attr("align_corners", false).Doc(
+                              "images resized to size by averaging the area each output pixel covers (float32).")),
+                          "float")
                  .Build()).Check();
   for (const char* op : {"ResizeBilinearGrad", "ResizeBicubicGrad"}) {
     r.Register(Resize(op, "The gradient of a resize with respect to its images.")
