@@ -246,6 +246,11 @@ class TF1ImageTest(surface.BothEngines, unittest.TestCase):
                   tf.image.per_image_standardization(flat), tf.image.rgb_to_grayscale(f),
                   tf.image.rgb_to_grayscale(u8), tf.image.grayscale_to_rgb(flat)]
             r["sigs"] = [[shape(t), t.dtype.name] for t in ts]
+            # Ops named by their name scope's full name (TF's name=scope idiom).
+            with tf.name_scope("outer"):
+                r["names"] = [tf.image.per_image_standardization(f).name,
+                              tf.image.adjust_contrast(f, 0.5).op.inputs[0].name]
+            r["names"] += [o.name for o in tf.get_default_graph().get_operations() if o.type == "AdjustContrastv2"]
             with tf.Session() as sess:
                 vals = sess.run(ts)
             # Integer results may land one step apart where TF's float rounding differs in the last bit.

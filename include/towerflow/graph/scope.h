@@ -29,7 +29,7 @@ class Scope {
   // A child name scope. The first "dense" under a scope is "dense", the next one
   // "dense_1", as TF's name_scope does.
   Scope NewSubScope(const std::string& name) const;
-  // The next node built in the returned scope gets this name (made unique).
+  // The next node gets this name, made unique (one ending in '/', a scope's full name, as it is).
   Scope WithOpName(const std::string& name) const;
   // Requested device for nodes built in the returned scope ("/gpu:0"), merged
   // with the enclosing one as TF merges nested tf.device scopes: a partial spec

@@ -473,7 +473,9 @@ def make_op(op_type, inputs, attrs=None, name=None, graph=None):
     # The name op_name reserved for it, or one made unique as TF makes it (the
     # engine, which does not ignore case, keeps a name that is not in use).
     prefix = g._scope.name_scope + "/" if g._scope.name_scope else ""
-    if name is None or (prefix + name).lower() not in g._reserved:
+    if name is not None and name.endswith("/"):
+        pass  # a name scope's full name: the node takes it as it is (TF's rule; scope.cc)
+    elif name is None or (prefix + name).lower() not in g._reserved:
         name = _relative(g, g.unique_name(name or op_type, mark_as_used=False))
     with building():
         node = _core.add_op(g._scope, op_type, outputs, attrs or {}, name)
@@ -545,6 +547,10 @@ def op_name(name, graph=None):
     the helpers take no default names ("Const_3") from the user's nodes. A
     name reserved by an enclosing block comes back as it is: the op that a
     wrapper builds through another wrapper (stack's concat) takes it."""
+    if name.endswith("/"):
+        # A name scope's full name, which the op takes as it is (make_op).
+        yield name
+        return
     g = graph or get_default_graph()
     prefix = g._scope.name_scope
     full = (prefix + "/" if prefix else "") + name

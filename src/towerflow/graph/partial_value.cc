@@ -78,8 +78,8 @@ std::optional<PartialVector> ComputePartial(const std::string& op, const std::ve
         }
       }
     }
-  } else if ((op == "ExpandDims" || op == "Squeeze" || op == "Identity" || op == "EnsureShape" || op == "StopGradient" ||
-              op == "Cast") &&
+  } else if ((op == "ExpandDims" || op == "Squeeze" || op == "Identity" || op == "EnsureShape" ||
+              op == "StopGradient" || op == "Cast") &&
              !inputs.empty()) {
     result = PartialOf(inputs[0]);
   } else if (op == "ConcatV2" && inputs.size() >= 2) {

@@ -111,6 +111,9 @@ std::string Scope::Prefixed(const std::string& name) const {
 }
 
 std::string Scope::MakeNodeName(const std::string& default_name) const {
+  // TF's rule: a name ending in '/' is a name scope's full name, and the node
+  // takes it as it is (`with name_scope(...) as scope: ... op(name=scope)`).
+  if (!op_name_.empty() && op_name_.back() == '/') return op_name_.substr(0, op_name_.size() - 1);
   return graph().UniqueName(Prefixed(op_name_.empty() ? default_name : op_name_));
 }
 

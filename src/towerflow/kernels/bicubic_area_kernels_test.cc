@@ -115,7 +115,21 @@ TEST(ResizeAreaTest, ArgumentsAreCheckedAsTheOtherResizes) {
   // No gradient, as TF: asking for one is an error naming the op.
   Output x = Const(s, Tensor::FromVector<double>({1, 2}, {1, 1, 2, 1}));
   auto grads = Gradients(s, {Sum(s, ResizeArea(s, x, Size(s, 1, 3)), {0, 1, 2, 3})}, {x});
-  EXPECT_FALSE(grads.ok());
+  EXPECT_EQ(grads.status().code(), Code::kUnimplemented);
+  EXPECT_NE(grads.status().message().find("'ResizeArea' has no gradient"), std::string::npos)
+      << grads.status().ToString();
+  // An image of no channels, as TF.
+  st = sess.Run({}, {ResizeArea(s, Const(s, Tensor(kFloat32, TensorShape{1, 2, 2, 0})), Size(s, 1, 1))}).status();
+  EXPECT_NE(st.message().find("at least one channel"), std::string::npos) << st.ToString();
+}
+
+TEST(ResizeAreaTest, AlignCornersWithOnePixelOfInput) {
+  Graph g;
+  Scope s(g);
+  // One input row: its scale is in / out (TF's), not (in - 1) / (out - 1) = 0.
+  Output row = Const(s, Tensor::FromVector<float>({1, 2, 3}, {1, 1, 3, 1}));
+  Output y = ResizeArea(s, row, Size(s, 2, 5), {true, false});
+  EXPECT_EQ(Eval(g, y).ToVector<float>(), (std::vector<float>{1, 1, 2, 2, 3, 1, 1, 2, 2, 3}));
 }
 
 }  // namespace

@@ -48,8 +48,8 @@ bool RandomCrop(int64_t width, int64_t height, float min_relative, float max_rel
   if (max_relative <= 0 || aspect_ratio <= 0 || width <= 0 || height <= 0 || min_relative > max_relative) {
     return false;
   }
-  const float image_area = static_cast<float>(width) * static_cast<float>(height);
-  const float min_area = min_relative * image_area, max_area = max_relative * image_area;
+  const float min_area = min_relative * static_cast<float>(width) * static_cast<float>(height);
+  const float max_area = max_relative * static_cast<float>(width) * static_cast<float>(height);
   int64_t h = Round(std::sqrt(min_area / aspect_ratio));
   int64_t max_h = Round(std::sqrt(max_area / aspect_ratio));
   if (Round(static_cast<float>(max_h) * aspect_ratio) > width) {
@@ -115,8 +115,9 @@ class SampleDistortedBoundingBoxOp : public OpKernel {
                    errors::InvalidArgument(op, ": area_range must be in (0, 1], got [", area_range_[0], ", ",
                                            area_range_[1], "]"));
     TW_OP_REQUIRES_OK(c, c->GetAttr("max_attempts", &max_attempts_));
-    TW_OP_REQUIRES(c, max_attempts_ > 0,
-                   errors::InvalidArgument(op, ": max_attempts must be positive, got ", max_attempts_));
+    // TF reads it as an int: at most 2^31 - 1 attempts (each a few draws).
+    TW_OP_REQUIRES(c, max_attempts_ > 0 && max_attempts_ <= std::numeric_limits<int32_t>::max(),
+                   errors::InvalidArgument(op, ": max_attempts must be in [1, 2^31), got ", max_attempts_));
     TW_OP_REQUIRES_OK(c, c->GetAttr("use_image_if_no_bounding_boxes", &use_image_));
     if (!v2_) {
       TW_OP_REQUIRES_OK(c, c->GetAttr("min_object_covered", &min_object_covered_));

@@ -142,6 +142,12 @@ TEST(SampleDistortedBoundingBoxTest, Errors) {
   o.area_range = {0.5f, 1.5f};
   st = sess.Run({}, {SampleDistortedBoundingBox(s, size, Boxes(s, {0, 0, 1, 1}), Const(s, 0.1f), o).size}).status();
   EXPECT_NE(st.message().find("area_range"), std::string::npos) << st.ToString();
+  // TF reads max_attempts as an int: no run of 2^62 attempts.
+  DistortedBoxOptions many;
+  many.max_attempts = int64_t{1} << 62;
+  st = sess.Run({}, {SampleDistortedBoundingBox(s, size, Boxes(s, {0, 0, 1, 1}), Const(s, 2.0f), many).size})
+           .status();
+  EXPECT_NE(st.message().find("max_attempts must be in [1, 2^31)"), std::string::npos) << st.ToString();
   Scope bad(g);
   EXPECT_EQ(SampleDistortedBoundingBox(bad, Const(s, std::vector<int32_t>{20, 20}), Boxes(s, {0, 0, 1, 1}),
                                        Const(s, 0.1f))

@@ -1,7 +1,7 @@
 // CPU kernels of the colour-space ops: RGBToHSV, HSVToRGB, AdjustHue,
 // AdjustSaturation, and AdjustContrastv2. Pixels are the innermost dimension of 3 channels; each is
 // converted on its own (split over the intra-op pool) in TF's arithmetic,
-// which is not the same in the four ops:
+// which is not the same in the five ops:
 //  - RGBToHSV: V = max, range = V - min, S = range / V (0 where V is 0),
 //    H = (1 / range) * (1 / 6) times the difference of the other two channels
 //    (+ 2/6 or 4/6 by which channel is the max; 0 where range is 0; + 1 where
@@ -19,7 +19,7 @@
 //    first until one row is left, then times 1 / pixels), each value moved to
 //    mean + factor * (x - mean).
 // Where TF's loops would spin forever (an infinite or huge hue delta) the hue
-// is wrapped with fmod instead; a NaN hue gives NaN channels.
+// is wrapped with fmod instead; a NaN hue gives a NaN middle channel.
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -288,9 +288,9 @@ class AdjustContrastOp : public OpKernel {
     TW_OP_REQUIRES_OK(ctx, factor.status());
     Tensor* out = nullptr;
     TW_OP_REQUIRES_OK(ctx, ctx->allocate_output(0, in.shape(), &out));
+    if (in.NumElements() == 0) return;  // (dims may be huge beside a 0: no products of them)
     const int64_t channels = in.dim(in.rank() - 1);
     const int64_t pixels = in.dim(in.rank() - 3) * in.dim(in.rank() - 2);
-    if (in.NumElements() == 0) return;
     const int64_t images = in.NumElements() / (pixels * channels);
     const float f = *factor;
     const float* x = in.data<float>();

@@ -126,6 +126,15 @@ TEST(ColorTest, ShapesAndErrors) {
   st = RunOne(g, AdjustSaturation(s, any, Const(s, 2.0f)), {{any, four_channels}}).status();
   EXPECT_EQ(st.code(), Code::kInvalidArgument) << st.ToString();
   EXPECT_NE(st.message().find("3 channels"), std::string::npos) << st.ToString();
+  // A hue delta of rank 1 builds (as TF's) and fails when run; a contrast
+  // factor of rank 1 is refused when built (as TF's).
+  Output image = Const(s, Tensor(kFloat32, TensorShape{1, 1, 3}));
+  Output hue = AdjustHue(s, image, Const(s, std::vector<float>{0.1f}, {1}));
+  ASSERT_NE(hue.node, nullptr) << s.status().ToString();
+  st = RunOne(g, hue).status();
+  EXPECT_NE(st.message().find("delta must be a float scalar"), std::string::npos) << st.ToString();
+  Scope contrast(g);
+  EXPECT_EQ(AdjustContrast(contrast, image, Const(s, std::vector<float>{2.0f}, {1})).node, nullptr);
 }
 
 }  // namespace

@@ -15,7 +15,7 @@ Status ReadAttrs(const OpKernelConstruction& c, Attrs* attrs, bool has_half_pixe
 }
 
 float Scale(int64_t in, int64_t out, bool align_corners) {
-  return align_corners && out > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
+  return align_corners && out > 1 && in > 1 ? static_cast<float>(in - 1) / static_cast<float>(out - 1)
                                   : static_cast<float>(in) / static_cast<float>(out);
 }
 
@@ -54,6 +54,10 @@ StatusOr<Geometry> Output(OpKernelContext* ctx, const Attrs& attrs, const char* 
     return errors::InvalidArgument(op, ": input image must be of non-zero size, got shape ",
                                    images.shape().ToString());
   }
+  if (images.dim(3) == 0) {
+    return errors::InvalidArgument(op, ": image must have at least one channel, got shape ",
+                                   images.shape().ToString());
+  }
   Geometry g{images.dim(0), images.dim(1), images.dim(2), images.dim(3), hw.first, hw.second};
   g.h_scale = Scale(g.in_h, g.out_h, attrs.align_corners);
   g.w_scale = Scale(g.in_w, g.out_w, attrs.align_corners);
@@ -71,8 +75,12 @@ StatusOr<Geometry> GradGeometry(OpKernelContext* ctx, const Attrs& attrs, const 
     return errors::InvalidArgument(op, ": grads of shape ", grads.shape().ToString(), " and original_image of shape ",
                                    original.shape().ToString(), " must agree in batch and channels");
   }
-  if (grads.NumElements() != 0 && (original.dim(1) == 0 || original.dim(2) == 0)) {
-    return errors::InvalidArgument(op, ": original_image must be of non-zero size, got shape ",
+  if (grads.dim(1) == 0 || grads.dim(2) == 0) {
+    return errors::InvalidArgument(op, ": resized dimensions must be positive, got grads of shape ",
+                                   grads.shape().ToString());
+  }
+  if (original.dim(1) == 0 || original.dim(2) == 0) {
+    return errors::InvalidArgument(op, ": original dimensions must be positive, got original_image of shape ",
                                    original.shape().ToString());
   }
   Geometry g{grads.dim(0), original.dim(1), original.dim(2), grads.dim(3), grads.dim(1), grads.dim(2)};

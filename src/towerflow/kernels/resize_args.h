@@ -23,7 +23,8 @@ struct Attrs {
 Status ReadAttrs(const OpKernelConstruction& c, Attrs* attrs, bool has_half_pixel_centers = true);
 
 // TF's scale from output to input coordinates: in / out, or
-// (in - 1) / (out - 1) with align_corners and more than one output pixel.
+// (in - 1) / (out - 1) with align_corners and more than one input and output
+// pixel.
 float Scale(int64_t in, int64_t out, bool align_corners);
 
 // Input i, an int32 vector [height, width] of positive values, as TF checks it.
@@ -39,13 +40,14 @@ struct Geometry {
   float h_scale = 0, w_scale = 0;
 };
 
-// Resizing images (input 0) to size (input 1): the checks, the geometry and
-// output 0 allocated (in the dtype the op's schema gives it).
+// Resizing images (input 0) to size (input 1): the checks (a non-empty
+// image of at least one channel), the geometry and output 0 allocated (in the
+// dtype the op's schema gives it).
 StatusOr<Geometry> Output(OpKernelContext* ctx, const Attrs& attrs, const char* op, Tensor** out);
 
 // ResizeXGrad's inputs: grads (input 0, float32, the resized shape) and
-// original_image (input 1): both 4-D, one batch and channel count, a
-// non-empty original when there are gradients. The geometry maps grads'
+// original_image (input 1): both 4-D, one batch and channel count, heights
+// and widths positive. The geometry maps grads'
 // [out_h, out_w] back to the original's [in_h, in_w].
 StatusOr<Geometry> GradGeometry(OpKernelContext* ctx, const Attrs& attrs, const char* op);
 

@@ -28,11 +28,17 @@ Status ColorspaceShape(InferenceContext* c) {
   return Status::OK();
 }
 
+// Images of rank 3 or more, unchanged. TF checks the contrast factor's rank
+// here, the hue and saturation factors' when the op runs.
 Status AdjustShape(InferenceContext* c) {
   TW_RETURN_IF_ERROR(c->WithRankAtLeast(0, 3));
-  TW_RETURN_IF_ERROR(c->WithRank(1, 0));
   c->set_output(0, c->input(0));
   return Status::OK();
+}
+
+Status AdjustContrastShape(InferenceContext* c) {
+  TW_RETURN_IF_ERROR(c->WithRank(1, 0));
+  return AdjustShape(c);
 }
 
 }  // namespace
@@ -65,7 +71,7 @@ void RegisterColorOps(OpRegistry& r) {
                  .Input("contrast_factor", "float")
                  .Output("output", "T")
                  .TypeAttr("T", {kFloat32})
-                 .Shape(AdjustShape)
+                 .Shape(AdjustContrastShape)
                  .Doc("Each channel of each image moved away from its mean by contrast_factor.")
                  .Build()).Check();
   r.Register(OpDefBuilder("AdjustSaturation")

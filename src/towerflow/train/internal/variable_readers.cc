@@ -5,7 +5,8 @@
 namespace tw::train::internal {
 
 bool IsPassThrough(const Node& node) {
-  static const std::set<std::string> kOps = {"Identity", "StopGradient", "Reshape", "ExpandDims", "Squeeze"};
+  static const std::set<std::string> kOps = {"Identity", "StopGradient", "EnsureShape", "Reshape", "ExpandDims",
+                                             "Squeeze"};
   return kOps.count(node.op()) > 0;
 }
 

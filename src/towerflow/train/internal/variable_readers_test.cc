@@ -64,5 +64,22 @@ TEST(VariableReadersTest, ReadsOnTheWayToTheGradientsAndNothingElse) {
   EXPECT_EQ(w1_readers, (std::set<std::string>{w1.value.node->name(), "h"}));
 }
 
+TEST(VariableReadersTest, EnsureShapePassesTheBufferThrough) {
+  EnsureKernelsRegistered();
+  Graph g;
+  Scope s(g);
+  Variable w = GetVariable(s, "w", TensorShape{3, 2});
+  Output x = Placeholder(s.WithOpName("x"), kFloat32);
+  // Python's set_shape: the read refined by an EnsureShape (no copy), then read.
+  Output refined = EnsureShape(s.WithOpName("refined"), w.value, PartialShape({3, -1}));
+  Output y = MatMul(s.WithOpName("y"), MatMul(s.WithOpName("h"), x, Const(s, std::vector<float>(12, 1.0f), {4, 3})),
+                    refined);
+  auto grads = Gradients(s.NewSubScope("gradients"), {Sum(s.WithOpName("loss"), y, {})}, {w.ref});
+  ASSERT_TRUE(grads.ok()) << grads.status().ToString();
+  std::set<std::string> readers = Names(VariableReaders(g, {w}, *grads));
+  EXPECT_TRUE(readers.count("refined"));
+  EXPECT_TRUE(readers.count("y"));  // reads the buffer through the EnsureShape
+}
+
 }  // namespace
 }  // namespace tw::train::internal
