@@ -2,11 +2,11 @@
 // tf.gradients does, and returns d(sum ys)/dx for each x.
 //
 // Each differentiable op registers a GradFn (graph/grads/*.cc); ops through which
-// no gradient flows (ArgMax, Equal, initializers, ...) are marked with
-// RegisterNoGradient; ops TF defines no gradient for (ResizeArea, AdjustHue, ...)
-// with RegisterGradientUndefined. A gradient reaching an op of the last kind, or
-// of none, is an error naming the node (TF's LookupError). Gradients that fan in to one output are summed with AddN. The
-// registry is filled on first use (modules above graph add theirs later) and
+// no gradient flows (ArgMax, Equal, initializers, ...) are marked with RegisterNoGradient;
+// ops TF defines no gradient for (ResizeArea, AdjustHue, ...) with RegisterGradientUndefined.
+// A gradient reaching an op of the last kind, or of none, is an error naming the node (TF's
+// LookupError). Gradients that fan in to one output are summed with AddN. The registry is
+// filled on first use (modules above graph add theirs later) and
 // is thread-safe.
 #ifndef TOWERFLOW_GRAPH_GRADIENTS_H_
 #define TOWERFLOW_GRAPH_GRADIENTS_H_

@@ -176,7 +176,11 @@ Output ResizeArea(const Scope& scope, const Output& images, const Output& size, 
     scope.UpdateStatus(errors::InvalidArgument("ResizeArea has no half_pixel_centers"));
     return Output();
   }
-  return NodeBuilder(scope, "ResizeArea").Input(images).Input(size).Attr("align_corners", options.align_corners).Finalize();
+  return NodeBuilder(scope, "ResizeArea")
+      .Input(images)
+      .Input(size)
+      .Attr("align_corners", options.align_corners)
+      .Finalize();
 }
 
 DistortedBox SampleDistortedBoundingBox(const Scope& scope, const Output& image_size, const Output& bounding_boxes,
