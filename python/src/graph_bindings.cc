@@ -259,17 +259,8 @@ void BindGraph(nb::module_& m) {
         "Builds one node of `op` in `scope`; attrs are converted by the op's schema.");
   m.def("group",
         [](const Scope& scope, const std::vector<Node*>& nodes, const std::string& name) -> Node* {
-          if (!name.empty() && name.back() == '/') {
-            // TF's group(name=scope): the NoOp takes the name scope's own name,
-            // which no node has yet.
-            NodeSpec spec;
-            spec.name = name.substr(0, name.size() - 1);
-            spec.op = "NoOp";
-            spec.device = scope.device();
-            spec.control_inputs = scope.control_dependencies();
-            spec.control_inputs.insert(spec.control_inputs.end(), nodes.begin(), nodes.end());
-            return ValueOrThrow(scope.graph().AddNode(std::move(spec)));
-          }
+          // A name ending in '/' (TF's group(name=scope)) is the name scope's
+          // own name, taken as it is (Scope::WithOpName).
           std::vector<Output> deps;
           for (Node* n : nodes) deps.emplace_back(n, 0);
           Scope named = name.empty() ? scope : scope.WithOpName(name);

@@ -505,13 +505,18 @@ def adjust_contrast(images, contrast_factor):
         return convert_image_dtype(adjusted, images.dtype, saturate=True)
 
 
-def random_contrast(image, lower, upper, seed=None):
+def _random_factor(lower, upper, seed):
+    """A factor drawn uniformly from [lower, upper), with TF's checks of the
+    bounds (random_contrast, random_saturation)."""
     if upper <= lower:
         raise ValueError("upper must be > lower.")
     if lower < 0:
         raise ValueError("lower must be non-negative.")
-    factor = graph_ops.random_uniform([], lower, upper, seed=seed)
-    return adjust_contrast(image, factor)
+    return graph_ops.random_uniform([], lower, upper, seed=seed)
+
+
+def random_contrast(image, lower, upper, seed=None):
+    return adjust_contrast(image, _random_factor(lower, upper, seed))
 
 
 def per_image_standardization(image):

@@ -12,7 +12,7 @@ from . import dtypes as _dtypes
 from . import graph_ops
 from .framework import convert_to_tensor, make_tensor
 from .graph_api import name_scope
-from .image import _as_float, convert_image_dtype
+from .image import _as_float, _random_factor, convert_image_dtype
 
 
 def _float_images(images):
@@ -65,9 +65,4 @@ def random_hue(image, max_delta, seed=None):
 
 
 def random_saturation(image, lower, upper, seed=None):
-    if upper <= lower:
-        raise ValueError("upper must be > lower.")
-    if lower < 0:
-        raise ValueError("lower must be non-negative.")
-    factor = graph_ops.random_uniform([], lower, upper, seed=seed)
-    return adjust_saturation(image, factor)
+    return adjust_saturation(image, _random_factor(lower, upper, seed))

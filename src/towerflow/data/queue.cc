@@ -4,20 +4,10 @@
 #include <cstring>
 #include <limits>
 
+#include "towerflow/core/seeded_engine.h"
+
 namespace tw {
 namespace {
-
-std::mt19937_64 SeededEngine(int64_t seed, int64_t seed2) {
-  if (seed == 0 && seed2 == 0) {
-    std::random_device rd;
-    seed = (static_cast<int64_t>(rd()) << 32) ^ rd();
-    seed2 = (static_cast<int64_t>(rd()) << 32) ^ rd();
-  }
-  const auto s = static_cast<uint64_t>(seed), s2 = static_cast<uint64_t>(seed2);
-  std::seed_seq seq{static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32),
-                    static_cast<uint32_t>(s2), static_cast<uint32_t>(s2 >> 32)};
-  return std::mt19937_64(seq);
-}
 
 std::string ShapeListString(const std::vector<TensorShape>& shapes) {
   std::string out = "[";

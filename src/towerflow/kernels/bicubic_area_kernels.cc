@@ -94,9 +94,9 @@ float Interpolate(const std::array<float, 4>& w, float v0, float v1, float v2, f
 }
 
 template <typename T>
-class ResizeBicubicOp : public OpKernel {
+class ResizeBicubicOp : public resize::KernelBase {
  public:
-  explicit ResizeBicubicOp(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, resize::ReadAttrs(*c, &attrs_)); }
+  using KernelBase::KernelBase;
 
   void Compute(OpKernelContext* ctx) override {
     Tensor* out = nullptr;
@@ -130,18 +130,13 @@ class ResizeBicubicOp : public OpKernel {
       }
     });
   }
-
- private:
-  resize::Attrs attrs_;
 };
 
 // Inputs: grads (float32, the resized shape), original_image (T).
 template <typename T>
-class ResizeBicubicGradOp : public OpKernel {
+class ResizeBicubicGradOp : public resize::KernelBase {
  public:
-  explicit ResizeBicubicGradOp(OpKernelConstruction* c) : OpKernel(c) {
-    TW_OP_REQUIRES_OK(c, resize::ReadAttrs(*c, &attrs_));
-  }
+  using KernelBase::KernelBase;
 
   void Compute(OpKernelContext* ctx) override {
     auto g = resize::GradGeometry(ctx, attrs_, "ResizeBicubicGrad");
@@ -178,9 +173,6 @@ class ResizeBicubicGradOp : public OpKernel {
       }
     });
   }
-
- private:
-  resize::Attrs attrs_;
 };
 
 // The input cells one output coordinate covers along an axis: [start, end),
@@ -209,11 +201,9 @@ Span AreaSpan(int64_t out, float scale) {
 }
 
 template <typename T>
-class ResizeAreaOp : public OpKernel {
+class ResizeAreaOp : public resize::KernelBase {
  public:
-  explicit ResizeAreaOp(OpKernelConstruction* c) : OpKernel(c) {
-    TW_OP_REQUIRES_OK(c, resize::ReadAttrs(*c, &attrs_, /*has_half_pixel_centers=*/false));
-  }
+  explicit ResizeAreaOp(OpKernelConstruction* c) : KernelBase(c, /*has_half_pixel_centers=*/false) {}
 
   void Compute(OpKernelContext* ctx) override {
     Tensor* out = nullptr;
@@ -261,9 +251,6 @@ class ResizeAreaOp : public OpKernel {
       }
     });
   }
-
- private:
-  resize::Attrs attrs_;
 };
 
 }  // namespace

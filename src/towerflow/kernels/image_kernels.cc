@@ -52,14 +52,6 @@ int64_t NearestSource(int64_t i, float scale, int64_t in_size, const resize::Att
   return k;
 }
 
-class ResizeBase : public OpKernel {
- public:
-  explicit ResizeBase(OpKernelConstruction* c) : OpKernel(c) { TW_OP_REQUIRES_OK(c, resize::ReadAttrs(*c, &attrs_)); }
-
- protected:
-  resize::Attrs attrs_;
-};
-
 // One output row of a bilinear resize: each pixel's channels interpolated
 // from the input rows `top` and `bottom`. `xs` hold input columns already
 // multiplied by the channel count; a compile-time kChannels (1, 3, 4)
@@ -83,9 +75,9 @@ void BilinearRow(const T* top, const T* bottom, float y_lerp, const std::vector<
 }
 
 template <typename T>
-class ResizeBilinearOp : public ResizeBase {
+class ResizeBilinearOp : public resize::KernelBase {
  public:
-  using ResizeBase::ResizeBase;
+  using KernelBase::KernelBase;
   void Compute(OpKernelContext* ctx) override {
     Tensor* out = nullptr;
     auto geometry = resize::Output(ctx, attrs_, "ResizeBilinear", &out);
@@ -111,9 +103,9 @@ class ResizeBilinearOp : public ResizeBase {
 };
 
 template <typename T>
-class ResizeNearestNeighborOp : public ResizeBase {
+class ResizeNearestNeighborOp : public resize::KernelBase {
  public:
-  using ResizeBase::ResizeBase;
+  using KernelBase::KernelBase;
   void Compute(OpKernelContext* ctx) override {
     Tensor* out = nullptr;
     auto g = resize::Output(ctx, attrs_, "ResizeNearestNeighbor", &out);
@@ -137,9 +129,9 @@ class ResizeNearestNeighborOp : public ResizeBase {
 
 // Inputs: grads (float32, the resized shape), original_image (T).
 template <typename T>
-class ResizeBilinearGradOp : public ResizeBase {
+class ResizeBilinearGradOp : public resize::KernelBase {
  public:
-  using ResizeBase::ResizeBase;
+  using KernelBase::KernelBase;
   void Compute(OpKernelContext* ctx) override {
     auto geo = resize::GradGeometry(ctx, attrs_, "ResizeBilinearGrad");
     TW_OP_REQUIRES_OK(ctx, geo.status());
@@ -181,9 +173,9 @@ class ResizeBilinearGradOp : public ResizeBase {
 
 // Inputs: grads (T, the resized shape), size (the input's [height, width]).
 template <typename T>
-class ResizeNearestNeighborGradOp : public ResizeBase {
+class ResizeNearestNeighborGradOp : public resize::KernelBase {
  public:
-  using ResizeBase::ResizeBase;
+  using KernelBase::KernelBase;
   void Compute(OpKernelContext* ctx) override {
     const Tensor& grads = ctx->input(0);
     TW_OP_REQUIRES_OK(ctx, resize::CheckImages(grads, "grads", "ResizeNearestNeighborGrad"));

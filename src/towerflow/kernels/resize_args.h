@@ -40,6 +40,18 @@ struct Geometry {
   float h_scale = 0, w_scale = 0;
 };
 
+// The base of the resize kernels: the node's attrs, read when it is built
+// (half_pixel_centers where the op has it).
+class KernelBase : public OpKernel {
+ public:
+  explicit KernelBase(OpKernelConstruction* c, bool has_half_pixel_centers = true) : OpKernel(c) {
+    TW_OP_REQUIRES_OK(c, ReadAttrs(*c, &attrs_, has_half_pixel_centers));
+  }
+
+ protected:
+  Attrs attrs_;
+};
+
 // Resizing images (input 0) to size (input 1): the checks (a non-empty
 // image of at least one channel), the geometry and output 0 allocated (in the
 // dtype the op's schema gives it).

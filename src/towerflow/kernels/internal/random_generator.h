@@ -1,9 +1,9 @@
 // RandomGenerator: the seeded stream of the CPU's random kernels (random
-// ops, SampleDistortedBoundingBox): a std::mt19937_64 seeded from an op's
-// (seed, seed2) attrs, from std::random_device when both are 0 (TF's rule for
-// "no seed"). Samples are derived from the raw 64-bit words with our own
-// transforms (not std::*_distribution, whose output differs between standard
-// libraries), so a seed gives the same numbers anywhere. Not thread-safe:
+// ops, SampleDistortedBoundingBox): a std::mt19937_64 seeded by
+// core/seeded_engine.h's rule from an op's (seed, seed2) attrs. Samples are
+// derived from the raw 64-bit words with our own transforms (not
+// std::*_distribution, whose output differs between standard libraries), so
+// a seed gives the same numbers anywhere. Not thread-safe:
 // kernels guard theirs with a mutex. Internal to kernels/.
 #ifndef TOWERFLOW_KERNELS_INTERNAL_RANDOM_GENERATOR_H_
 #define TOWERFLOW_KERNELS_INTERNAL_RANDOM_GENERATOR_H_
@@ -15,21 +15,13 @@
 #include <random>
 #include <type_traits>
 
+#include "towerflow/core/seeded_engine.h"
+
 namespace tw {
 
 class RandomGenerator {
  public:
-  RandomGenerator(int64_t seed, int64_t seed2) {
-    if (seed == 0 && seed2 == 0) {
-      std::random_device rd;
-      seed = (static_cast<int64_t>(rd()) << 32) ^ rd();
-      seed2 = (static_cast<int64_t>(rd()) << 32) ^ rd();
-    }
-    const auto s = static_cast<uint64_t>(seed), s2 = static_cast<uint64_t>(seed2);
-    std::seed_seq seq{static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32),
-                      static_cast<uint32_t>(s2), static_cast<uint32_t>(s2 >> 32)};
-    engine_.seed(seq);
-  }
+  RandomGenerator(int64_t seed, int64_t seed2) : engine_(SeededEngine(seed, seed2)) {}
 
   // Uniform in [0, 1) with every value exactly representable in T, so a float
   // never rounds up to 1.
