@@ -1,5 +1,5 @@
 // SeededEngine: the seeding rule of towerflow's random streams (the random
-// ops, SampleDistortedBoundingBox, shuffle queues): a std::mt19937_64 seeded
+// ops, SampleDistortedBoundingBox, shuffle queues, RandomShuffle): a std::mt19937_64 seeded
 // from an op's (seed, seed2) attrs through a std::seed_seq of their four
 // 32-bit halves, from std::random_device when both are 0 (TF's rule for "no
 // seed"). A seed pair gives the same stream on every platform. Internal to

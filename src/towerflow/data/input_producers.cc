@@ -8,6 +8,7 @@
 #include <numeric>
 #include <random>
 
+#include "towerflow/core/seeded_engine.h"
 #include "towerflow/data/queue_internal.h"
 #include "towerflow/data/queue_runner.h"
 #include "towerflow/data/register.h"
@@ -60,15 +61,7 @@ class RandomShuffleOp : public OpKernel {
     int64_t seed = 0, seed2 = 0;
     TW_OP_REQUIRES_OK(c, c->GetAttr("seed", &seed));
     TW_OP_REQUIRES_OK(c, c->GetAttr("seed2", &seed2));
-    if (seed == 0 && seed2 == 0) {
-      std::random_device rd;
-      seed = (static_cast<int64_t>(rd()) << 32) ^ rd();
-      seed2 = (static_cast<int64_t>(rd()) << 32) ^ rd();
-    }
-    const auto s = static_cast<uint64_t>(seed), s2 = static_cast<uint64_t>(seed2);
-    std::seed_seq seq{static_cast<uint32_t>(s), static_cast<uint32_t>(s >> 32), static_cast<uint32_t>(s2),
-                      static_cast<uint32_t>(s2 >> 32)};
-    engine_.seed(seq);
+    engine_ = SeededEngine(seed, seed2);
   }
 
   void Compute(OpKernelContext* ctx) override {
